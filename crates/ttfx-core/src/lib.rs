@@ -1,0 +1,10 @@
+//! ttfx-core: everything ttfx knows that does not need a browser or a server.
+//!
+//! This crate never depends on `web-sys` or `tokio`, so the same code decodes a stream
+//! inside the browser probe (wasm32) and inside the native `ttfx` tools.
+
+pub mod milestone;
+pub mod server_timing;
+
+pub use milestone::Milestone;
+pub use server_timing::{ServerTiming, TimingSource, Usage};

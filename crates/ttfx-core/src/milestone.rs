@@ -1,0 +1,162 @@
+//! The milestones of one measured request, in the order a user meets them.
+//!
+//! Every milestone is a time on the page's `performance.now()` clock, stored as
+//! milliseconds since `request_start`. The names here are the report's field names, so
+//! they are part of the public schema: change them only with a schema version bump.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One observable moment in the life of a measured request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Milestone {
+    /// Just before `fetch` is called.
+    RequestStart,
+    /// The fetch promise resolved (status and headers known).
+    Headers,
+    /// First non-empty body chunk handed to the reader, before any parsing.
+    FirstByte,
+    /// First complete SSE event or NDJSON line.
+    FirstEvent,
+    /// First token on any channel (reasoning or visible).
+    FirstToken,
+    /// First non-empty visible answer text.
+    FirstVisibleToken,
+    /// First visible text inserted in the watched element.
+    FirstDom,
+    /// That text painted.
+    FirstPaint,
+    /// First complete clause or sentence of visible text.
+    FirstSentence,
+    /// First TTS request sent.
+    TtsRequest,
+    /// First audio bytes received.
+    FirstAudioByte,
+    /// First buffer scheduled on the AudioContext.
+    FirstAudioScheduled,
+    /// First non-silent sample reaches the output.
+    FirstAudioOut,
+    /// Last token.
+    LastToken,
+    /// Stream closed.
+    Done,
+    /// The user abandoned the request (the AbortSignal fired).
+    Aborted,
+    /// The request failed.
+    Error,
+}
+
+impl Milestone {
+    /// Every milestone, in the order of the design's table.
+    pub const ALL: [Milestone; 17] = [
+        Milestone::RequestStart,
+        Milestone::Headers,
+        Milestone::FirstByte,
+        Milestone::FirstEvent,
+        Milestone::FirstToken,
+        Milestone::FirstVisibleToken,
+        Milestone::FirstDom,
+        Milestone::FirstPaint,
+        Milestone::FirstSentence,
+        Milestone::TtsRequest,
+        Milestone::FirstAudioByte,
+        Milestone::FirstAudioScheduled,
+        Milestone::FirstAudioOut,
+        Milestone::LastToken,
+        Milestone::Done,
+        Milestone::Aborted,
+        Milestone::Error,
+    ];
+
+    /// The snake_case name used in reports, beacons and the lab page.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Milestone::RequestStart => "request_start",
+            Milestone::Headers => "headers",
+            Milestone::FirstByte => "first_byte",
+            Milestone::FirstEvent => "first_event",
+            Milestone::FirstToken => "first_token",
+            Milestone::FirstVisibleToken => "first_visible_token",
+            Milestone::FirstDom => "first_dom",
+            Milestone::FirstPaint => "first_paint",
+            Milestone::FirstSentence => "first_sentence",
+            Milestone::TtsRequest => "tts_request",
+            Milestone::FirstAudioByte => "first_audio_byte",
+            Milestone::FirstAudioScheduled => "first_audio_scheduled",
+            Milestone::FirstAudioOut => "first_audio_out",
+            Milestone::LastToken => "last_token",
+            Milestone::Done => "done",
+            Milestone::Aborted => "aborted",
+            Milestone::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Milestone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The name given to [`Milestone::from_str`] is not a milestone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMilestone(pub String);
+
+impl fmt::Display for UnknownMilestone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown milestone `{}`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownMilestone {}
+
+impl FromStr for Milestone {
+    type Err = UnknownMilestone;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Milestone::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| UnknownMilestone(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for m in Milestone::ALL {
+            assert!(seen.insert(m.as_str()), "duplicate name {m}");
+            assert_eq!(m.as_str().parse::<Milestone>(), Ok(m));
+        }
+        assert_eq!(seen.len(), Milestone::ALL.len());
+    }
+
+    #[test]
+    fn names_are_snake_case() {
+        for m in Milestone::ALL {
+            assert!(
+                m.as_str()
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{m} is not snake_case"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_name_is_a_clear_error() {
+        let err = "first_pixel".parse::<Milestone>().unwrap_err();
+        assert_eq!(err.to_string(), "unknown milestone `first_pixel`");
+    }
+
+    #[test]
+    fn all_is_in_the_order_a_user_meets_them() {
+        let mut sorted = Milestone::ALL;
+        sorted.sort();
+        assert_eq!(sorted, Milestone::ALL);
+    }
+}

@@ -1,0 +1,31 @@
+//! The command line of `ttfx`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// ttfx: time to first everything, measured where users wait.
+#[derive(Debug, Parser)]
+#[command(name = "ttfx", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the lab page and the simulated LLM endpoints.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port (the chosen one is printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// Folder holding the built lab page (Trunk's dist, with index.html).
+    #[arg(long)]
+    pub dist: Option<PathBuf>,
+}

@@ -1,0 +1,23 @@
+//! `ttfx`: the native side of ttfx. `main` only parses the command line and dispatches.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod serve;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Serve(args) => serve::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line a person can act on; the chain of causes joined with ": ".
+            eprintln!("ttfx: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! `cargo xtask`: the project's own build tool. `main` only dispatches.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod cmd;
+mod lab;
+mod paths;
+mod setup;
+mod test;
+
+/// Build, serve and test ttfx.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Install what is missing or at the wrong version (idempotent).
+    Setup(setup::SetupArgs),
+    /// Build the probe and the lab page, then serve them with the simulated endpoints.
+    Lab(lab::LabArgs),
+    /// Every check and test: fmt, clippy, native, wasm in headless Chromium, e2e.
+    Test,
+    /// Print performance, size and accuracy figures.
+    Bench,
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Setup(args) => setup::run(&args),
+        Command::Lab(args) => lab::run(&args),
+        Command::Test => test::run(),
+        Command::Bench => bench::run(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Fixed places in the workspace.
+
+use std::path::PathBuf;
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    let xtask = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    xtask.ancestors().nth(2).map(PathBuf::from).unwrap_or(xtask)
+}
+
+/// Cargo's target folder (shared by every build, Trunk's included).
+pub fn target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+}
+
+/// Where Trunk puts the built lab page (matches `Trunk.toml`).
+pub fn lab_dist() -> PathBuf {
+    root().join("target").join("lab-dist")
+}
+
+/// Where `cargo install` puts binaries.
+pub fn cargo_bin() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .unwrap_or_else(|| PathBuf::from(".cargo"))
+        .join("bin")
+}

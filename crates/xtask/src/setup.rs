@@ -1,0 +1,175 @@
+//! `cargo xtask setup`: install what is missing or at the wrong version, and nothing else.
+//!
+//! Every tool is checked first, so a warm machine pays only for the checks. Versions come
+//! from the workspace itself (the `wasm-bindgen` pin in the root manifest) so the CLI and
+//! the macro cannot drift apart.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use crate::cmd;
+use crate::paths;
+
+/// Trunk 0.22 needs a newer rustc than these machines have; 0.21.14 builds with its lockfile.
+const TRUNK_VERSION: &str = "0.21.14";
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {}
+
+pub fn run(_args: &SetupArgs) -> anyhow::Result<()> {
+    ensure_wasm_target()?;
+    ensure_wasm_bindgen_cli()?;
+    ensure_trunk()?;
+    ensure_chromium()?;
+    eprintln!("xtask setup: all tools present");
+    Ok(())
+}
+
+fn ensure_wasm_target() -> anyhow::Result<()> {
+    let installed = cmd::output(Command::new("rustup").args(["target", "list", "--installed"]))
+        .context("cannot ask rustup for installed targets (is rustup on PATH?)")?;
+    if installed.lines().any(|l| l.trim() == WASM_TARGET) {
+        eprintln!("xtask setup: {WASM_TARGET} target present");
+        return Ok(());
+    }
+    eprintln!("xtask setup: adding the {WASM_TARGET} target");
+    cmd::run(Command::new("rustup").args(["target", "add", WASM_TARGET]))
+}
+
+fn ensure_wasm_bindgen_cli() -> anyhow::Result<()> {
+    let want = pinned_wasm_bindgen()?;
+    // `wasm-bindgen --version` prints "wasm-bindgen 0.2.130"; the test runner comes with it.
+    let have = installed_version("wasm-bindgen");
+    let runner = tool_path("wasm-bindgen-test-runner").is_some();
+    if have.as_deref() == Some(want.as_str()) && runner {
+        eprintln!("xtask setup: wasm-bindgen-cli {want} present");
+        return Ok(());
+    }
+    eprintln!(
+        "xtask setup: installing wasm-bindgen-cli {want} (found {}; about 2 minutes on 2 cores)",
+        have.as_deref().unwrap_or("none")
+    );
+    // Not --locked: the CLI's own lockfile names versions this registry snapshot lacks.
+    cmd::run(Command::new("cargo").args([
+        "install",
+        "wasm-bindgen-cli",
+        "--version",
+        &want,
+        "--force",
+    ]))
+}
+
+fn ensure_trunk() -> anyhow::Result<()> {
+    let have = installed_version("trunk");
+    if have.as_deref() == Some(TRUNK_VERSION) {
+        eprintln!("xtask setup: trunk {TRUNK_VERSION} present");
+        return Ok(());
+    }
+    eprintln!(
+        "xtask setup: installing trunk {TRUNK_VERSION} (found {}; about 7 minutes on 2 cores)",
+        have.as_deref().unwrap_or("none")
+    );
+    // --locked: without it a newer dependency breaks the build on this toolchain.
+    cmd::run(Command::new("cargo").args([
+        "install",
+        "trunk",
+        "--version",
+        TRUNK_VERSION,
+        "--locked",
+        "--force",
+    ]))
+}
+
+fn ensure_chromium() -> anyhow::Result<()> {
+    if Path::new(CHROMIUM).is_file() && Path::new(CHROMEDRIVER).is_file() {
+        let version = cmd::output(Command::new(CHROMIUM).arg("--version")).unwrap_or_default();
+        eprintln!("xtask setup: {} and chromedriver present", version.trim());
+        return Ok(());
+    }
+    let install = "apt-get update && apt-get install -y chromium chromium-driver";
+    if !is_root() {
+        bail!("Chromium and chromedriver are missing; install them as root with:\n  {install}");
+    }
+    eprintln!("xtask setup: installing Debian's chromium and chromium-driver");
+    cmd::run(Command::new("apt-get").arg("update").arg("-qq"))?;
+    cmd::run(
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "chromium", "chromium-driver"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
+    if !Path::new(CHROMEDRIVER).is_file() {
+        bail!("apt-get installed chromium-driver but {CHROMEDRIVER} is still missing");
+    }
+    Ok(())
+}
+
+/// The `wasm-bindgen = "=X"` pin of the root manifest.
+pub fn pinned_wasm_bindgen() -> anyhow::Result<String> {
+    let manifest = paths::root().join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("cannot read {}", manifest.display()))?;
+    parse_pin(&text, "wasm-bindgen")
+        .with_context(|| format!("{} has no `wasm-bindgen = \"=X\"` pin", manifest.display()))
+}
+
+fn parse_pin(manifest: &str, name: &str) -> Option<String> {
+    manifest.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        if key.trim() != name {
+            return None;
+        }
+        let value = value.trim().strip_prefix("\"=")?.strip_suffix('"')?;
+        Some(value.to_owned())
+    })
+}
+
+/// The second word of `<tool> --version`, e.g. "0.21.14" from "trunk 0.21.14".
+fn installed_version(tool: &str) -> Option<String> {
+    let out = cmd::output(Command::new(tool_path(tool)?).arg("--version"))?;
+    out.split_whitespace().nth(1).map(str::to_owned)
+}
+
+/// A tool on PATH, or in cargo's bin folder when that is not on PATH yet (fresh machines).
+pub fn tool_path(tool: &str) -> Option<std::path::PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(tool))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| Some(paths::cargo_bin().join(tool)).filter(|p| p.is_file()))
+}
+
+fn is_root() -> bool {
+    cmd::output(Command::new("id").arg("-u")).as_deref() == Some("0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_exact_pin() {
+        let manifest = "[workspace.dependencies]\nwasm-bindgen-futures = \"=0.4.80\"\nwasm-bindgen = \"=0.2.130\"\n";
+        assert_eq!(
+            parse_pin(manifest, "wasm-bindgen").as_deref(),
+            Some("0.2.130")
+        );
+    }
+
+    #[test]
+    fn a_caret_requirement_is_not_a_pin() {
+        assert_eq!(parse_pin("wasm-bindgen = \"0.2\"\n", "wasm-bindgen"), None);
+    }
+
+    #[test]
+    fn the_workspace_pins_wasm_bindgen() {
+        let pin = pinned_wasm_bindgen().unwrap();
+        assert!(pin.starts_with("0.2."), "{pin}");
+    }
+}

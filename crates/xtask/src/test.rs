@@ -1,0 +1,179 @@
+//! `cargo xtask test`: every check and test, one summary line per stage.
+//!
+//! Stages run in order and all of them run even after a failure, so one report shows
+//! everything that is wrong; the command fails if any stage fails or a test stage ran no
+//! test at all.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::bail;
+
+use crate::cmd::{self, TestCounts};
+use crate::lab::{build_lab_page, build_ttfx, path_with_cargo_bin};
+use crate::{paths, setup};
+
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// A stage returns the tests it ran, or None for a check that runs no tests.
+type Stage = fn() -> anyhow::Result<Option<TestCounts>>;
+
+struct Outcome {
+    stage: &'static str,
+    seconds: f64,
+    result: anyhow::Result<Option<TestCounts>>,
+}
+
+pub fn run() -> anyhow::Result<()> {
+    setup::run(&setup::SetupArgs {})?;
+    let stages: [(&str, Stage); 7] = [
+        ("fmt", fmt),
+        ("clippy native", clippy_native),
+        ("clippy wasm", clippy_wasm),
+        ("native tests", native_tests),
+        ("wasm tests (headless Chromium)", wasm_tests),
+        ("lab page build", lab_build),
+        ("e2e tests (headless Chromium)", e2e_tests),
+    ];
+    let mut outcomes = Vec::new();
+    for (stage, f) in stages {
+        eprintln!("\n=== xtask test: {stage}");
+        let start = Instant::now();
+        let result = f().and_then(|counts| match counts {
+            Some(c) if c.passed == 0 => bail!("ran no test"),
+            other => Ok(other),
+        });
+        let seconds = start.elapsed().as_secs_f64();
+        outcomes.push(Outcome {
+            stage,
+            seconds,
+            result,
+        });
+    }
+
+    eprintln!("\n=== xtask test: summary");
+    let (mut passed, mut failed, mut broken) = (0, 0, 0);
+    for o in &outcomes {
+        match &o.result {
+            Ok(Some(c)) => {
+                passed += c.passed;
+                failed += c.failed;
+                println!(
+                    "xtask test: {:<32} ok   {} passed, {} ignored ({:.1} s)",
+                    o.stage, c.passed, c.ignored, o.seconds
+                );
+            }
+            Ok(None) => println!("xtask test: {:<32} ok   ({:.1} s)", o.stage, o.seconds),
+            Err(e) => {
+                broken += 1;
+                println!(
+                    "xtask test: {:<32} FAIL {e:#} ({:.1} s)",
+                    o.stage, o.seconds
+                );
+            }
+        }
+    }
+    // The closing line CI reads: every test that ran, across all stages.
+    println!("{passed} passed, {failed} failed");
+    if broken > 0 {
+        bail!("{broken} stage(s) failed");
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new("cargo");
+    c.current_dir(paths::root())
+        .env("PATH", path_with_cargo_bin());
+    c
+}
+
+fn fmt() -> anyhow::Result<Option<TestCounts>> {
+    cmd::run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    Ok(None)
+}
+
+fn clippy_native() -> anyhow::Result<Option<TestCounts>> {
+    cmd::run(cargo().args([
+        "clippy",
+        "--locked",
+        "--workspace",
+        "--exclude",
+        "ttfx-lab",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    Ok(None)
+}
+
+fn clippy_wasm() -> anyhow::Result<Option<TestCounts>> {
+    cmd::run(cargo().args([
+        "clippy",
+        "--locked",
+        "-p",
+        "ttfx-probe",
+        "-p",
+        "ttfx-lab",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    Ok(None)
+}
+
+fn native_tests() -> anyhow::Result<Option<TestCounts>> {
+    cmd::run_tests(cargo().args([
+        "test",
+        "--locked",
+        "--workspace",
+        "--exclude",
+        "ttfx-lab",
+        "--exclude",
+        "ttfx-e2e",
+    ]))
+    .map(Some)
+}
+
+fn wasm_tests() -> anyhow::Result<Option<TestCounts>> {
+    // The runner (from .cargo/config.toml) drives headless Chromium through chromedriver
+    // with the flags in each crate's webdriver.json.
+    cmd::run_tests(
+        cargo()
+            .args([
+                "test",
+                "--locked",
+                "-p",
+                "ttfx-probe",
+                "-p",
+                "ttfx-lab",
+                "--target",
+                "wasm32-unknown-unknown",
+            ])
+            .env("CHROMEDRIVER", CHROMEDRIVER)
+            .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
+    )
+    .map(Some)
+}
+
+fn lab_build() -> anyhow::Result<Option<TestCounts>> {
+    // A debug build: the e2e tests check behaviour, `cargo xtask lab` ships the release one.
+    build_lab_page(false)?;
+    Ok(None)
+}
+
+fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
+    let ttfx = build_ttfx()?;
+    cmd::run_tests(
+        cargo()
+            .args(["test", "--locked", "-p", "ttfx-e2e"])
+            .env("TTFX_BIN", ttfx)
+            .env("TTFX_DIST", paths::lab_dist())
+            .env("CHROMEDRIVER", CHROMEDRIVER),
+    )
+    .map(Some)
+}

@@ -1,0 +1,10 @@
+//! The harness shared by the end-to-end tests (and by `ttfx`'s own process tests):
+//! real `ttfx serve` processes on ephemeral loopback ports and real headless Chromium
+//! sessions over W3C WebDriver.
+
+pub mod browser;
+pub mod paths;
+pub mod serve;
+
+pub use browser::{CHROMIUM_ARGS, Chromedriver};
+pub use serve::ServeProcess;

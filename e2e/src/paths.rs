@@ -1,0 +1,45 @@
+//! Where the e2e tests find what `cargo xtask test` built for them.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+
+/// The workspace root (the folder holding the root `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(PathBuf::from).unwrap_or(here)
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// The `ttfx` binary: `$TTFX_BIN`, else the debug build in the target folder.
+pub fn ttfx_bin() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("TTFX_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("debug").join("ttfx"));
+    if !path.is_file() {
+        bail!(
+            "no ttfx binary at {} (run `cargo xtask test`, which builds it)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// The built lab page: `$TTFX_DIST`, else Trunk's dist in the target folder.
+pub fn lab_dist() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("TTFX_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("lab-dist"));
+    if !path.join("index.html").is_file() {
+        bail!(
+            "no lab page at {} (run `cargo xtask test`, which builds it)",
+            path.display()
+        );
+    }
+    Ok(path)
+}

@@ -1,0 +1,36 @@
+//! The lab page's components, mounted in a real browser.
+#![cfg(target_arch = "wasm32")]
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+fn app_renders_title_and_probe_status() {
+    let document = web_sys::window().unwrap().document().unwrap();
+    let host = document.create_element("div").unwrap();
+    document.body().unwrap().append_child(&host).unwrap();
+    let host: web_sys::HtmlElement = host.unchecked_into();
+
+    let _handle = leptos::mount::mount_to(host.clone(), ttfx_lab::App);
+
+    let title = host
+        .query_selector("h1")
+        .unwrap()
+        .unwrap()
+        .text_content()
+        .unwrap();
+    assert_eq!(title, "ttfx lab");
+    let status = host
+        .query_selector("#probe-status")
+        .unwrap()
+        .unwrap()
+        .text_content()
+        .unwrap();
+    assert!(
+        status.starts_with(&format!("probe {}", ttfx_probe::VERSION)),
+        "{status}"
+    );
+    assert!(status.contains(" ms"), "{status}");
+}
