@@ -3,8 +3,14 @@
 //! This crate never depends on `web-sys` or `tokio`, so the same code decodes a stream
 //! inside the browser probe (wasm32) and inside the native `ttfx` tools.
 
+pub mod gap;
+pub mod metrics;
 pub mod milestone;
 pub mod server_timing;
+pub mod stats;
+pub mod timeline;
 
+pub use metrics::RequestMetrics;
 pub use milestone::Milestone;
 pub use server_timing::{ServerTiming, TimingSource, Usage};
+pub use timeline::Timeline;

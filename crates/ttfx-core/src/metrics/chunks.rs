@@ -1,0 +1,60 @@
+//! Chunk-series family: inter-chunk gaps (`icl`) and stalls.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::percentile;
+use crate::timeline::Chunk;
+
+/// A gap is a stall when it exceeds both this multiple of the request's own median gap…
+pub const STALL_FACTOR: f64 = 4.0;
+/// …and this absolute floor: below ~200 ms a pause in streaming text is not noticed, so a
+/// fast stream's 4× blip is not called a stall.
+pub const STALL_FLOOR_MS: f64 = 200.0;
+/// With fewer gaps the median is mostly the outlier itself, so there is no typical gap to
+/// compare against.
+pub const STALL_MIN_GAPS: usize = 3;
+
+/// Gaps between consecutive chunks that carry at least one token (any channel), in ms:
+/// one sample per chunk after the first, the way vLLM's benchmark records "ITL". Chunks
+/// without tokens (role-only, keep-alive, usage) neither start nor end a gap.
+pub fn inter_chunk_gaps(chunks_by_time: &[Chunk]) -> Vec<f64> {
+    let times: Vec<f64> = chunks_by_time
+        .iter()
+        .filter(|c| c.tokens() > 0)
+        .map(|c| c.at_ms)
+        .collect();
+    times.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+/// Gaps far above the request's own typical gap.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stalls {
+    /// Gaps above the threshold.
+    pub count: u32,
+    /// Their total length.
+    pub stalled_ms: f64,
+    /// The longest gap of the request (stall or not).
+    pub longest_gap_ms: f64,
+    /// The request's median gap (numpy's linear interpolation).
+    pub median_gap_ms: f64,
+    /// max(STALL_FACTOR × median, STALL_FLOOR_MS).
+    pub threshold_ms: f64,
+}
+
+/// The stall rule: a gap is a stall when gap > max(4 × median gap, 200 ms), the median
+/// taken over the same request's gaps; needs at least 3 gaps, else `None`.
+pub fn stalls(gaps: &[f64]) -> Option<Stalls> {
+    if gaps.len() < STALL_MIN_GAPS {
+        return None;
+    }
+    let median = percentile(gaps, 50.0)?;
+    let threshold = (STALL_FACTOR * median).max(STALL_FLOOR_MS);
+    let stalled: Vec<f64> = gaps.iter().copied().filter(|g| *g > threshold).collect();
+    Some(Stalls {
+        count: stalled.len() as u32,
+        stalled_ms: stalled.iter().sum(),
+        longest_gap_ms: gaps.iter().copied().fold(0.0, f64::max),
+        median_gap_ms: median,
+        threshold_ms: threshold,
+    })
+}

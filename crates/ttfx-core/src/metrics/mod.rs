@@ -1,0 +1,258 @@
+//! Metrics derived from one [`Timeline`], named by convention so nobody confuses them.
+//!
+//! In the style of web-vitals, every value carries how it was obtained ([`Source`]): a
+//! TPOT from the server's token count and one from ttfx's estimate are different facts.
+//! Definitions, rules and their mapping to vLLM / AIPerf / GuideLLM / LLMPerf names are in
+//! `docs/metrics.md`; each family lives in its own file here.
+
+use serde::{Deserialize, Serialize};
+
+use crate::gap::{self, ClockOffset, Gap};
+use crate::milestone::Milestone;
+use crate::timeline::{AudioOutMethod, PaintMethod, Timeline, TimelineError};
+
+pub mod audio;
+pub mod buffered;
+pub mod chunks;
+pub mod latency;
+pub mod render;
+pub mod tokens;
+
+pub use audio::Underruns;
+pub use buffered::{Buffered, BufferedVerdict};
+pub use chunks::Stalls;
+pub use latency::Outcome;
+pub use tokens::HiddenReasoning;
+
+/// How a value was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Differences of client milestones on the page's `performance.now()` clock.
+    ClientClock,
+    /// Token count from the server's `usage`.
+    ServerUsage,
+    /// Token count estimated by ttfx from the streamed deltas (see `docs/metrics.md`).
+    Estimate,
+    /// Paint time from Element Timing `renderTime`.
+    ElementTiming,
+    /// Paint time from Interaction Contentful Paint.
+    InteractionContentfulPaint,
+    /// Paint time estimated as the frame after the DOM change.
+    RafEstimate,
+    /// Audible time from the AudioWorklet tap and `getOutputTimestamp()`.
+    OutputTimestamp,
+    /// Audible time from the scheduled start plus `outputLatency`.
+    ScheduledPlusLatency,
+}
+
+impl From<PaintMethod> for Source {
+    fn from(m: PaintMethod) -> Self {
+        match m {
+            PaintMethod::ElementTiming => Source::ElementTiming,
+            PaintMethod::InteractionContentfulPaint => Source::InteractionContentfulPaint,
+            PaintMethod::RafEstimate => Source::RafEstimate,
+        }
+    }
+}
+
+impl From<AudioOutMethod> for Source {
+    fn from(m: AudioOutMethod) -> Self {
+        match m {
+            AudioOutMethod::OutputTimestamp => Source::OutputTimestamp,
+            AudioOutMethod::ScheduledPlusLatency => Source::ScheduledPlusLatency,
+        }
+    }
+}
+
+/// A value and how it was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    pub value: f64,
+    pub source: Source,
+}
+
+impl Measured {
+    pub(crate) fn client(value: f64) -> Self {
+        Measured {
+            value,
+            source: Source::ClientClock,
+        }
+    }
+}
+
+/// Report names of the per-request scalar metrics, in the order tables show them.
+pub const SCALAR_NAMES: [&str; 15] = [
+    "ttft_ms",
+    "ttft_visible_ms",
+    "e2e_ms",
+    "tpot_ms",
+    "output_tokens",
+    "output_tokens_per_s",
+    "decode_tokens_per_s",
+    "dom_lag_ms",
+    "render_lag_ms",
+    "ttfa_ms",
+    "ttfa_from_tts_ms",
+    "rtf",
+    "underrun_count",
+    "underrun_silence_ms",
+    "stall_count",
+];
+
+/// Every metric of one request. A metric that the timeline cannot support is absent
+/// (`null` in JSON), never zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestMetrics {
+    /// Completed, aborted or failed.
+    pub outcome: Outcome,
+    /// first_token: the first token on any channel.
+    pub ttft_ms: Option<Measured>,
+    /// first_visible_token: the first non-empty visible answer text.
+    pub ttft_visible_ms: Option<Measured>,
+    /// last_token, completed requests only.
+    pub e2e_ms: Option<Measured>,
+    /// Gaps between consecutive token-carrying chunks (vLLM bench's "ITL").
+    pub icl_ms: Vec<f64>,
+    /// Output tokens (reasoning included), from usage or estimated.
+    pub output_tokens: Option<Measured>,
+    /// (last_token − first_token) / (streamed tokens − 1).
+    pub tpot_ms: Option<Measured>,
+    /// output tokens / e2e.
+    pub output_tokens_per_s: Option<Measured>,
+    /// 1000 / tpot: the decode rate once tokens flow.
+    pub decode_tokens_per_s: Option<Measured>,
+    /// first_paint − first_visible_token.
+    pub render_lag_ms: Option<Measured>,
+    /// first_dom − first_visible_token.
+    pub dom_lag_ms: Option<Measured>,
+    /// first_audio_out − request_start.
+    pub ttfa_ms: Option<Measured>,
+    /// first_audio_out − tts_request.
+    pub ttfa_from_tts_ms: Option<Measured>,
+    /// Real-time factor of the TTS stream.
+    pub rtf: Option<Measured>,
+    /// Playback underruns.
+    pub underruns: Option<Underruns>,
+    /// Gaps far above this request's own typical gap.
+    pub stalls: Option<Stalls>,
+    /// Was the visible text streamed or dumped at once?
+    pub buffered: Buffered,
+    /// Did the server think without streaming its thoughts?
+    pub hidden_reasoning: Option<HiddenReasoning>,
+    /// Client milestone minus its server-reported counterpart.
+    pub gaps: Vec<Gap>,
+    /// Server clock minus client clock, when the server reported its wall times.
+    pub clock_offset: Option<ClockOffset>,
+    /// Why something could not be computed, or what makes a value suspect.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl RequestMetrics {
+    /// Computes every metric from a valid timeline.
+    pub fn compute(timeline: &Timeline) -> Result<RequestMetrics, TimelineError> {
+        timeline.validate()?;
+        let chunks = timeline.chunks_by_time();
+        let outcome = latency::outcome(timeline);
+        let mut notes = Vec::new();
+
+        let e2e_ms = latency::e2e(timeline, outcome);
+        let icl_ms = chunks::inter_chunk_gaps(&chunks);
+        let tokens = tokens::TokenFacts::from_timeline(timeline, &chunks);
+        let tpot_ms = tokens.tpot(timeline, outcome);
+        let clock_offset = match gap::clock_offset(timeline) {
+            Ok(offset) => offset,
+            Err(e) => {
+                notes.push(format!("clock offset not estimated: {e}"));
+                None
+            }
+        };
+        if timeline.hidden_before(
+            timeline
+                .milestones
+                .iter()
+                .map(|(_, t)| t)
+                .fold(0.0, f64::max),
+        ) {
+            notes.push(
+                "page was hidden during the request: browsers throttle timers and rendering \
+                 in hidden pages"
+                    .into(),
+            );
+        }
+        if timeline.server.usage.is_none() && tokens.output.is_some() {
+            notes.push("no usage from the server: token counts are estimates".into());
+        }
+
+        Ok(RequestMetrics {
+            outcome,
+            ttft_ms: latency::at(timeline, Milestone::FirstToken),
+            ttft_visible_ms: latency::at(timeline, Milestone::FirstVisibleToken),
+            e2e_ms,
+            output_tokens: tokens.output,
+            output_tokens_per_s: tokens::output_rate(tokens.output, e2e_ms),
+            decode_tokens_per_s: tokens::decode_rate(tpot_ms),
+            tpot_ms,
+            render_lag_ms: render::render_lag(timeline),
+            dom_lag_ms: render::dom_lag(timeline),
+            ttfa_ms: audio::ttfa(timeline, Milestone::RequestStart),
+            ttfa_from_tts_ms: audio::ttfa(timeline, Milestone::TtsRequest),
+            rtf: audio::rtf(timeline),
+            underruns: audio::underruns(timeline),
+            stalls: chunks::stalls(&icl_ms),
+            icl_ms,
+            buffered: buffered::verdict(&chunks),
+            hidden_reasoning: tokens.hidden_reasoning,
+            gaps: gap::gaps(timeline),
+            clock_offset,
+            notes,
+        })
+    }
+
+    /// The per-request scalar metrics under their report names ([`SCALAR_NAMES`], in
+    /// that order). The statistics of a batch are taken over exactly these, plus the
+    /// pooled `icl_ms` and the `gap.*` entries.
+    pub fn scalars(&self) -> Vec<(&'static str, Option<f64>)> {
+        let v = |m: Option<Measured>| m.map(|m| m.value);
+        let values = [
+            v(self.ttft_ms),
+            v(self.ttft_visible_ms),
+            v(self.e2e_ms),
+            v(self.tpot_ms),
+            v(self.output_tokens),
+            v(self.output_tokens_per_s),
+            v(self.decode_tokens_per_s),
+            v(self.dom_lag_ms),
+            v(self.render_lag_ms),
+            v(self.ttfa_ms),
+            v(self.ttfa_from_tts_ms),
+            v(self.rtf),
+            self.underruns.map(|u| f64::from(u.count)),
+            self.underruns.map(|u| u.silence_ms),
+            self.stalls.map(|s| f64::from(s.count)),
+        ];
+        SCALAR_NAMES.into_iter().zip(values).collect()
+    }
+
+    /// A metric by its report name (`scalars` names, or `gap.<milestone>_ms`).
+    pub fn scalar(&self, name: &str) -> Option<f64> {
+        if let Some(milestone) = name
+            .strip_prefix("gap.")
+            .and_then(|n| n.strip_suffix("_ms"))
+        {
+            return self
+                .gaps
+                .iter()
+                .find(|g| g.milestone.as_str() == milestone)
+                .map(|g| g.gap_ms);
+        }
+        self.scalars()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| v)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,472 @@
+//! The timeline of one measured request: everything ttfx observed, before any derivation.
+//!
+//! Every time here is milliseconds since `request_start` on the page's
+//! `performance.now()` clock. Metrics ([`crate::metrics`]) are computed from a timeline and
+//! nothing else, so a report that keeps its timeline can always be recomputed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::milestone::Milestone;
+use crate::server_timing::{ServerTiming, TimingSource, Usage};
+
+/// One measured request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// Milestones observed; a milestone that was not observed is absent.
+    #[serde(default)]
+    pub milestones: Milestones,
+    /// One entry per body chunk handed to the reader, in arrival order.
+    #[serde(default)]
+    pub chunks: Vec<Chunk>,
+    /// How `first_paint` was timed, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paint_method: Option<PaintMethod>,
+    /// How `first_audio_out` was timed, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_out_method: Option<AudioOutMethod>,
+    /// The audio stream (voice requests only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<AudioSeries>,
+    /// Why the request failed, when it did (the `error` milestone says when).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    /// Where and how it was measured.
+    #[serde(default)]
+    pub environment: Environment,
+    /// What the server said about itself.
+    #[serde(default)]
+    pub server: ServerData,
+    /// Wall-clock time (Unix epoch, ms) of `request_start` on the client:
+    /// `performance.timeOrigin + performance.now()`. Only the clock-offset estimate uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_start_unix_ms: Option<f64>,
+}
+
+/// Milestone → ms since `request_start`. Serialized as an object keyed by the milestone's
+/// report name, so the JSON reads `{"first_token": 412.5}`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Milestones(BTreeMap<Milestone, f64>);
+
+impl Milestones {
+    /// The time of `m`, if it was observed.
+    pub fn get(&self, m: Milestone) -> Option<f64> {
+        self.0.get(&m).copied()
+    }
+
+    /// Records `m` at `at_ms`, replacing an earlier value.
+    pub fn set(&mut self, m: Milestone, at_ms: f64) {
+        self.0.insert(m, at_ms);
+    }
+
+    /// Observed milestones in the order a user meets them.
+    pub fn iter(&self) -> impl Iterator<Item = (Milestone, f64)> + '_ {
+        self.0.iter().map(|(m, t)| (*m, *t))
+    }
+}
+
+impl<const N: usize> From<[(Milestone, f64); N]> for Milestones {
+    fn from(entries: [(Milestone, f64); N]) -> Self {
+        Milestones(entries.into_iter().collect())
+    }
+}
+
+impl Serialize for Milestones {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(m, t)| (m.as_str(), t)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Milestones {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = BTreeMap::<String, f64>::deserialize(deserializer)?;
+        let mut out = BTreeMap::new();
+        for (name, at) in raw {
+            let m = name.parse::<Milestone>().map_err(D::Error::custom)?;
+            out.insert(m, at);
+        }
+        Ok(Milestones(out))
+    }
+}
+
+/// Serde for a single [`Milestone`] as its report name, for types that name one.
+pub(crate) mod milestone_name {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::milestone::Milestone;
+
+    pub fn serialize<S: Serializer>(m: &Milestone, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(m.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Milestone, D::Error> {
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(D::Error::custom)
+    }
+}
+
+/// One body chunk as the reader saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// When the chunk was handed to the reader (before parsing).
+    pub at_ms: f64,
+    /// Body bytes in the chunk.
+    pub bytes: u64,
+    /// Complete events (SSE events / NDJSON lines) the chunk completed.
+    #[serde(default)]
+    pub events: u32,
+    /// Visible answer tokens the decoder counted in the chunk (one per non-empty visible
+    /// text delta).
+    #[serde(default)]
+    pub visible_tokens: u32,
+    /// Reasoning tokens the decoder counted in the chunk (one per non-empty reasoning
+    /// delta).
+    #[serde(default)]
+    pub reasoning_tokens: u32,
+}
+
+impl Chunk {
+    /// Tokens on any channel.
+    pub fn tokens(&self) -> u64 {
+        u64::from(self.visible_tokens) + u64::from(self.reasoning_tokens)
+    }
+}
+
+/// How the paint of the first visible text was timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaintMethod {
+    /// Element Timing `renderTime` (Chromium).
+    ElementTiming,
+    /// Interaction Contentful Paint, where the engine has it.
+    InteractionContentfulPaint,
+    /// requestAnimationFrame followed by a MessageChannel task: the frame after the DOM
+    /// change, an estimate that can be late by up to one frame.
+    RafEstimate,
+}
+
+/// How the first audible sample was timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AudioOutMethod {
+    /// AudioWorklet tap frame mapped through `getOutputTimestamp()` plus `outputLatency`.
+    OutputTimestamp,
+    /// Scheduled start time plus `outputLatency` (no worklet or no `getOutputTimestamp`).
+    ScheduledPlusLatency,
+}
+
+/// The audio side of a voice request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AudioSeries {
+    /// Milliseconds of audio received in total.
+    pub audio_ms: f64,
+    /// When the last audio bytes arrived.
+    pub last_byte_at_ms: f64,
+    /// Every time playback caught up with the stream.
+    #[serde(default)]
+    pub underruns: Vec<Underrun>,
+}
+
+/// Playback ran out of audio and silence was inserted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Underrun {
+    /// When the silence began.
+    pub at_ms: f64,
+    /// How long the silence lasted.
+    pub silence_ms: f64,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The class of failure.
+    pub class: FailureClass,
+    /// HTTP status, when the failure was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// A short human-readable detail (never a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The kinds of failure a report distinguishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// A non-2xx HTTP status.
+    HttpStatus,
+    /// The connection failed or dropped.
+    Network,
+    /// An error event inside the stream.
+    InBand,
+    /// The stream could not be decoded.
+    Decode,
+    /// A probe timeout fired.
+    Timeout,
+}
+
+/// Where and how the request was measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Browser engine (`chromium`, `gecko`, `webkit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// Engine version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<String>,
+    /// `navigator.userAgent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+    /// `crossOriginIsolated`: isolated pages get finer timers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_origin_isolated: Option<bool>,
+    /// Smallest observed step of `performance.now()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_resolution_ms: Option<f64>,
+    /// Page visibility changes during the request (hidden pages get throttled timers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub visibility_changes: Vec<VisibilityChange>,
+    /// Requests in flight from this page when this one started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+}
+
+/// The page became visible or hidden.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VisibilityChange {
+    /// When it changed.
+    pub at_ms: f64,
+    /// The new state.
+    pub state: Visibility,
+}
+
+/// `document.visibilityState`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    Visible,
+    Hidden,
+}
+
+/// What the server reported about this request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerData {
+    /// Reported durations, in the order they arrived (which need not be the order of the
+    /// moments they describe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timings: Vec<ServerTiming>,
+    /// Reported token counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The server's own wall-clock receive/send times, when it reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_clock: Option<ServerWallClock>,
+}
+
+/// The server's wall clock around this request (Unix epoch, ms).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ServerWallClock {
+    /// When the server received the request.
+    pub received_unix_ms: f64,
+    /// When the server sent the response headers.
+    pub sent_unix_ms: f64,
+    /// Where these came from.
+    pub source: TimingSource,
+}
+
+/// A timeline that cannot be measured from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimelineError {
+    /// A time is NaN or infinite.
+    NotFinite { field: String },
+    /// A time lies before `request_start`.
+    BeforeRequestStart { field: String, at_ms: f64 },
+    /// `request_start` is the origin of the clock, so it must be 0.
+    RequestStartNotZero(f64),
+    /// Two milestones that the decoder orders were recorded out of order.
+    OutOfOrder {
+        earlier: Milestone,
+        later: Milestone,
+    },
+}
+
+impl fmt::Display for TimelineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimelineError::NotFinite { field } => write!(f, "{field} is not a finite number"),
+            TimelineError::BeforeRequestStart { field, at_ms } => {
+                write!(f, "{field} at {at_ms} ms lies before request_start")
+            }
+            TimelineError::RequestStartNotZero(at) => {
+                write!(
+                    f,
+                    "request_start must be 0 (times are relative to it), found {at}"
+                )
+            }
+            TimelineError::OutOfOrder { earlier, later } => {
+                write!(f, "{later} is recorded before {earlier}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TimelineError {}
+
+/// Pairs the decoder guarantees: a visible token is a token, and the last token is not
+/// before any other. Render and audio milestones come from other observers with their
+/// own coarsened clocks, so they are not forced into order here.
+const DECODER_ORDER: [(Milestone, Milestone); 4] = [
+    (Milestone::FirstByte, Milestone::FirstEvent),
+    (Milestone::FirstToken, Milestone::FirstVisibleToken),
+    (Milestone::FirstToken, Milestone::LastToken),
+    (Milestone::FirstVisibleToken, Milestone::LastToken),
+];
+
+impl Timeline {
+    /// Checks what every metric relies on: finite times, none before `request_start`, and
+    /// the decoder's own milestones in order.
+    pub fn validate(&self) -> Result<(), TimelineError> {
+        let mut times: Vec<(String, f64)> = self
+            .milestones
+            .iter()
+            .map(|(m, t)| (m.as_str().to_owned(), t))
+            .collect();
+        times.extend(
+            self.chunks
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("chunks[{i}].at_ms"), c.at_ms)),
+        );
+        if let Some(audio) = &self.audio {
+            times.push(("audio.audio_ms".into(), audio.audio_ms));
+            times.push(("audio.last_byte_at_ms".into(), audio.last_byte_at_ms));
+            for (i, u) in audio.underruns.iter().enumerate() {
+                times.push((format!("audio.underruns[{i}].at_ms"), u.at_ms));
+                times.push((format!("audio.underruns[{i}].silence_ms"), u.silence_ms));
+            }
+        }
+        for (field, at_ms) in times {
+            if !at_ms.is_finite() {
+                return Err(TimelineError::NotFinite { field });
+            }
+            if at_ms < 0.0 {
+                return Err(TimelineError::BeforeRequestStart { field, at_ms });
+            }
+        }
+        if let Some(start) = self.milestones.get(Milestone::RequestStart)
+            && start != 0.0
+        {
+            return Err(TimelineError::RequestStartNotZero(start));
+        }
+        for (earlier, later) in DECODER_ORDER {
+            if let (Some(a), Some(b)) = (self.milestones.get(earlier), self.milestones.get(later))
+                && b < a
+            {
+                return Err(TimelineError::OutOfOrder { earlier, later });
+            }
+        }
+        Ok(())
+    }
+
+    /// The chunk series in time order. Chunks are recorded as they arrive, but a merged or
+    /// hand-edited timeline may not keep that order, and every series metric needs it.
+    pub fn chunks_by_time(&self) -> Vec<Chunk> {
+        let mut chunks = self.chunks.clone();
+        chunks.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+        chunks
+    }
+
+    /// Was the page hidden at any moment between `request_start` and `until_ms`?
+    pub fn hidden_before(&self, until_ms: f64) -> bool {
+        let mut changes = self.environment.visibility_changes.clone();
+        changes.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+        changes
+            .iter()
+            .any(|c| c.state == Visibility::Hidden && c.at_ms <= until_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn milestones_serialize_by_report_name_and_reject_unknown_names() {
+        let m = Milestones::from([(Milestone::FirstToken, 412.5), (Milestone::Headers, 120.0)]);
+        let json = serde_json::to_string(&m).unwrap();
+        // Map order is the order a user meets them, not insertion order.
+        assert_eq!(json, r#"{"headers":120.0,"first_token":412.5}"#);
+        assert_eq!(serde_json::from_str::<Milestones>(&json).unwrap(), m);
+        let err = serde_json::from_str::<Milestones>(r#"{"first_pixel":1.0}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown milestone `first_pixel`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn validate_rejects_negative_times_nonzero_start_and_decoder_disorder() {
+        let mut t = Timeline::default();
+        t.milestones.set(Milestone::FirstToken, -1.0);
+        assert_eq!(
+            t.validate(),
+            Err(TimelineError::BeforeRequestStart {
+                field: "first_token".into(),
+                at_ms: -1.0
+            })
+        );
+
+        let mut t = Timeline::default();
+        t.milestones.set(Milestone::RequestStart, 5.0);
+        assert_eq!(t.validate(), Err(TimelineError::RequestStartNotZero(5.0)));
+
+        let mut t = Timeline::default();
+        t.milestones.set(Milestone::FirstToken, 300.0);
+        t.milestones.set(Milestone::FirstVisibleToken, 200.0);
+        let err = t.validate().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "first_visible_token is recorded before first_token"
+        );
+
+        let mut t = Timeline::default();
+        t.chunks.push(Chunk {
+            at_ms: f64::NAN,
+            ..Chunk::default()
+        });
+        assert_eq!(
+            t.validate().unwrap_err().to_string(),
+            "chunks[0].at_ms is not a finite number"
+        );
+    }
+
+    #[test]
+    fn chunks_by_time_sorts_without_touching_the_record() {
+        let mut t = Timeline::default();
+        for at_ms in [30.0, 10.0, 20.0] {
+            t.chunks.push(Chunk {
+                at_ms,
+                ..Chunk::default()
+            });
+        }
+        let sorted: Vec<f64> = t.chunks_by_time().iter().map(|c| c.at_ms).collect();
+        assert_eq!(sorted, [10.0, 20.0, 30.0]);
+        assert_eq!(t.chunks[0].at_ms, 30.0);
+    }
+
+    #[test]
+    fn hidden_before_looks_only_at_changes_up_to_the_moment() {
+        let mut t = Timeline::default();
+        t.environment.visibility_changes = vec![VisibilityChange {
+            at_ms: 500.0,
+            state: Visibility::Hidden,
+        }];
+        assert!(!t.hidden_before(499.0));
+        assert!(t.hidden_before(500.0));
+    }
+}
