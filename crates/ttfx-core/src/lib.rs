@@ -3,14 +3,17 @@
 //! This crate never depends on `web-sys` or `tokio`, so the same code decodes a stream
 //! inside the browser probe (wasm32) and inside the native `ttfx` tools.
 
+pub mod crossover;
 pub mod gap;
 pub mod metrics;
 pub mod milestone;
+pub mod report;
 pub mod server_timing;
 pub mod stats;
 pub mod timeline;
 
 pub use metrics::RequestMetrics;
 pub use milestone::Milestone;
+pub use report::{BatchReport, ReportFile, RunReport};
 pub use server_timing::{ServerTiming, TimingSource, Usage};
 pub use timeline::Timeline;
