@@ -1,0 +1,385 @@
+//! Dialects: one provider's frames → normalized [`Event`]s.
+//!
+//! Each dialect is a small state machine over the frames of one framing (SSE events,
+//! NDJSON lines or raw bytes). All of them share the rules in this module: malformed JSON
+//! and unknown event types are reported and skipped; a server error ends the request; a
+//! stream that closes before the dialect's end marker is reported as truncated.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use crate::decode::event::{ErrorClass, Event};
+use crate::decode::sse::SseEvent;
+
+pub mod anthropic;
+pub mod llamacpp;
+pub mod ollama;
+pub mod openai_chat;
+pub mod openai_responses;
+pub mod raw;
+pub mod tts;
+
+/// The dialects a stream can be decoded as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DialectKind {
+    /// OpenAI Chat Completions and its many compatibles (vLLM, SGLang, DeepSeek,
+    /// llama.cpp's `/v1/chat/completions`, …).
+    OpenAiChat,
+    /// OpenAI Responses API.
+    OpenAiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Ollama `/api/chat` and `/api/generate` (NDJSON).
+    Ollama,
+    /// llama.cpp server's native `/completion`.
+    LlamaCpp,
+    /// OpenAI speech with `stream_format: "sse"`.
+    OpenAiSpeech,
+    /// A WAV body.
+    Wav,
+    /// A headerless 16-bit little-endian PCM body (24 kHz mono, OpenAI's `pcm`).
+    Pcm16,
+    /// A plain text body.
+    Text,
+}
+
+/// How a dialect's frames are cut out of the bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    Sse,
+    Ndjson,
+    Raw,
+}
+
+impl DialectKind {
+    pub const ALL: [DialectKind; 9] = [
+        DialectKind::OpenAiChat,
+        DialectKind::OpenAiResponses,
+        DialectKind::Anthropic,
+        DialectKind::Ollama,
+        DialectKind::LlamaCpp,
+        DialectKind::OpenAiSpeech,
+        DialectKind::Wav,
+        DialectKind::Pcm16,
+        DialectKind::Text,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DialectKind::OpenAiChat => "openai-chat",
+            DialectKind::OpenAiResponses => "openai-responses",
+            DialectKind::Anthropic => "anthropic",
+            DialectKind::Ollama => "ollama",
+            DialectKind::LlamaCpp => "llamacpp",
+            DialectKind::OpenAiSpeech => "openai-speech",
+            DialectKind::Wav => "wav",
+            DialectKind::Pcm16 => "pcm16",
+            DialectKind::Text => "text",
+        }
+    }
+
+    pub const fn framing(self) -> Framing {
+        match self {
+            DialectKind::OpenAiChat
+            | DialectKind::OpenAiResponses
+            | DialectKind::Anthropic
+            | DialectKind::LlamaCpp
+            | DialectKind::OpenAiSpeech => Framing::Sse,
+            DialectKind::Ollama => Framing::Ndjson,
+            DialectKind::Wav | DialectKind::Pcm16 | DialectKind::Text => Framing::Raw,
+        }
+    }
+}
+
+impl fmt::Display for DialectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The name is not a dialect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownDialect(pub String);
+
+impl fmt::Display for UnknownDialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = DialectKind::ALL.iter().map(|d| d.as_str()).collect();
+        write!(
+            f,
+            "unknown dialect `{}` (known: {})",
+            self.0,
+            names.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownDialect {}
+
+impl FromStr for DialectKind {
+    type Err = UnknownDialect;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DialectKind::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| UnknownDialect(s.to_owned()))
+    }
+}
+
+/// A dialect over SSE events.
+pub trait SseDialect {
+    fn event(&mut self, event: &SseEvent, out: &mut Vec<Event>);
+    fn finish(&mut self, out: &mut Vec<Event>);
+}
+
+/// A dialect over NDJSON lines.
+pub trait LineDialect {
+    fn line(&mut self, line: &str, out: &mut Vec<Event>);
+    fn finish(&mut self, out: &mut Vec<Event>);
+}
+
+/// A dialect over raw bytes.
+pub trait ByteDialect {
+    fn bytes(&mut self, bytes: &[u8], out: &mut Vec<Event>);
+    fn finish(&mut self, out: &mut Vec<Event>);
+}
+
+/// The SSE dialect for `kind`, or None when `kind` is not framed as SSE.
+pub fn sse_dialect(kind: DialectKind) -> Option<Box<dyn SseDialect>> {
+    Some(match kind {
+        DialectKind::OpenAiChat => Box::new(openai_chat::OpenAiChat::default()),
+        DialectKind::OpenAiResponses => Box::new(openai_responses::OpenAiResponses::default()),
+        DialectKind::Anthropic => Box::new(anthropic::Anthropic::default()),
+        DialectKind::LlamaCpp => Box::new(llamacpp::LlamaCpp::default()),
+        DialectKind::OpenAiSpeech => Box::new(tts::OpenAiSpeech::default()),
+        _ => return None,
+    })
+}
+
+/// The line dialect for `kind`, or None when `kind` is not framed as NDJSON.
+pub fn line_dialect(kind: DialectKind) -> Option<Box<dyn LineDialect>> {
+    match kind {
+        DialectKind::Ollama => Some(Box::new(ollama::Ollama::default())),
+        _ => None,
+    }
+}
+
+/// How far a dialect has got towards the end of its stream.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    #[default]
+    Streaming,
+    /// The end marker arrived.
+    Done,
+    /// The server reported a failure: no end marker is owed.
+    Failed,
+}
+
+impl Progress {
+    pub(crate) fn is_over(self) -> bool {
+        self != Progress::Streaming
+    }
+
+    /// At the end of the stream: reports a missing end marker.
+    pub(crate) fn finish(self, marker: &str, out: &mut Vec<Event>) {
+        if self == Progress::Streaming {
+            out.push(Event::error(
+                ErrorClass::Truncated,
+                format!("stream ended before {marker}"),
+            ));
+        }
+    }
+}
+
+/// Parses a frame's JSON; malformed JSON becomes an error event.
+pub(crate) fn parse_json(text: &str, out: &mut Vec<Event>) -> Option<Value> {
+    match serde_json::from_str(text) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            out.push(Event::error(
+                ErrorClass::MalformedJson,
+                format!("{e} in {}", snippet(text)),
+            ));
+            None
+        }
+    }
+}
+
+/// The first 80 characters of a frame, for error messages.
+pub(crate) fn snippet(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("`{}…`", &text[..cut]),
+        None => format!("`{text}`"),
+    }
+}
+
+pub(crate) fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+pub(crate) fn u64_field(value: &Value, key: &str) -> Option<u64> {
+    value.get(key).and_then(Value::as_u64)
+}
+
+pub(crate) fn f64_field(value: &Value, key: &str) -> Option<f64> {
+    value
+        .get(key)
+        .and_then(Value::as_f64)
+        .filter(|v| v.is_finite())
+}
+
+/// A non-empty visible text delta.
+pub(crate) fn push_text(text: Option<&str>, out: &mut Vec<Event>) {
+    if let Some(text) = text.filter(|t| !t.is_empty()) {
+        out.push(Event::Text {
+            text: text.to_owned(),
+        });
+    }
+}
+
+/// A non-empty reasoning delta; true when one was pushed.
+pub(crate) fn push_reasoning(text: Option<&str>, out: &mut Vec<Event>) -> bool {
+    match text.filter(|t| !t.is_empty()) {
+        Some(text) => {
+            out.push(Event::Reasoning {
+                text: text.to_owned(),
+            });
+            true
+        }
+        None => false,
+    }
+}
+
+/// An error object as providers send it: a string, or an object with `message` and a
+/// `type` or `code`.
+pub(crate) fn server_error(error: &Value) -> Event {
+    let message = match error {
+        Value::String(s) => s.clone(),
+        _ => str_field(error, "message")
+            .map(str::to_owned)
+            .unwrap_or_else(|| error.to_string()),
+    };
+    let code = ["code", "type"]
+        .iter()
+        .find_map(|key| match error.get(*key) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        });
+    Event::Error {
+        class: ErrorClass::Server,
+        code,
+        message,
+    }
+}
+
+/// An event type the dialect does not know: reported, skipped.
+pub(crate) fn unknown_event(dialect: &str, event_type: &str) -> Event {
+    Event::error(
+        ErrorClass::UnknownEvent,
+        format!("{dialect}: unknown event type `{event_type}` skipped"),
+    )
+}
+
+/// Hidden reasoning, known from a usage count, when no reasoning text was streamed.
+pub(crate) fn hidden_reasoning_from_usage(
+    reasoning_tokens: Option<u64>,
+    reasoning_streamed: bool,
+    reported: &mut bool,
+    out: &mut Vec<Event>,
+) {
+    if let Some(tokens) = reasoning_tokens.filter(|&t| t > 0)
+        && !reasoning_streamed
+        && !*reported
+    {
+        *reported = true;
+        out.push(Event::HiddenReasoning {
+            tokens: Some(tokens),
+        });
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// Runs an SSE dialect over `(event type, data)` pairs.
+    pub(crate) fn run_sse(dialect: &mut dyn SseDialect, frames: &[(&str, &str)]) -> Vec<Event> {
+        let mut out = Vec::new();
+        for (event_type, data) in frames {
+            let event = SseEvent {
+                event_type: (*event_type).to_owned(),
+                data: (*data).to_owned(),
+                last_event_id: String::new(),
+            };
+            dialect.event(&event, &mut out);
+        }
+        dialect.finish(&mut out);
+        out
+    }
+
+    pub(crate) fn text(s: &str) -> Event {
+        Event::Text { text: s.into() }
+    }
+
+    pub(crate) fn reasoning(s: &str) -> Event {
+        Event::Reasoning { text: s.into() }
+    }
+
+    pub(crate) fn classes(events: &[Event]) -> Vec<ErrorClass> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Error { class, .. } => Some(*class),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_list_the_known_ones() {
+        for d in DialectKind::ALL {
+            assert_eq!(d.as_str().parse::<DialectKind>(), Ok(d));
+        }
+        let err = "gemini".parse::<DialectKind>().unwrap_err().to_string();
+        assert!(
+            err.starts_with("unknown dialect `gemini` (known: openai-chat, "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn server_errors_take_message_and_code_or_type() {
+        let e = server_error(
+            &serde_json::json!({"message": "slow down", "type": "rate_limit", "code": null}),
+        );
+        assert_eq!(
+            e,
+            Event::Error {
+                class: ErrorClass::Server,
+                code: Some("rate_limit".into()),
+                message: "slow down".into()
+            }
+        );
+        let e = server_error(&serde_json::json!("model not found"));
+        assert!(
+            matches!(e, Event::Error { code: None, message, .. } if message == "model not found")
+        );
+    }
+
+    #[test]
+    fn snippets_cut_on_char_boundaries() {
+        let long = "é".repeat(100);
+        let s = snippet(&long);
+        assert_eq!(s.chars().filter(|c| *c == 'é').count(), 80);
+    }
+}

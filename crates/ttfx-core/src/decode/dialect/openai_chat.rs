@@ -1,0 +1,241 @@
+//! OpenAI Chat Completions streaming (`chat.completion.chunk` objects over SSE), as
+//! spoken by OpenAI and its compatibles.
+//!
+//! - `choices[0].delta.content` is visible text; `delta.refusal` is shown to the user too.
+//! - `delta.reasoning_content` (DeepSeek, vLLM, SGLang, llama.cpp) and `delta.reasoning`
+//!   (newer vLLM, OpenRouter) are reasoning.
+//! - `delta.tool_calls[]` pieces become tool-call events.
+//! - A role-only chunk (`{"role":"assistant","content":""}`) is not a token.
+//! - `usage` (with `completion_tokens_details.reasoning_tokens`) may come in any chunk,
+//!   typically the last one before `[DONE]` with `stream_options.include_usage`.
+//! - llama.cpp adds its `timings` object to the final chunk.
+//! - `data: [DONE]` ends the stream; `{"error": {...}}` (or vLLM's `"object": "error"`)
+//!   reports a failure. Only choice 0 is decoded: a chat UI shows one answer.
+
+use serde_json::Value;
+
+use crate::decode::dialect::{
+    Progress, SseDialect, hidden_reasoning_from_usage, llamacpp, parse_json, push_reasoning,
+    push_text, server_error, str_field, u64_field,
+};
+use crate::decode::event::{ErrorClass, Event};
+use crate::decode::sse::SseEvent;
+use crate::server_timing::Usage;
+
+#[derive(Default)]
+pub struct OpenAiChat {
+    progress: Progress,
+    finish_reason: Option<String>,
+    reasoning_streamed: bool,
+    hidden_reported: bool,
+}
+
+impl SseDialect for OpenAiChat {
+    fn event(&mut self, event: &SseEvent, out: &mut Vec<Event>) {
+        if self.progress.is_over() {
+            return;
+        }
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.progress = Progress::Done;
+            out.push(Event::Done {
+                reason: self.finish_reason.take(),
+            });
+            return;
+        }
+        let Some(chunk) = parse_json(data, out) else {
+            return;
+        };
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            self.fail(error, out);
+            return;
+        }
+        if event.event_type == "error" || str_field(&chunk, "object") == Some("error") {
+            self.fail(&chunk, out);
+            return;
+        }
+        let mut known = false;
+        if let Some(choices) = chunk.get("choices").and_then(Value::as_array) {
+            known = true;
+            let first = choices
+                .iter()
+                .find(|c| u64_field(c, "index").unwrap_or(0) == 0);
+            if let Some(choice) = first {
+                self.choice(choice, out);
+            }
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            known = true;
+            let usage = usage_of(usage);
+            hidden_reasoning_from_usage(
+                usage.reasoning_tokens,
+                self.reasoning_streamed,
+                &mut self.hidden_reported,
+                out,
+            );
+            out.push(Event::Usage { usage });
+        }
+        if let Some(timings) = chunk.get("timings").filter(|t| t.is_object()) {
+            known = true;
+            llamacpp::push_timings(timings, out);
+        }
+        if !known {
+            out.push(Event::error(
+                ErrorClass::UnexpectedShape,
+                "openai-chat: chunk has neither choices, usage nor timings",
+            ));
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        self.progress.finish("`data: [DONE]`", out);
+    }
+}
+
+impl OpenAiChat {
+    fn choice(&mut self, choice: &Value, out: &mut Vec<Event>) {
+        if let Some(delta) = choice.get("delta") {
+            for key in ["reasoning_content", "reasoning"] {
+                if push_reasoning(str_field(delta, key), out) {
+                    self.reasoning_streamed = true;
+                }
+            }
+            push_text(str_field(delta, "content"), out);
+            push_text(str_field(delta, "refusal"), out);
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                for (position, call) in calls.iter().enumerate() {
+                    let function = call.get("function").unwrap_or(&Value::Null);
+                    out.push(Event::ToolCall {
+                        index: u64_field(call, "index").unwrap_or(position as u64),
+                        id: str_field(call, "id").map(str::to_owned),
+                        name: str_field(function, "name").map(str::to_owned),
+                        arguments: str_field(function, "arguments").unwrap_or("").to_owned(),
+                    });
+                }
+            }
+        }
+        if let Some(reason) = str_field(choice, "finish_reason") {
+            self.finish_reason = Some(reason.to_owned());
+        }
+    }
+
+    fn fail(&mut self, error: &Value, out: &mut Vec<Event>) {
+        self.progress = Progress::Failed;
+        out.push(server_error(error));
+    }
+}
+
+/// OpenAI's usage object (Chat Completions names).
+fn usage_of(usage: &Value) -> Usage {
+    let details = |key: &str, field: &str| usage.get(key).and_then(|d| u64_field(d, field));
+    Usage {
+        prompt_tokens: u64_field(usage, "prompt_tokens"),
+        completion_tokens: u64_field(usage, "completion_tokens"),
+        reasoning_tokens: details("completion_tokens_details", "reasoning_tokens"),
+        cached_prompt_tokens: details("prompt_tokens_details", "cached_tokens"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::dialect::test_support::{classes, reasoning, run_sse, text};
+
+    fn run(frames: &[&str]) -> Vec<Event> {
+        let frames: Vec<(&str, &str)> = frames.iter().map(|d| ("message", *d)).collect();
+        run_sse(&mut OpenAiChat::default(), &frames)
+    }
+
+    #[test]
+    fn role_only_chunk_is_no_token_and_content_is_text() {
+        let events = run(&[
+            r#"{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"Hi"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            events,
+            [
+                text("Hi"),
+                Event::Done {
+                    reason: Some("stop".into())
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn both_reasoning_spellings_and_hidden_reasoning_from_usage() {
+        let events = run(&[
+            r#"{"choices":[{"delta":{"reasoning_content":"a"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning":"b"}}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(events[..2], [reasoning("a"), reasoning("b")]);
+
+        let events = run(&[
+            r#"{"choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":7},"prompt_tokens_details":{"cached_tokens":2}}}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(events[1], Event::HiddenReasoning { tokens: Some(7) });
+        assert_eq!(
+            events[2],
+            Event::Usage {
+                usage: Usage {
+                    prompt_tokens: Some(5),
+                    completion_tokens: Some(9),
+                    reasoning_tokens: Some(7),
+                    cached_prompt_tokens: Some(2),
+                }
+            }
+        );
+    }
+
+    #[test]
+    fn tool_call_pieces_keep_their_index() {
+        let events = run(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            events[..2],
+            [
+                Event::ToolCall {
+                    index: 1,
+                    id: Some("call_1".into()),
+                    name: Some("f".into()),
+                    arguments: String::new()
+                },
+                Event::ToolCall {
+                    index: 1,
+                    id: None,
+                    name: None,
+                    arguments: "{\"a\":".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_malformed_chunks_and_truncation() {
+        let events = run(&[r#"{"error":{"message":"boom","type":"server_error"}}"#]);
+        assert_eq!(classes(&events), [ErrorClass::Server]);
+        let events = run(&[
+            "{not json",
+            r#"{"id":"x"}"#,
+            r#"{"choices":[{"delta":{"content":"ok"}}]}"#,
+        ]);
+        assert_eq!(
+            classes(&events),
+            [
+                ErrorClass::MalformedJson,
+                ErrorClass::UnexpectedShape,
+                ErrorClass::Truncated
+            ]
+        );
+        assert!(events.contains(&text("ok")));
+    }
+}
