@@ -17,6 +17,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the lab page and the simulated LLM endpoints.
     Serve(ServeArgs),
+    /// Print percentiles per metric from report files (runs or batches), or merge them.
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -28,4 +30,20 @@ pub struct ServeArgs {
     /// Folder holding the built lab page (Trunk's dist, with index.html).
     #[arg(long)]
     pub dist: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Report files (single runs or batches), merged into one batch.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// Print the merged batch as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// An SLO budget for goodput, METRIC=LIMIT (e.g. ttft_ms=500); repeat for several.
+    /// Metrics ending in _per_s are floors, the rest ceilings.
+    #[arg(long = "slo", value_name = "METRIC=LIMIT")]
+    pub slo: Vec<String>,
 }

@@ -5,12 +5,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cli;
+mod report_cmd;
 mod serve;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Report(args) => report_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
