@@ -170,23 +170,23 @@ pub fn clock_offset(t: &Timeline) -> Result<Option<ClockOffset>, ClockOffsetErro
     else {
         return Ok(None);
     };
-    let (t1, t2, t3) = (
-        server.received_unix_ms,
-        server.sent_unix_ms,
-        t0 + response_ms,
-    );
+    let (t1, t2) = (server.received_unix_ms, server.sent_unix_ms);
     if t2 < t1 {
         return Err(ClockOffsetError::SentBeforeReceived {
             received_unix_ms: t1,
             sent_unix_ms: t2,
         });
     }
-    let round_trip_ms = (t3 - t0) - (t2 - t1);
+    // Epoch milliseconds (~1.7e12) keep only ~0.0002 ms of fraction, so the big numbers
+    // are subtracted from each other first (exact for nearby values) and the client's
+    // small `response_ms` (= t3 − t0) enters afterwards.
+    let (t1_t0, t2_t0) = (t1 - t0, t2 - t0);
+    let round_trip_ms = response_ms - (t2 - t1);
     if round_trip_ms < 0.0 {
         return Err(ClockOffsetError::NegativeRoundTrip { round_trip_ms });
     }
     Ok(Some(ClockOffset {
-        offset_ms: ((t1 - t0) + (t2 - t3)) / 2.0,
+        offset_ms: (t1_t0 + (t2_t0 - response_ms)) / 2.0,
         error_bound_ms: round_trip_ms / 2.0,
         round_trip_ms,
         method: ClockOffsetMethod::NtpFourTimestamp,

@@ -47,6 +47,10 @@ pub fn underruns(t: &Timeline) -> Option<Underruns> {
     let audio = t.audio.as_ref()?;
     Some(Underruns {
         count: audio.underruns.len() as u32,
-        silence_ms: audio.underruns.iter().map(|u| u.silence_ms).sum(),
+        // Folded from +0.0: an empty f64 `sum()` is -0.0, which reports print as "-0.0".
+        silence_ms: audio
+            .underruns
+            .iter()
+            .fold(0.0, |total, u| total + u.silence_ms),
     })
 }

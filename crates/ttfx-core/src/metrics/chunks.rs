@@ -52,7 +52,8 @@ pub fn stalls(gaps: &[f64]) -> Option<Stalls> {
     let stalled: Vec<f64> = gaps.iter().copied().filter(|g| *g > threshold).collect();
     Some(Stalls {
         count: stalled.len() as u32,
-        stalled_ms: stalled.iter().sum(),
+        // Folded from +0.0: an empty f64 `sum()` is -0.0, which reports print as "-0.0".
+        stalled_ms: stalled.iter().fold(0.0, |total, g| total + g),
         longest_gap_ms: gaps.iter().copied().fold(0.0, f64::max),
         median_gap_ms: median,
         threshold_ms: threshold,

@@ -109,6 +109,8 @@ fn plain_stream_gives_every_latency_and_token_metric() {
         (0, 30.0, 200.0)
     );
     assert_eq!(stalls.longest_gap_ms, 60.0);
+    // No stall is +0 ms, not the -0.0 an empty float sum gives (it would print as "-0.0").
+    assert!(stalls.stalled_ms.is_sign_positive());
     // Four visible tokens are too few to judge buffering; the share is still reported:
     // the window from 300 to 400 ms holds 3 of the 4.
     assert_eq!(m.buffered.verdict, BufferedVerdict::Undetermined);
@@ -464,6 +466,17 @@ fn audio_metrics() {
             silence_ms: 100.0
         })
     );
+    let no_underruns = AudioSeries {
+        underruns: vec![],
+        ..t.audio.clone().unwrap()
+    };
+    t.audio = Some(no_underruns);
+    let silence = RequestMetrics::compute(&t)
+        .unwrap()
+        .underruns
+        .unwrap()
+        .silence_ms;
+    assert!(silence == 0.0 && silence.is_sign_positive());
     // A text-only request has no audio metrics at all (absent, not zero).
     let m = RequestMetrics::compute(&plain()).unwrap();
     assert_eq!((m.ttfa_ms, m.rtf, m.underruns), (None, None, None));
@@ -500,6 +513,26 @@ fn clock_offset_by_ntp_four_timestamps() {
     assert_eq!(
         (c.offset_ms, c.error_bound_ms, c.round_trip_ms),
         (500.0, 40.0, 80.0)
+    );
+
+    // At real epoch scale (~1.7e12 ms) the arithmetic must not lose the fraction:
+    // t1 − t0 = 150, t2 − t0 = 154, headers 182.4 → offset (150 + 154 − 182.4) / 2 = 60.8,
+    // round trip 182.4 − 4 = 178.4.
+    let mut epoch = t.clone();
+    epoch.milestones.set(Headers, 182.4);
+    epoch.request_start_unix_ms = Some(1_767_225_599_880.0);
+    epoch.server.wall_clock = Some(ServerWallClock {
+        received_unix_ms: 1_767_225_600_030.0,
+        sent_unix_ms: 1_767_225_600_034.0,
+        source: TimingSource::VantageProxy,
+    });
+    let c = RequestMetrics::compute(&epoch)
+        .unwrap()
+        .clock_offset
+        .unwrap();
+    assert!(
+        close(c.offset_ms, 60.8) && close(c.round_trip_ms, 178.4),
+        "{c:?}"
     );
 
     // Contradictory wall times are a note, not a panic and not a number.
