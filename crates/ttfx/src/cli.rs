@@ -17,6 +17,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the lab page and the simulated LLM endpoints.
     Serve(ServeArgs),
+    /// Decode a captured response body and print its events and summary as JSON.
+    Decode(DecodeArgs),
     /// Print percentiles per metric from report files (runs or batches), or merge them.
     Report(ReportArgs),
 }
@@ -46,4 +48,27 @@ pub struct ReportArgs {
     /// Metrics ending in _per_s are floors, the rest ceilings.
     #[arg(long = "slo", value_name = "METRIC=LIMIT")]
     pub slo: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// The captured response body (raw bytes as they came over the wire).
+    pub file: PathBuf,
+
+    /// auto, a dialect (openai-chat, openai-responses, anthropic, ollama, llamacpp,
+    /// openai-speech, wav, pcm16, text), or sse / ndjson to print the raw frames.
+    #[arg(long, default_value = "auto")]
+    pub dialect: crate::decode_cmd::DecodeMode,
+
+    /// Feed the decoder this many bytes at a time (the result must not depend on it).
+    #[arg(long, default_value_t = 65536)]
+    pub chunk_bytes: usize,
+
+    /// The response's Content-Type, to help `auto`.
+    #[arg(long)]
+    pub content_type: Option<String>,
+
+    /// Longest line (and SSE event) kept; longer ones are dropped and reported.
+    #[arg(long, default_value_t = ttfx_core::decode::Limits::DEFAULT.max_line_bytes)]
+    pub max_line_bytes: usize,
 }

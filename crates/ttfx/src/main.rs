@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cli;
+mod decode_cmd;
 mod report_cmd;
 mod serve;
 
@@ -12,6 +13,7 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Decode(args) => decode_cmd::run(args),
         cli::Command::Report(args) => report_cmd::run(args),
     };
     match result {
