@@ -382,4 +382,22 @@ mod tests {
             "run 0: last_token is recorded before first_token"
         );
     }
+
+    #[test]
+    fn the_documented_example_is_a_valid_report_with_true_metrics() {
+        let doc = include_str!("../../../docs/report.md");
+        let json = doc
+            .split("```json\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("docs/report.md has a ```json example");
+        let ReportFile::Run(report) = ReportFile::from_json(json).unwrap() else {
+            panic!("the example is a run report");
+        };
+        // The documented metrics are exactly what this code derives from the timeline.
+        assert_eq!(
+            report.run.metrics,
+            RequestMetrics::compute(&report.run.timeline).unwrap()
+        );
+    }
 }

@@ -98,7 +98,7 @@ fn table(batch: &BatchReport, files: usize) -> String {
     // Writing to a String cannot fail; the results are ignored for that reason.
     let _ = writeln!(
         out,
-        "ttfx report: {} runs from {files} file(s): {} completed, {} aborted, {} failed, \
+        "ttfx report: {} run(s) from {files} file(s): {} completed, {} aborted, {} failed, \
          {} incomplete",
         o.total, o.completed, o.aborted, o.failed, o.incomplete
     );

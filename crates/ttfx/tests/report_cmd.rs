@@ -99,7 +99,7 @@ fn table_merges_run_and_batch_files() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.starts_with("ttfx report: 4 runs from 3 file(s): 4 completed"),
+        stdout.starts_with("ttfx report: 4 run(s) from 3 file(s): 4 completed"),
         "{stdout}"
     );
     // ttft 100, 200, 300, 400 (numpy linear, n = 4): mean 250, p50 → h = 1.5 → 250,
