@@ -38,6 +38,15 @@ fn usage(completion: u64, reasoning: Option<u64>) -> Option<Usage> {
     })
 }
 
+/// Some note of `m` mentions `needle`.
+fn assert_note(m: &RequestMetrics, needle: &str) {
+    assert!(
+        m.notes.iter().any(|n| n.contains(needle)),
+        "no note with {needle:?}: {:?}",
+        m.notes
+    );
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -231,11 +240,7 @@ fn usage_missing_falls_back_to_a_labelled_estimate() {
     );
     assert_eq!(m.decode_tokens_per_s.unwrap().source, Source::Estimate);
     assert_eq!(m.output_tokens_per_s.unwrap().source, Source::Estimate);
-    assert!(
-        m.notes.iter().any(|n| n.contains("estimates")),
-        "{:?}",
-        m.notes
-    );
+    assert_note(&m, "estimates");
 }
 
 #[test]
@@ -543,22 +548,14 @@ fn clock_offset_by_ntp_four_timestamps() {
     });
     let m = RequestMetrics::compute(&t).unwrap();
     assert_eq!(m.clock_offset, None);
-    assert!(
-        m.notes[0].contains("held the request longer"),
-        "{:?}",
-        m.notes
-    );
+    assert_note(&m, "held the request longer");
     t.server.wall_clock = Some(ServerWallClock {
         received_unix_ms: 10.0,
         sent_unix_ms: 5.0,
         source: TimingSource::InBand,
     });
     let m = RequestMetrics::compute(&t).unwrap();
-    assert!(
-        m.notes[0].contains("sending (5) before receiving (10)"),
-        "{:?}",
-        m.notes
-    );
+    assert_note(&m, "sending (5) before receiving (10)");
 }
 
 #[test]
@@ -569,11 +566,7 @@ fn hidden_page_is_noted() {
         state: Visibility::Hidden,
     }];
     let m = RequestMetrics::compute(&t).unwrap();
-    assert!(
-        m.notes.iter().any(|n| n.contains("hidden")),
-        "{:?}",
-        m.notes
-    );
+    assert_note(&m, "hidden");
 }
 
 #[test]
