@@ -110,8 +110,11 @@ impl Decoder {
         match &mut self.stage {
             Stage::Sniffing(prefix) => {
                 prefix.extend_from_slice(chunk);
+                // Past the limit the decision rests on exactly the first
+                // SNIFF_MAX_BYTES bytes, so it is the same however they were split.
                 let at_limit = prefix.len() >= SNIFF_MAX_BYTES;
-                if let Some(sniffed) = auto::sniff(prefix, at_limit) {
+                let window = prefix.get(..SNIFF_MAX_BYTES).unwrap_or(prefix);
+                if let Some(sniffed) = auto::sniff(window, at_limit) {
                     let prefix = std::mem::take(prefix);
                     self.start_sniffed(sniffed, out);
                     self.push_into(&prefix, out);
@@ -323,6 +326,29 @@ mod tests {
         assert_eq!(decoder.frames(), 1);
         decoder.push(b"\n");
         assert_eq!(decoder.frames(), 2);
+    }
+
+    #[test]
+    fn sniffing_decides_on_the_same_bytes_however_they_are_split() {
+        // Found by the fuzzer: a long whitespace run before an SSE field.
+        let body = format!("{}retry: 1\ndata: x\n\n", " ".repeat(SNIFF_MAX_BYTES + 3));
+        let (whole_dialect, whole) = {
+            let mut d = Decoder::auto(None, Limits::DEFAULT);
+            let mut events = d.push(body.as_bytes());
+            events.extend(d.finish());
+            (d.dialect(), events)
+        };
+        let (split_dialect, split) = decode_auto(None, body.as_bytes());
+        assert_eq!(whole_dialect, split_dialect);
+        assert_eq!(whole_dialect, Some(DialectKind::Text));
+        let text: String = split
+            .iter()
+            .filter_map(|e| match e {
+                Event::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(whole[0], Event::Text { text });
     }
 
     #[test]
