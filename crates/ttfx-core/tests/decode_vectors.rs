@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use ttfx_core::decode::dialect::Framing;
-use ttfx_core::decode::{Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, Summary};
+use ttfx_core::decode::{
+    Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, Summary, coalesce,
+};
 
 struct Vector {
     name: String,
@@ -103,21 +105,6 @@ fn decode(mut decoder: Decoder, pieces: &[&[u8]]) -> (Option<DialectKind>, Vec<E
         events
     };
     (dialect, events)
-}
-
-fn coalesce(events: Vec<Event>) -> Vec<Event> {
-    let mut out: Vec<Event> = Vec::new();
-    for e in events {
-        match (out.last_mut(), e) {
-            (Some(Event::Text { text: a }), Event::Text { text: b }) => a.push_str(&b),
-            (Some(Event::AudioSamples { samples: a }), Event::AudioSamples { samples: b }) => {
-                a.extend(b)
-            }
-            (Some(Event::AudioEncoded { bytes: a }), Event::AudioEncoded { bytes: b }) => *a += b,
-            (_, e) => out.push(e),
-        }
-    }
-    out
 }
 
 /// What a vector's expectation is matched against, for one decoding of it.

@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use ttfx_core::decode::{
-    Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, SseItem,
+    Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, SseItem, coalesce,
 };
 
 /// Small limits so the fuzzer reaches the overlong-line paths with short inputs.
@@ -39,22 +39,6 @@ fn decode(mut decoder: Decoder, pieces: &[&[u8]]) -> Vec<Event> {
     events
 }
 
-/// Raw bodies deliver text and audio as the chunks come; compare content, not grouping.
-fn coalesce(events: Vec<Event>) -> Vec<Event> {
-    let mut out: Vec<Event> = Vec::new();
-    for e in events {
-        match (out.last_mut(), e) {
-            (Some(Event::Text { text: a }), Event::Text { text: b }) => a.push_str(&b),
-            (Some(Event::AudioSamples { samples: a }), Event::AudioSamples { samples: b }) => {
-                a.extend(b)
-            }
-            (Some(Event::AudioEncoded { bytes: a }), Event::AudioEncoded { bytes: b }) => *a += b,
-            (_, e) => out.push(e),
-        }
-    }
-    out
-}
-
 fn sse_frames(pieces: &[&[u8]]) -> Vec<SseItem> {
     let mut framer = SseFramer::new(TINY);
     let mut items = Vec::new();
@@ -82,11 +66,19 @@ fuzz_target!(|input: &[u8]| {
         None if which == kinds.len() => {
             let whole = decode(Decoder::auto(None, Limits::DEFAULT), &[body]);
             let split = decode(Decoder::auto(None, Limits::DEFAULT), &pieces);
-            assert_eq!(coalesce(whole), coalesce(split), "auto differs under chunking");
+            assert_eq!(
+                coalesce(whole),
+                coalesce(split),
+                "auto differs under chunking"
+            );
         }
         None if which == kinds.len() + 1 => {
             let whole = sse_frames(&[body]);
-            assert_eq!(whole, sse_frames(&pieces), "SSE frames differ under chunking");
+            assert_eq!(
+                whole,
+                sse_frames(&pieces),
+                "SSE frames differ under chunking"
+            );
             for item in &whole {
                 if let SseItem::Event(e) = item {
                     assert!(e.data.len() <= TINY.max_event_bytes, "event over its limit");

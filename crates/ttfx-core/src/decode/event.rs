@@ -101,6 +101,25 @@ impl Event {
     }
 }
 
+/// Merges adjacent pieces of the same stream of content (text, reasoning, samples,
+/// encoded audio). Raw bodies deliver these as the chunks come, so two splits of the
+/// same bytes agree on the merged events, not on their grouping.
+pub fn coalesce(events: impl IntoIterator<Item = Event>) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::new();
+    for event in events {
+        match (out.last_mut(), event) {
+            (Some(Event::Text { text: a }), Event::Text { text: b })
+            | (Some(Event::Reasoning { text: a }), Event::Reasoning { text: b }) => a.push_str(&b),
+            (Some(Event::AudioSamples { samples: a }), Event::AudioSamples { samples: b }) => {
+                a.extend(b)
+            }
+            (Some(Event::AudioEncoded { bytes: a }), Event::AudioEncoded { bytes: b }) => *a += b,
+            (_, event) => out.push(event),
+        }
+    }
+    out
+}
+
 /// What kind of trouble an [`Event::Error`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -168,6 +187,29 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(&e).unwrap()["kind"], e.kind());
         }
+    }
+
+    #[test]
+    fn coalesce_merges_only_adjacent_pieces_of_one_kind() {
+        let merged = coalesce([
+            Event::Text { text: "a".into() },
+            Event::Text { text: "b".into() },
+            Event::Reasoning { text: "r".into() },
+            Event::Text { text: "c".into() },
+            Event::AudioSamples { samples: vec![1] },
+            Event::AudioSamples { samples: vec![2] },
+        ]);
+        assert_eq!(
+            merged,
+            [
+                Event::Text { text: "ab".into() },
+                Event::Reasoning { text: "r".into() },
+                Event::Text { text: "c".into() },
+                Event::AudioSamples {
+                    samples: vec![1, 2]
+                },
+            ]
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod wav;
 
 pub use decoder::Decoder;
 pub use dialect::DialectKind;
-pub use event::{ErrorClass, Event};
+pub use event::{ErrorClass, Event, coalesce};
 pub use framing::{FramingAnomaly, Limits};
 pub use ndjson::{NdjsonFramer, NdjsonItem};
 pub use sse::{SseEvent, SseFramer, SseItem};

@@ -10,9 +10,9 @@ use crate::server_timing::{ServerTiming, Usage};
 pub struct Summary {
     pub visible_text: String,
     pub reasoning_text: String,
-    /// Reasoning tokens the server counted but did not stream (0 when none were hidden
-    /// or the count is unknown; see `hidden_reasoning`).
+    /// Reasoning happened that was not streamed (known from usage or a redacted block).
     pub hidden_reasoning: bool,
+    /// How many reasoning tokens were hidden, when the server counted them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hidden_reasoning_tokens: Option<u64>,
     pub tool_calls: Vec<ToolCall>,

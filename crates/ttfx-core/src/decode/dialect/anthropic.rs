@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::decode::dialect::{
-    Progress, SseDialect, parse_json, push_reasoning, push_text, server_error, str_field,
+    Progress, SseDialect, push_reasoning, push_text, server_error, str_field, typed_payload,
     u64_field, unknown_event,
 };
 use crate::decode::event::Event;
@@ -25,14 +25,10 @@ pub struct Anthropic {
 
 impl SseDialect for Anthropic {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Event>) {
-        if self.progress.is_over() {
-            return;
-        }
-        let Some(payload) = parse_json(&event.data, out) else {
+        let Some((payload, kind)) = typed_payload(self.progress, event, out) else {
             return;
         };
-        let kind = str_field(&payload, "type").unwrap_or(&event.event_type);
-        match kind {
+        match kind.as_str() {
             "message_start" => {
                 let usage = payload.get("message").and_then(|m| m.get("usage"));
                 self.merge_usage(usage, out);

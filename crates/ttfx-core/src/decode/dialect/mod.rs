@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::decode::event::{ErrorClass, Event};
 use crate::decode::sse::SseEvent;
+use crate::server_timing::Usage;
 
 pub mod anthropic;
 pub mod llamacpp;
@@ -232,6 +233,47 @@ pub(crate) fn f64_field(value: &Value, key: &str) -> Option<f64> {
         .filter(|v| v.is_finite())
 }
 
+/// For dialects whose events name their type in the JSON's `type` (the SSE `event`
+/// field says the same, and is the fallback): the payload and its type, unless the
+/// stream is already over or the JSON is malformed (reported).
+pub(crate) fn typed_payload(
+    progress: Progress,
+    event: &SseEvent,
+    out: &mut Vec<Event>,
+) -> Option<(Value, String)> {
+    if progress.is_over() {
+        return None;
+    }
+    let payload = parse_json(&event.data, out)?;
+    let kind = str_field(&payload, "type")
+        .unwrap_or(&event.event_type)
+        .to_owned();
+    Some((payload, kind))
+}
+
+/// The field names of an OpenAI-style usage object: Chat Completions says
+/// prompt/completion, the Responses API input/output.
+pub(crate) struct UsageNames {
+    pub prompt: &'static str,
+    pub completion: &'static str,
+}
+
+/// An OpenAI-style usage object, with reasoning and cached counts from its
+/// `*_tokens_details` objects.
+pub(crate) fn openai_usage(usage: &Value, names: UsageNames) -> Usage {
+    let details = |count: &str, field: &str| {
+        usage
+            .get(format!("{count}_details"))
+            .and_then(|d| u64_field(d, field))
+    };
+    Usage {
+        prompt_tokens: u64_field(usage, names.prompt),
+        completion_tokens: u64_field(usage, names.completion),
+        reasoning_tokens: details(names.completion, "reasoning_tokens"),
+        cached_prompt_tokens: details(names.prompt, "cached_tokens"),
+    }
+}
+
 /// A non-empty visible text delta.
 pub(crate) fn push_text(text: Option<&str>, out: &mut Vec<Event>) {
     if let Some(text) = text.filter(|t| !t.is_empty()) {
@@ -320,6 +362,12 @@ pub(crate) mod test_support {
         }
         dialect.finish(&mut out);
         out
+    }
+
+    /// Runs an SSE dialect over unnamed (`message`) events with these data.
+    pub(crate) fn run_sse_data(dialect: &mut dyn SseDialect, data: &[&str]) -> Vec<Event> {
+        let frames: Vec<(&str, &str)> = data.iter().map(|d| ("message", *d)).collect();
+        run_sse(dialect, &frames)
     }
 
     pub(crate) fn text(s: &str) -> Event {

@@ -15,12 +15,11 @@
 use serde_json::Value;
 
 use crate::decode::dialect::{
-    Progress, SseDialect, hidden_reasoning_from_usage, llamacpp, parse_json, push_reasoning,
-    push_text, server_error, str_field, u64_field,
+    Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, llamacpp, openai_usage,
+    parse_json, push_reasoning, push_text, server_error, str_field, u64_field,
 };
 use crate::decode::event::{ErrorClass, Event};
 use crate::decode::sse::SseEvent;
-use crate::server_timing::Usage;
 
 #[derive(Default)]
 pub struct OpenAiChat {
@@ -66,7 +65,13 @@ impl SseDialect for OpenAiChat {
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             known = true;
-            let usage = usage_of(usage);
+            let usage = openai_usage(
+                usage,
+                UsageNames {
+                    prompt: "prompt_tokens",
+                    completion: "completion_tokens",
+                },
+            );
             hidden_reasoning_from_usage(
                 usage.reasoning_tokens,
                 self.reasoning_streamed,
@@ -125,25 +130,14 @@ impl OpenAiChat {
     }
 }
 
-/// OpenAI's usage object (Chat Completions names).
-fn usage_of(usage: &Value) -> Usage {
-    let details = |key: &str, field: &str| usage.get(key).and_then(|d| u64_field(d, field));
-    Usage {
-        prompt_tokens: u64_field(usage, "prompt_tokens"),
-        completion_tokens: u64_field(usage, "completion_tokens"),
-        reasoning_tokens: details("completion_tokens_details", "reasoning_tokens"),
-        cached_prompt_tokens: details("prompt_tokens_details", "cached_tokens"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::dialect::test_support::{classes, reasoning, run_sse, text};
+    use crate::decode::dialect::test_support::{classes, reasoning, run_sse_data, text};
+    use crate::server_timing::Usage;
 
-    fn run(frames: &[&str]) -> Vec<Event> {
-        let frames: Vec<(&str, &str)> = frames.iter().map(|d| ("message", *d)).collect();
-        run_sse(&mut OpenAiChat::default(), &frames)
+    fn run(data: &[&str]) -> Vec<Event> {
+        run_sse_data(&mut OpenAiChat::default(), data)
     }
 
     #[test]

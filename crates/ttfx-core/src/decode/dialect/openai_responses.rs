@@ -11,12 +11,11 @@
 use serde_json::Value;
 
 use crate::decode::dialect::{
-    Progress, SseDialect, hidden_reasoning_from_usage, parse_json, push_reasoning, push_text,
-    server_error, str_field, u64_field, unknown_event,
+    Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, openai_usage, push_reasoning,
+    push_text, server_error, str_field, typed_payload, u64_field, unknown_event,
 };
 use crate::decode::event::Event;
 use crate::decode::sse::SseEvent;
-use crate::server_timing::Usage;
 
 /// Events that carry nothing a user waits for.
 const SKIPPED: &[&str] = &[
@@ -56,13 +55,9 @@ pub struct OpenAiResponses {
 
 impl SseDialect for OpenAiResponses {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Event>) {
-        if self.progress.is_over() {
-            return;
-        }
-        let Some(payload) = parse_json(&event.data, out) else {
+        let Some((payload, kind)) = typed_payload(self.progress, event, out) else {
             return;
         };
-        let kind = str_field(&payload, "type").unwrap_or(&event.event_type);
         let delta = || {
             let delta = payload.get("delta");
             // The summary event's delta is an object with `text`; the others a string.
@@ -70,7 +65,7 @@ impl SseDialect for OpenAiResponses {
                 .and_then(Value::as_str)
                 .or_else(|| delta.and_then(|d| str_field(d, "text")))
         };
-        match kind {
+        match kind.as_str() {
             "response.output_text.delta" | "response.refusal.delta" => push_text(delta(), out),
             "response.reasoning_text.delta"
             | "response.reasoning_summary_text.delta"
@@ -100,7 +95,13 @@ impl SseDialect for OpenAiResponses {
             "response.completed" | "response.incomplete" => {
                 let response = payload.get("response").unwrap_or(&Value::Null);
                 if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
-                    let usage = usage_of(usage);
+                    let usage = openai_usage(
+                        usage,
+                        UsageNames {
+                            prompt: "input_tokens",
+                            completion: "output_tokens",
+                        },
+                    );
                     hidden_reasoning_from_usage(
                         usage.reasoning_tokens,
                         self.reasoning_streamed,
@@ -144,26 +145,14 @@ impl SseDialect for OpenAiResponses {
     }
 }
 
-/// The Responses API's usage object (input/output names).
-fn usage_of(usage: &Value) -> Usage {
-    let details = |key: &str, field: &str| usage.get(key).and_then(|d| u64_field(d, field));
-    Usage {
-        prompt_tokens: u64_field(usage, "input_tokens"),
-        completion_tokens: u64_field(usage, "output_tokens"),
-        reasoning_tokens: details("output_tokens_details", "reasoning_tokens"),
-        cached_prompt_tokens: details("input_tokens_details", "cached_tokens"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::dialect::test_support::{classes, reasoning, run_sse, text};
+    use crate::decode::dialect::test_support::{classes, reasoning, run_sse_data, text};
     use crate::decode::event::ErrorClass;
 
-    fn run(frames: &[&str]) -> Vec<Event> {
-        let frames: Vec<(&str, &str)> = frames.iter().map(|d| ("message", *d)).collect();
-        run_sse(&mut OpenAiResponses::default(), &frames)
+    fn run(data: &[&str]) -> Vec<Event> {
+        run_sse_data(&mut OpenAiResponses::default(), data)
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use crate::decode::audio::{AudioKind, AudioStream};
 use crate::decode::base64;
 use crate::decode::dialect::{
-    Progress, SseDialect, parse_json, server_error, str_field, u64_field, unknown_event,
+    Progress, SseDialect, server_error, str_field, typed_payload, u64_field, unknown_event,
 };
 use crate::decode::event::{ErrorClass, Event};
 use crate::decode::sse::SseEvent;
@@ -33,14 +33,10 @@ impl Default for OpenAiSpeech {
 
 impl SseDialect for OpenAiSpeech {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Event>) {
-        if self.progress.is_over() {
-            return;
-        }
-        let Some(payload) = parse_json(&event.data, out) else {
+        let Some((payload, kind)) = typed_payload(self.progress, event, out) else {
             return;
         };
-        let kind = str_field(&payload, "type").unwrap_or(&event.event_type);
-        match kind {
+        match kind.as_str() {
             "speech.audio.delta" => {
                 let audio = str_field(&payload, "audio").unwrap_or("");
                 match base64::decode(audio) {
