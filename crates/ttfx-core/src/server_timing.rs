@@ -68,9 +68,18 @@ mod tests {
             source: TimingSource::ServerTimingHeader,
         };
         let json = serde_json::to_string(&t).unwrap();
-        assert_eq!(json, r#"{"name":"queue","duration_ms":12.5,"source":"server_timing_header"}"#);
-        let u = Usage { completion_tokens: Some(3), ..Usage::default() };
-        assert_eq!(serde_json::to_string(&u).unwrap(), r#"{"completion_tokens":3}"#);
+        assert_eq!(
+            json,
+            r#"{"name":"queue","duration_ms":12.5,"source":"server_timing_header"}"#
+        );
+        let u = Usage {
+            completion_tokens: Some(3),
+            ..Usage::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&u).unwrap(),
+            r#"{"completion_tokens":3}"#
+        );
         let back: Usage = serde_json::from_str(r#"{"completion_tokens":3}"#).unwrap();
         assert_eq!(back, u);
     }
