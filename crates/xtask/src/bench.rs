@@ -6,11 +6,27 @@ use std::process::Command;
 use anyhow::Context;
 
 use crate::lab::build_lab_page;
-use crate::{paths, setup};
+use crate::{cmd, paths, setup};
 
 pub fn run() -> anyhow::Result<()> {
+    decode_throughput()?;
     setup::run(&setup::SetupArgs {})?;
     lab_page_size()
+}
+
+/// Native decode throughput (MB/s, events/s) for OpenAI-style SSE, one token per event.
+/// Release profile, so the same optimisation level (`opt-level = "s"`) the probe ships.
+fn decode_throughput() -> anyhow::Result<()> {
+    println!("\n## decode throughput (native, release)");
+    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "ttfx-core",
+        "--example",
+        "decode_bench",
+    ]))
 }
 
 /// Raw and gzip -9 size of every wasm and JS file in the release lab page.
