@@ -144,31 +144,20 @@ impl Decoder {
             self.push_into(&prefix, &mut out);
         }
         match &mut self.stage {
-            Stage::Sse(framer, _) => {
-                framer.finish(&mut self.sse_items);
-                self.drain_sse(&mut out);
-                if let Stage::Sse(_, SseSlot::Detecting(_)) = self.stage {
-                    self.settle_sse(DialectKind::OpenAiChat, &mut out);
-                }
-                if let Stage::Sse(_, SseSlot::Ready(dialect)) = &mut self.stage {
-                    dialect.finish(&mut out);
-                }
-            }
-            Stage::Ndjson(framer, dialect) => {
-                framer.finish(&mut self.ndjson_items);
-                for item in self.ndjson_items.drain(..) {
-                    match item {
-                        NdjsonItem::Line(line) => {
-                            self.frames += 1;
-                            dialect.line(&line, &mut out);
-                        }
-                        NdjsonItem::Anomaly(a) => out.push(a.to_event()),
-                    }
-                }
-                dialect.finish(&mut out);
-            }
+            Stage::Sse(framer, _) => framer.finish(&mut self.sse_items),
+            Stage::Ndjson(framer, _) => framer.finish(&mut self.ndjson_items),
+            _ => {}
+        }
+        self.drain_sse(&mut out);
+        self.drain_ndjson(&mut out);
+        if let Stage::Sse(_, SseSlot::Detecting(_)) = self.stage {
+            self.settle_sse(DialectKind::OpenAiChat, &mut out);
+        }
+        match &mut self.stage {
+            Stage::Sse(_, SseSlot::Ready(dialect)) => dialect.finish(&mut out),
+            Stage::Ndjson(_, dialect) => dialect.finish(&mut out),
             Stage::Raw(dialect) => dialect.finish(&mut out),
-            Stage::Sniffing(_) | Stage::Finished => {}
+            _ => {}
         }
         self.stage = Stage::Finished;
         out
