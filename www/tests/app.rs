@@ -1,5 +1,8 @@
 //! The lab page's components, mounted in a real browser.
 #![cfg(target_arch = "wasm32")]
+// clippy does not see `#[wasm_bindgen_test]` functions as tests; a failed unwrap here is
+// a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;

@@ -1,5 +1,8 @@
 //! The probe's clock, read in a real browser.
 #![cfg(target_arch = "wasm32")]
+// clippy does not see `#[wasm_bindgen_test]` functions as tests; a failed unwrap here is
+// a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use gloo_timers::future::TimeoutFuture;
 use ttfx_probe::clock::now_ms;
