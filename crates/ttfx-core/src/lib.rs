@@ -8,6 +8,7 @@ pub mod decode;
 pub mod gap;
 pub mod metrics;
 pub mod milestone;
+pub mod recorder;
 pub mod report;
 pub mod server_timing;
 pub mod stats;
@@ -15,6 +16,7 @@ pub mod timeline;
 
 pub use metrics::RequestMetrics;
 pub use milestone::Milestone;
+pub use recorder::Recorder;
 pub use report::{BatchReport, ReportFile, RunReport};
 pub use server_timing::{ServerTiming, TimingSource, Usage};
 pub use timeline::Timeline;

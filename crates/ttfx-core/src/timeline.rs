@@ -40,6 +40,18 @@ pub struct Timeline {
     /// What the server said about itself.
     #[serde(default)]
     pub server: ServerData,
+    /// What was requested and what came back (never a header value or a query string:
+    /// those carry keys).
+    #[serde(default)]
+    pub request: RequestInfo,
+    /// The browser's own Resource Timing entry for the request, when it appeared (it
+    /// appears only after the body ends, so aborted streams have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_timing: Option<ResourceTiming>,
+    /// Things that went wrong without failing the request: decoder anomalies (unknown
+    /// event types, bad frames) and probe faults (a callback threw, the probe stopped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<Anomaly>,
     /// Wall-clock time (Unix epoch, ms) of `request_start` on the client:
     /// `performance.timeOrigin + performance.now()`. Only the clock-offset estimate uses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,6 +147,55 @@ impl Chunk {
     pub fn tokens(&self) -> u64 {
         u64::from(self.visible_tokens) + u64::from(self.reasoning_tokens)
     }
+}
+
+/// The request as the probe saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestInfo {
+    /// HTTP method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Origin and path only: the query string is dropped because it may hold a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Response status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Response `Content-Type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// The stream dialect the decoder used (given or detected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
+}
+
+/// The fields of a `PerformanceResourceTiming` entry that matter here, converted to ms
+/// since `request_start`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceTiming {
+    /// `requestStart`, when the browser exposes it (cross-origin needs Timing-Allow-Origin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_start_ms: Option<f64>,
+    /// `responseStart`: the browser's own first-byte-of-headers time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_start_ms: Option<f64>,
+    /// `responseEnd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_end_ms: Option<f64>,
+    /// `encodedBodySize` (0 when cross-origin without Timing-Allow-Origin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoded_body_size: Option<u64>,
+}
+
+/// Something that went wrong without failing the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Anomaly {
+    /// When it was noticed.
+    pub at_ms: f64,
+    /// A snake_case class (`unknown_event`, `malformed_json`, `callback_threw`, …).
+    pub class: String,
+    /// What happened, for a person (never a secret).
+    pub detail: String,
 }
 
 /// How the paint of the first visible text was timed.

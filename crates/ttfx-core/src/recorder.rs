@@ -1,0 +1,395 @@
+//! Builds a [`Timeline`] from what a client observes, as it observes it.
+//!
+//! The browser probe (and any native client) calls this at each moment it sees: the
+//! response headers, every body chunk with the time it was handed over, the end, an
+//! abort or a network failure. All decoding and milestone logic lives here, in plain
+//! Rust, so it is tested natively; the probe only takes timestamps and forwards bytes.
+
+use crate::decode::server_timing_header;
+use crate::decode::{Decoder, DialectKind, ErrorClass, Event, Limits};
+use crate::milestone::Milestone;
+use crate::timeline::{Anomaly, Chunk, Failure, FailureClass, Timeline};
+
+/// Most anomalies kept per request: a broken stream can produce one per frame, and the
+/// report must stay small. The count of dropped ones is recorded in the last entry.
+const MAX_ANOMALIES: usize = 32;
+
+/// Records one request.
+pub struct Recorder {
+    dialect: Option<DialectKind>,
+    limits: Limits,
+    decoder: Option<Decoder>,
+    timeline: Timeline,
+    dropped_anomalies: u64,
+    ended: bool,
+}
+
+impl Recorder {
+    /// A recorder for a request that starts now (`request_start` = 0). `dialect` is
+    /// `None` to detect it from the content type and the first frames.
+    pub fn new(dialect: Option<DialectKind>, limits: Limits) -> Recorder {
+        let mut timeline = Timeline::default();
+        timeline.milestones.set(Milestone::RequestStart, 0.0);
+        Recorder {
+            dialect,
+            limits,
+            decoder: None,
+            timeline,
+            dropped_anomalies: 0,
+            ended: false,
+        }
+    }
+
+    /// The timeline so far, for fields the caller fills in itself (environment, request
+    /// info, render and audio milestones).
+    pub fn timeline_mut(&mut self) -> &mut Timeline {
+        &mut self.timeline
+    }
+
+    /// The timeline so far.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// The response headers arrived. `server_timing` holds every `Server-Timing` header
+    /// value the page can read.
+    pub fn headers(
+        &mut self,
+        at_ms: f64,
+        status: u16,
+        content_type: Option<&str>,
+        server_timing: &[&str],
+    ) {
+        self.timeline.milestones.set(Milestone::Headers, at_ms);
+        self.timeline.request.status = Some(status);
+        self.timeline.request.content_type = content_type.map(str::to_owned);
+        if !(200..300).contains(&status) {
+            self.fail(
+                at_ms,
+                FailureClass::HttpStatus,
+                Some(status),
+                format!("HTTP {status}"),
+            );
+        }
+        if !server_timing.is_empty() {
+            let parsed = server_timing_header::parse_headers(server_timing.iter().copied());
+            self.timeline.server.timings.extend(parsed.timings);
+            for junk in parsed.junk {
+                self.anomaly(at_ms, "server_timing_junk", junk.to_string());
+            }
+        }
+        let decoder = match self.dialect {
+            Some(kind) => Decoder::new(kind, self.limits),
+            None => Decoder::auto(content_type, self.limits),
+        };
+        self.decoder = Some(decoder);
+    }
+
+    /// A body chunk was handed to the reader at `at_ms`.
+    pub fn chunk(&mut self, at_ms: f64, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if self.timeline.milestones.get(Milestone::FirstByte).is_none() {
+            self.timeline.milestones.set(Milestone::FirstByte, at_ms);
+        }
+        let decoder = self
+            .decoder
+            .get_or_insert_with(|| Decoder::auto(None, self.limits));
+        let frames_before = decoder.frames();
+        let events = decoder.push(bytes);
+        let frames = decoder.frames() - frames_before;
+        let mut chunk = Chunk {
+            at_ms,
+            bytes: bytes.len() as u64,
+            events: u32::try_from(frames).unwrap_or(u32::MAX),
+            ..Chunk::default()
+        };
+        if frames > 0
+            && self
+                .timeline
+                .milestones
+                .get(Milestone::FirstEvent)
+                .is_none()
+        {
+            self.timeline.milestones.set(Milestone::FirstEvent, at_ms);
+        }
+        self.apply(at_ms, events, &mut chunk);
+        self.timeline.chunks.push(chunk);
+    }
+
+    /// The body ended normally at `at_ms`.
+    pub fn end(&mut self, at_ms: f64) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        if let Some(mut decoder) = self.decoder.take() {
+            let events = decoder.finish();
+            let mut tail = Chunk {
+                at_ms,
+                ..Chunk::default()
+            };
+            self.apply(at_ms, events, &mut tail);
+            if tail.tokens() > 0 {
+                self.timeline.chunks.push(tail);
+            }
+            self.timeline.request.dialect = decoder.dialect().map(|d| d.as_str().to_owned());
+        }
+        self.timeline.milestones.set(Milestone::Done, at_ms);
+    }
+
+    /// The user gave up (the request's AbortSignal fired) at `at_ms`.
+    pub fn abort(&mut self, at_ms: f64) {
+        if self.timeline.milestones.get(Milestone::Aborted).is_none() {
+            self.timeline.milestones.set(Milestone::Aborted, at_ms);
+        }
+        self.stop_decoding();
+    }
+
+    /// The request failed outside the stream's own content: the fetch rejected or the
+    /// body errored (connection dropped, CORS, DNS). Ignored after an abort, whose
+    /// rejection is a consequence, not a failure.
+    pub fn network_error(&mut self, at_ms: f64, detail: impl Into<String>) {
+        if self.timeline.milestones.get(Milestone::Aborted).is_some() {
+            return;
+        }
+        self.fail(at_ms, FailureClass::Network, None, detail.into());
+        self.stop_decoding();
+    }
+
+    /// Records something that went wrong without failing the request.
+    pub fn anomaly(&mut self, at_ms: f64, class: &str, detail: impl Into<String>) {
+        if self.timeline.anomalies.len() >= MAX_ANOMALIES {
+            self.dropped_anomalies += 1;
+            return;
+        }
+        self.timeline.anomalies.push(Anomaly {
+            at_ms,
+            class: class.to_owned(),
+            detail: detail.into(),
+        });
+    }
+
+    /// The finished timeline.
+    pub fn finish(mut self) -> Timeline {
+        if self.dropped_anomalies > 0 {
+            let at_ms = self.timeline.anomalies.last().map_or(0.0, |a| a.at_ms);
+            self.timeline.anomalies.push(Anomaly {
+                at_ms,
+                class: "anomalies_dropped".into(),
+                detail: format!("{} more anomalies not recorded", self.dropped_anomalies),
+            });
+        }
+        self.timeline
+    }
+
+    fn stop_decoding(&mut self) {
+        if let Some(decoder) = self.decoder.take() {
+            self.timeline.request.dialect = decoder.dialect().map(|d| d.as_str().to_owned());
+        }
+        self.ended = true;
+    }
+
+    fn fail(&mut self, at_ms: f64, class: FailureClass, status: Option<u16>, detail: String) {
+        if self.timeline.failure.is_some() {
+            return;
+        }
+        self.timeline.milestones.set(Milestone::Error, at_ms);
+        self.timeline.failure = Some(Failure {
+            class,
+            http_status: status,
+            detail: Some(detail),
+        });
+    }
+
+    /// Folds decoder events into milestones, the chunk's counts and the server data.
+    fn apply(&mut self, at_ms: f64, events: Vec<Event>, chunk: &mut Chunk) {
+        for event in events {
+            match event {
+                Event::Text { text } if !text.is_empty() => {
+                    chunk.visible_tokens += 1;
+                    self.token(at_ms, Some(Milestone::FirstVisibleToken));
+                }
+                Event::Reasoning { text } if !text.is_empty() => {
+                    chunk.reasoning_tokens += 1;
+                    self.token(at_ms, None);
+                }
+                Event::ToolCall { arguments, .. } if !arguments.is_empty() => {
+                    self.token(at_ms, None);
+                }
+                Event::Usage { usage } => self.timeline.server.usage = Some(usage),
+                Event::ServerTimings { timings } => self.timeline.server.timings.extend(timings),
+                Event::Error {
+                    class,
+                    code,
+                    message,
+                } => {
+                    let detail = match code {
+                        Some(code) => format!("{code}: {message}"),
+                        None => message,
+                    };
+                    match class {
+                        ErrorClass::Server => self.fail(at_ms, FailureClass::InBand, None, detail),
+                        ErrorClass::Truncated => {
+                            self.fail(at_ms, FailureClass::Decode, None, detail)
+                        }
+                        other => self.anomaly(at_ms, other.as_str(), detail),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn token(&mut self, at_ms: f64, visible: Option<Milestone>) {
+        let m = &mut self.timeline.milestones;
+        if m.get(Milestone::FirstToken).is_none() {
+            m.set(Milestone::FirstToken, at_ms);
+        }
+        if let Some(first) = visible
+            && m.get(first).is_none()
+        {
+            m.set(first, at_ms);
+        }
+        m.set(Milestone::LastToken, at_ms);
+    }
+}
+
+/// Origin and path of a URL, without query or fragment (they may carry keys).
+pub fn url_without_query(url: &str) -> &str {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    &url[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sse(content: &str) -> String {
+        format!("data: {{\"choices\":[{{\"delta\":{{\"content\":{content:?}}}}}]}}\n\n")
+    }
+
+    fn recorder() -> Recorder {
+        Recorder::new(None, Limits::DEFAULT)
+    }
+
+    #[test]
+    fn milestones_follow_the_chunks_that_carried_them() {
+        let mut r = recorder();
+        r.headers(100.0, 200, Some("text/event-stream"), &["queue;dur=12.5"]);
+        r.chunk(150.0, b": keep-alive\n\n");
+        r.chunk(300.0, sse("").as_bytes());
+        r.chunk(420.0, format!("{}{}", sse("Hel"), sse("lo")).as_bytes());
+        r.chunk(500.0, sse(" world").as_bytes());
+        r.chunk(510.0, b"data: [DONE]\n\n");
+        r.end(520.0);
+        let t = r.finish();
+        let m = |x| t.milestones.get(x);
+        assert_eq!(m(Milestone::Headers), Some(100.0));
+        assert_eq!(m(Milestone::FirstByte), Some(150.0));
+        // A comment is not an event; the empty-content chunk is an event but no token.
+        assert_eq!(m(Milestone::FirstEvent), Some(300.0));
+        assert_eq!(m(Milestone::FirstToken), Some(420.0));
+        assert_eq!(m(Milestone::FirstVisibleToken), Some(420.0));
+        assert_eq!(m(Milestone::LastToken), Some(500.0));
+        assert_eq!(m(Milestone::Done), Some(520.0));
+        assert_eq!(t.chunks.len(), 5);
+        assert_eq!(t.chunks[2].visible_tokens, 2);
+        assert_eq!(t.chunks[2].events, 2);
+        assert_eq!(t.server.timings[0].duration_ms, Some(12.5));
+        assert_eq!(t.request.dialect.as_deref(), Some("openai-chat"));
+        assert!(t.failure.is_none());
+        t.validate().unwrap();
+    }
+
+    #[test]
+    fn reasoning_is_a_token_but_not_visible() {
+        let mut r = Recorder::new(Some(DialectKind::OpenAiChat), Limits::DEFAULT);
+        r.headers(10.0, 200, None, &[]);
+        r.chunk(
+            50.0,
+            b"data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n",
+        );
+        r.chunk(90.0, sse("Yes").as_bytes());
+        r.end(95.0);
+        let t = r.finish();
+        assert_eq!(t.milestones.get(Milestone::FirstToken), Some(50.0));
+        assert_eq!(t.milestones.get(Milestone::FirstVisibleToken), Some(90.0));
+        assert_eq!(t.chunks[0].reasoning_tokens, 1);
+    }
+
+    #[test]
+    fn http_error_status_is_a_failure_with_its_status() {
+        let mut r = recorder();
+        r.headers(30.0, 500, Some("application/json"), &[]);
+        r.chunk(31.0, b"{\"error\":{\"message\":\"boom\"}}");
+        r.end(32.0);
+        let t = r.finish();
+        let f = t.failure.unwrap();
+        assert_eq!(f.class, FailureClass::HttpStatus);
+        assert_eq!(f.http_status, Some(500));
+        assert_eq!(t.milestones.get(Milestone::Error), Some(30.0));
+    }
+
+    #[test]
+    fn a_dropped_connection_is_a_network_failure_and_an_abort_is_not() {
+        let mut r = recorder();
+        r.headers(10.0, 200, Some("text/event-stream"), &[]);
+        r.chunk(20.0, sse("a").as_bytes());
+        r.network_error(40.0, "body stream errored: network error");
+        let t = r.finish();
+        assert_eq!(t.failure.unwrap().class, FailureClass::Network);
+        assert_eq!(t.milestones.get(Milestone::Error), Some(40.0));
+
+        let mut r = recorder();
+        r.headers(10.0, 200, Some("text/event-stream"), &[]);
+        r.abort(25.0);
+        r.network_error(26.0, "AbortError");
+        let t = r.finish();
+        assert!(t.failure.is_none());
+        assert_eq!(t.milestones.get(Milestone::Aborted), Some(25.0));
+        assert_eq!(t.milestones.get(Milestone::Error), None);
+    }
+
+    #[test]
+    fn in_band_error_fails_and_unknown_events_are_anomalies() {
+        let mut r = Recorder::new(Some(DialectKind::Anthropic), Limits::DEFAULT);
+        r.headers(5.0, 200, None, &[]);
+        r.chunk(6.0, b"event: mystery\ndata: {\"type\":\"mystery\"}\n\n");
+        r.chunk(
+            7.0,
+            b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+        );
+        r.end(8.0);
+        let t = r.finish();
+        let f = t.failure.unwrap();
+        assert_eq!(f.class, FailureClass::InBand);
+        assert!(f.detail.unwrap().contains("Overloaded"));
+        assert_eq!(t.anomalies[0].class, "unknown_event");
+    }
+
+    #[test]
+    fn anomalies_are_bounded_and_the_rest_counted() {
+        let mut r = recorder();
+        for i in 0..40 {
+            r.anomaly(f64::from(i), "x", "y");
+        }
+        let t = r.finish();
+        assert_eq!(t.anomalies.len(), MAX_ANOMALIES + 1);
+        assert_eq!(
+            t.anomalies.last().unwrap().detail,
+            "8 more anomalies not recorded"
+        );
+    }
+
+    #[test]
+    fn query_strings_never_reach_the_url() {
+        assert_eq!(
+            url_without_query("https://h/v1/chat?key=sk-123#x"),
+            "https://h/v1/chat"
+        );
+        assert_eq!(url_without_query("https://h/v1#frag"), "https://h/v1");
+        assert_eq!(url_without_query("/sim/x"), "/sim/x");
+    }
+}
