@@ -139,12 +139,13 @@ impl Recorder {
         self.timeline.milestones.set(Milestone::Done, at_ms);
     }
 
-    /// The user gave up (the request's AbortSignal fired) at `at_ms`.
+    /// The user gave up (the request's AbortSignal fired, or the app cancelled the body)
+    /// at `at_ms`. Chunks that arrived before it may still be fed afterwards: the probe
+    /// hears of an abort at once but processes chunks a task later.
     pub fn abort(&mut self, at_ms: f64) {
         if self.timeline.milestones.get(Milestone::Aborted).is_none() {
             self.timeline.milestones.set(Milestone::Aborted, at_ms);
         }
-        self.stop_decoding();
     }
 
     /// The request failed outside the stream's own content: the fetch rejected or the
@@ -173,6 +174,7 @@ impl Recorder {
 
     /// The finished timeline.
     pub fn finish(mut self) -> Timeline {
+        self.stop_decoding();
         if self.dropped_anomalies > 0 {
             let at_ms = self.timeline.anomalies.last().map_or(0.0, |a| a.at_ms);
             self.timeline.anomalies.push(Anomaly {
@@ -345,8 +347,12 @@ mod tests {
         let mut r = recorder();
         r.headers(10.0, 200, Some("text/event-stream"), &[]);
         r.abort(25.0);
+        // A chunk that arrived before the abort, processed after it, still counts.
+        r.chunk(24.0, sse("a").as_bytes());
         r.network_error(26.0, "AbortError");
         let t = r.finish();
+        assert_eq!(t.milestones.get(Milestone::FirstVisibleToken), Some(24.0));
+        assert_eq!(t.milestones.get(Milestone::Done), None);
         assert!(t.failure.is_none());
         assert_eq!(t.milestones.get(Milestone::Aborted), Some(25.0));
         assert_eq!(t.milestones.get(Milestone::Error), None);

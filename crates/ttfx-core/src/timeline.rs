@@ -10,7 +10,9 @@ use std::fmt;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::handoff::HandoffRecord;
 use crate::milestone::Milestone;
+use crate::playback::OutputTimestamp;
 use crate::server_timing::{ServerTiming, TimingSource, Usage};
 
 /// One measured request.
@@ -31,6 +33,9 @@ pub struct Timeline {
     /// The audio stream (voice requests only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio: Option<AudioSeries>,
+    /// The LLM → TTS handoff, per segment (voice requests only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<HandoffRecord>,
     /// Why the request failed, when it did (the `error` milestone says when).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
@@ -67,6 +72,11 @@ impl Milestones {
     /// The time of `m`, if it was observed.
     pub fn get(&self, m: Milestone) -> Option<f64> {
         self.0.get(&m).copied()
+    }
+
+    /// Forgets `m` (an observer's value that turned out unusable).
+    pub fn remove(&mut self, m: Milestone) -> Option<f64> {
+        self.0.remove(&m)
     }
 
     /// Records `m` at `at_ms`, replacing an earlier value.
@@ -217,7 +227,11 @@ pub enum PaintMethod {
 pub enum AudioOutMethod {
     /// AudioWorklet tap frame mapped through `getOutputTimestamp()` plus `outputLatency`.
     OutputTimestamp,
-    /// Scheduled start time plus `outputLatency` (no worklet or no `getOutputTimestamp`).
+    /// AudioWorklet tap frame mapped through `currentTime` read with `performance.now()`,
+    /// plus `baseLatency` + `outputLatency` (no usable `getOutputTimestamp`).
+    WorkletPlusLatency,
+    /// Scheduled time of the first audible decoded sample, mapped like
+    /// `WorkletPlusLatency` (no AudioWorklet).
     ScheduledPlusLatency,
 }
 
@@ -231,6 +245,65 @@ pub struct AudioSeries {
     /// Every time playback caught up with the stream.
     #[serde(default)]
     pub underruns: Vec<Underrun>,
+    /// Audio as it arrived: one entry per body chunk that carried audio.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<AudioChunk>,
+    /// The output device and the values used to time `first_audio_out`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<AudioOutput>,
+}
+
+/// One body chunk of the audio stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AudioChunk {
+    /// When the chunk was handed to the reader.
+    pub at_ms: f64,
+    /// Milliseconds of audio the chunk completed.
+    pub audio_ms: f64,
+}
+
+/// `AudioContext.state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextState {
+    Running,
+    /// Not rendering: an autoplay policy (no user gesture yet) or the app suspended it.
+    Suspended,
+    Closed,
+    /// Safari: the system took the device (a call, another app).
+    Interrupted,
+}
+
+/// What the output side looked like when the first audible sample was timed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AudioOutput {
+    /// The context's sample rate (frames per second).
+    pub sample_rate: f64,
+    /// The context's state when the first audio was scheduled. A context that was not
+    /// running then has no `first_audio_out`: its wait is the autoplay policy's, not the
+    /// pipeline's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_at_first_schedule: Option<ContextState>,
+    /// When a context that was not running started running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_at_ms: Option<f64>,
+    /// `outputLatency` as read when `first_audio_out` was timed (absent: not in this
+    /// engine). Engines read 0 until the device runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_latency_ms: Option<f64>,
+    /// `baseLatency` as read then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_latency_ms: Option<f64>,
+    /// Latency the method added to the mapped frame (0 for `output_timestamp`, whose
+    /// mapping already includes the device).
+    #[serde(default)]
+    pub latency_added_ms: f64,
+    /// The `getOutputTimestamp()` pair used, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_timestamp: Option<OutputTimestamp>,
+    /// Audio-clock time (s) of the first audible frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_audible_context_s: Option<f64>,
 }
 
 /// Playback ran out of audio and silence was inserted.
@@ -409,6 +482,23 @@ impl Timeline {
             for (i, u) in audio.underruns.iter().enumerate() {
                 times.push((format!("audio.underruns[{i}].at_ms"), u.at_ms));
                 times.push((format!("audio.underruns[{i}].silence_ms"), u.silence_ms));
+            }
+            for (i, c) in audio.chunks.iter().enumerate() {
+                times.push((format!("audio.chunks[{i}].at_ms"), c.at_ms));
+                times.push((format!("audio.chunks[{i}].audio_ms"), c.audio_ms));
+            }
+        }
+        if let Some(handoff) = &self.handoff {
+            for (i, s) in handoff.segments.iter().enumerate() {
+                let field = |name: &str| format!("handoff.segments[{i}].{name}");
+                times.push((field("last_token_at_ms"), s.last_token_at_ms));
+                times.push((field("complete_at_ms"), s.complete_at_ms));
+                if let Some(at) = s.handed_at_ms {
+                    times.push((field("handed_at_ms"), at));
+                }
+            }
+            if let Some(at) = handoff.llm_end_at_ms {
+                times.push(("handoff.llm_end_at_ms".into(), at));
             }
         }
         for (field, at_ms) in times {

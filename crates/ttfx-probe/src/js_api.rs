@@ -1,7 +1,92 @@
-//! The JS edge: every export returns `Result<_, JsError>` so a failure is a thrown
-//! `Error` with a clear message in the host page, never a wasm trap.
+//! The JS edge: every export returns `Result<_, JsError>` (a thrown `Error` with a clear
+//! message in the host page), never a wasm trap. Types in the generated `.d.ts` are the
+//! precise ones below, not `any`.
 
+use js_sys::{Function, Promise};
+use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
+use web_sys::Element;
+
+use crate::instrument::{FetchInstrumentation, Matcher, WatchTarget};
+use crate::{ProbeError, ProbeOptions};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** Stream dialects the decoder knows; "auto" detects from the content type and first frames. */
+export type Dialect = "auto" | "openai-chat" | "openai-responses" | "anthropic" | "ollama" | "llamacpp" | "openai-speech" | "pcm16" | "wav" | "text";
+
+export interface ProbeOptions {
+  /** The stream's dialect (default "auto"). */
+  dialect?: Dialect;
+  /** What is measured (a deployment, a model); reports carry it as `target`. */
+  label?: string;
+  /** Where to navigator.sendBeacon each report (sampled by `sampleRate`). */
+  collectorUrl?: string;
+  /** Fraction of reports beaconed, 0..1 (default 1). Callbacks and window.__ttfx get all. */
+  sampleRate?: number;
+  /** How long after the stream ends to wait for the reply's first paint (default 1000 ms). */
+  paintTimeoutMs?: number;
+  /** Called with every report; a throw is recorded in the report, never propagated. */
+  onReport?: (report: RunReport) => void;
+  /** Testing only: make the probe fail on purpose to check containment. */
+  __faultInjection?: "decoder-panic";
+}
+
+export interface InstrumentOptions {
+  /** Requests to measure: URL substring, RegExp, or predicate on the absolute URL. */
+  match: string | RegExp | ((url: string) => boolean);
+  /** Element to time the reply's render in, or a function called at each request's start. */
+  watch?: Element | (() => Element | null);
+}
+
+export type MilestoneName = "request_start" | "headers" | "first_byte" | "first_event" | "first_token" | "first_visible_token" | "first_dom" | "first_paint" | "first_sentence" | "tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out" | "last_token" | "done" | "aborted" | "error";
+
+export interface Chunk { at_ms: number; bytes: number; events: number; visible_tokens: number; reasoning_tokens: number; }
+export interface ServerTiming { name: string; duration_ms: number | null; description?: string; source: string; }
+export interface Anomaly { at_ms: number; class: string; detail: string; }
+
+export interface Timeline {
+  /** Milliseconds since request_start on the page's performance.now() clock. */
+  milestones: Partial<Record<MilestoneName, number>>;
+  chunks: Chunk[];
+  paint_method?: "element_timing" | "interaction_contentful_paint" | "raf_estimate";
+  failure?: { class: "http_status" | "network" | "in_band" | "decode" | "timeout"; http_status?: number; detail?: string };
+  environment: { engine?: string; engine_version?: string; user_agent?: string; cross_origin_isolated?: boolean; timer_resolution_ms?: number; visibility_changes?: { at_ms: number; state: "visible" | "hidden" }[]; concurrency?: number };
+  server: { timings?: ServerTiming[]; usage?: { prompt_tokens?: number; completion_tokens?: number; reasoning_tokens?: number; cached_prompt_tokens?: number } };
+  request: { method?: string; url?: string; status?: number; content_type?: string; dialect?: string };
+  resource_timing?: { request_start_ms?: number; response_start_ms?: number; response_end_ms?: number; encoded_body_size?: number };
+  anomalies?: Anomaly[];
+  request_start_unix_ms?: number;
+}
+
+/** One measured request (schema in docs/report.md). */
+export interface RunReport {
+  schema_version: number;
+  kind: "run";
+  generator: string;
+  run: { id?: string; target?: string; timeline: Timeline; metrics: Record<string, unknown> };
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(typescript_type = "ProbeOptions")]
+    pub type JsProbeOptions;
+    #[wasm_bindgen(typescript_type = "InstrumentOptions")]
+    pub type JsInstrumentOptions;
+    #[wasm_bindgen(typescript_type = "RequestInfo | URL")]
+    pub type JsFetchInput;
+    #[wasm_bindgen(typescript_type = "RequestInit")]
+    pub type JsRequestInit;
+    #[wasm_bindgen(typescript_type = "Promise<Response>")]
+    pub type JsResponsePromise;
+    #[wasm_bindgen(typescript_type = "Promise<RunReport>")]
+    pub type JsReportPromise;
+}
+
+fn js_error(e: ProbeError) -> JsError {
+    JsError::new(&e.to_string())
+}
 
 /// The probe's version string.
 #[wasm_bindgen(js_name = version)]
@@ -12,5 +97,106 @@ pub fn version() -> String {
 /// The probe's clock: `performance.now()` in milliseconds.
 #[wasm_bindgen(js_name = now)]
 pub fn now() -> Result<f64, JsError> {
-    crate::clock::now_ms().map_err(|e| JsError::new(&e.to_string()))
+    crate::clock::now_ms().map_err(js_error)
+}
+
+/// Creates runs; holds options and the page's original `fetch`.
+#[wasm_bindgen(js_name = Probe)]
+pub struct JsProbe {
+    probe: crate::Probe,
+}
+
+#[wasm_bindgen(js_class = Probe)]
+impl JsProbe {
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: Option<JsProbeOptions>) -> Result<JsProbe, JsError> {
+        let options = match options {
+            Some(o) => ProbeOptions::from_js(&o).map_err(js_error)?,
+            None => ProbeOptions::default(),
+        };
+        let probe = crate::Probe::new(options).map_err(js_error)?;
+        Ok(JsProbe { probe })
+    }
+
+    /// Starts measuring one request; `label` overrides the probe's label.
+    pub fn start(&self, label: Option<String>) -> ProbeRun {
+        ProbeRun {
+            run: self.probe.start(label),
+        }
+    }
+
+    /// Wraps `window.fetch` so matching requests are measured with no app change.
+    #[wasm_bindgen(js_name = instrumentFetch)]
+    pub fn instrument_fetch(&self, options: JsInstrumentOptions) -> Result<FetchHandle, JsError> {
+        let get = |key: &str| {
+            js_sys::Reflect::get(&options, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+        };
+        let matcher = Matcher::from_js(&get("match")).map_err(js_error)?;
+        let watch = get("watch");
+        let watch = if watch.is_undefined() || watch.is_null() {
+            None
+        } else if let Some(e) = watch.dyn_ref::<Element>() {
+            Some(WatchTarget::Element(e.clone()))
+        } else if let Some(f) = watch.dyn_ref::<Function>() {
+            Some(WatchTarget::Lookup(f.clone()))
+        } else {
+            return Err(js_error(ProbeError::BadOption(
+                "watch must be an Element or a function".into(),
+            )));
+        };
+        let inner = FetchInstrumentation::install(&self.probe, matcher, watch).map_err(js_error)?;
+        Ok(FetchHandle { inner })
+    }
+}
+
+/// One measured request.
+#[wasm_bindgen]
+pub struct ProbeRun {
+    run: crate::Run,
+}
+
+#[wasm_bindgen]
+impl ProbeRun {
+    /// The run's id (also the report's `run.id`).
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> String {
+        self.run.id().to_owned()
+    }
+
+    /// `fetch(input, init)`, measured. The Response's body yields exactly the server's
+    /// bytes; a failed fetch rejects with the page's own error.
+    pub fn fetch(&self, input: JsFetchInput, init: Option<JsRequestInit>) -> JsResponsePromise {
+        let run = self.run.clone();
+        let input: JsValue = input.into();
+        let init: JsValue = init.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let promise: Promise = wasm_bindgen_futures::future_to_promise(async move {
+            run.fetch(&input, &init).await.map(JsValue::from)
+        });
+        promise.unchecked_into()
+    }
+
+    /// Times the reply's render in `element`; call before the first token lands.
+    pub fn watch(&self, element: &Element) -> Result<(), JsError> {
+        self.run.watch(element).map_err(js_error)
+    }
+
+    /// Resolves with the report once the stream is over and its paint is known.
+    pub fn finished(&self) -> JsReportPromise {
+        self.run.finished_promise().unchecked_into()
+    }
+}
+
+/// Returned by `instrumentFetch`; `restore()` stops measuring.
+#[wasm_bindgen]
+pub struct FetchHandle {
+    inner: FetchInstrumentation,
+}
+
+#[wasm_bindgen]
+impl FetchHandle {
+    /// Stops measuring and puts the original `fetch` back when nobody wrapped it since.
+    /// Returns whether the original was put back.
+    pub fn restore(&self) -> bool {
+        self.inner.restore()
+    }
 }
