@@ -6,10 +6,13 @@
 pub mod crossover;
 pub mod decode;
 pub mod gap;
+pub mod handoff;
 pub mod metrics;
 pub mod milestone;
+pub mod playback;
 pub mod recorder;
 pub mod report;
+pub mod segment;
 pub mod server_timing;
 pub mod stats;
 pub mod timeline;

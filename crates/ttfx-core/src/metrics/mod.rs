@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::gap::{self, ClockOffset, Gap};
+use crate::handoff::{self, Handoff};
 use crate::milestone::Milestone;
 use crate::timeline::{AudioOutMethod, PaintMethod, Timeline, TimelineError};
 
@@ -42,6 +43,8 @@ pub enum Source {
     RafEstimate,
     /// Audible time from the AudioWorklet tap and `getOutputTimestamp()`.
     OutputTimestamp,
+    /// Audible time from the AudioWorklet tap, `currentTime` and the latencies.
+    WorkletPlusLatency,
     /// Audible time from the scheduled start plus `outputLatency`.
     ScheduledPlusLatency,
 }
@@ -60,6 +63,7 @@ impl From<AudioOutMethod> for Source {
     fn from(m: AudioOutMethod) -> Self {
         match m {
             AudioOutMethod::OutputTimestamp => Source::OutputTimestamp,
+            AudioOutMethod::WorkletPlusLatency => Source::WorkletPlusLatency,
             AudioOutMethod::ScheduledPlusLatency => Source::ScheduledPlusLatency,
         }
     }
@@ -82,7 +86,7 @@ impl Measured {
 }
 
 /// Report names of the per-request scalar metrics, in the order tables show them.
-pub const SCALAR_NAMES: [&str; 15] = [
+pub const SCALAR_NAMES: [&str; 18] = [
     "ttft_ms",
     "ttft_visible_ms",
     "e2e_ms",
@@ -95,8 +99,11 @@ pub const SCALAR_NAMES: [&str; 15] = [
     "ttfa_ms",
     "ttfa_from_tts_ms",
     "rtf",
+    "audio_arrival_rate",
+    "audio_behind_text_ms",
     "underrun_count",
     "underrun_silence_ms",
+    "handoff_time_lost_ms",
     "stall_count",
 ];
 
@@ -130,10 +137,16 @@ pub struct RequestMetrics {
     pub ttfa_ms: Option<Measured>,
     /// first_audio_out − tts_request.
     pub ttfa_from_tts_ms: Option<Measured>,
-    /// Real-time factor of the TTS stream.
+    /// Real-time factor of the TTS stream: wall seconds per audio second.
     pub rtf: Option<Measured>,
+    /// Audio seconds received per wall-clock second after the first audio chunk.
+    pub audio_arrival_rate: Option<Measured>,
+    /// first_audio_out − first_visible_token.
+    pub audio_behind_text_ms: Option<Measured>,
     /// Playback underruns.
     pub underruns: Option<Underruns>,
+    /// Did the first segment leave for TTS before the LLM stream ended?
+    pub handoff: Option<Handoff>,
     /// Gaps far above this request's own typical gap.
     pub stalls: Option<Stalls>,
     /// Was the visible text streamed or dumped at once?
@@ -181,6 +194,7 @@ impl RequestMetrics {
                     .into(),
             );
         }
+        notes.extend(audio::notes(timeline));
         if timeline.server.usage.is_none() && tokens.output.is_some() {
             notes.push("no usage from the server: token counts are estimates".into());
         }
@@ -199,7 +213,12 @@ impl RequestMetrics {
             ttfa_ms: audio::ttfa(timeline, Milestone::RequestStart),
             ttfa_from_tts_ms: audio::ttfa(timeline, Milestone::TtsRequest),
             rtf: audio::rtf(timeline),
+            audio_arrival_rate: audio::arrival_rate(timeline),
+            audio_behind_text_ms: audio::behind_text(timeline),
             underruns: audio::underruns(timeline),
+            handoff: timeline.handoff.as_ref().map(|record| {
+                handoff::verdict(record, timeline.milestones.get(Milestone::LastToken))
+            }),
             stalls: chunks::stalls(&icl_ms),
             icl_ms,
             buffered: buffered::verdict(&chunks),
@@ -228,8 +247,11 @@ impl RequestMetrics {
             v(self.ttfa_ms),
             v(self.ttfa_from_tts_ms),
             v(self.rtf),
+            v(self.audio_arrival_rate),
+            v(self.audio_behind_text_ms),
             self.underruns.map(|u| f64::from(u.count)),
             self.underruns.map(|u| u.silence_ms),
+            self.handoff.as_ref().and_then(|h| h.time_lost_ms),
             self.stalls.map(|s| f64::from(s.count)),
         ];
         SCALAR_NAMES.into_iter().zip(values).collect()

@@ -452,6 +452,7 @@ fn audio_metrics() {
                 silence_ms: 60.0,
             },
         ],
+        ..AudioSeries::default()
     });
     let m = RequestMetrics::compute(&t).unwrap();
     assert_eq!(
