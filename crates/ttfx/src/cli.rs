@@ -15,7 +15,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the lab page and the simulated LLM endpoints.
+    /// Serve the lab page, the simulated LLM/TTS endpoints, the vantage proxy and records.
     Serve(ServeArgs),
     /// Decode a captured response body and print its events and summary as JSON.
     Decode(DecodeArgs),
@@ -32,6 +32,11 @@ pub struct ServeArgs {
     /// Folder holding the built lab page (Trunk's dist, with index.html).
     #[arg(long)]
     pub dist: Option<PathBuf>,
+
+    /// TOML file naming the proxy's upstreams and extra simulator profiles
+    /// (see docs/serve.md).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

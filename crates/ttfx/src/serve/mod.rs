@@ -1,29 +1,80 @@
-//! `ttfx serve`: the lab page, the simulated endpoints and (later) the vantage proxy.
+//! `ttfx serve`: the lab page, the simulated endpoints, the vantage proxy and the record
+//! API, on one port.
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use axum::Router;
-use axum::response::Html;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use tower_http::services::{ServeDir, ServeFile};
 
 use crate::cli::ServeArgs;
 
-mod sim;
+pub mod arrival;
+pub mod config;
+mod proxy;
+pub mod records;
+pub mod sim;
+
+/// What every handler shares.
+pub struct AppState {
+    profiles: Vec<(String, sim::profile::Profile)>,
+    pub records: records::Records,
+    upstreams: config::Upstreams,
+}
+
+impl AppState {
+    pub fn new(config: config::Config) -> Self {
+        let mut profiles: Vec<(String, sim::profile::Profile)> = sim::profile::builtin()
+            .into_iter()
+            .map(|(n, p)| (n.to_owned(), p))
+            .collect();
+        for (name, p) in config.profiles {
+            match profiles.iter_mut().find(|(n, _)| *n == name) {
+                Some(slot) => slot.1 = p,
+                None => profiles.push((name, p)),
+            }
+        }
+        AppState {
+            profiles,
+            records: records::Records::default(),
+            upstreams: config.upstreams,
+        }
+    }
+
+    pub fn profile(&self, name: &str) -> Option<sim::profile::Profile> {
+        self.profiles
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p.clone())
+    }
+
+    pub fn profile_names(&self) -> Vec<&str> {
+        self.profiles.iter().map(|(n, _)| n.as_str()).collect()
+    }
+}
 
 /// Runs the server until the process is stopped.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    // Config first: a bad file is reported before anything listens.
+    let config = match &args.config {
+        Some(path) => config::load(path)?,
+        None => config::Config::default(),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(args))
+    runtime.block_on(serve(args, config))
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let app = router(args.dist.as_deref())?;
+async fn serve(args: ServeArgs, config: config::Config) -> anyhow::Result<()> {
+    let app = router(args.dist.as_deref(), config)?;
     let listener = bind(args.addr).await?;
     let local = listener
         .local_addr()
@@ -45,9 +96,14 @@ async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
 }
 
 /// The whole HTTP surface of `ttfx serve`.
-pub fn router(dist: Option<&Path>) -> anyhow::Result<Router> {
-    let app = Router::new().nest("/sim", sim::router());
-    Ok(match dist {
+pub fn router(dist: Option<&Path>, config: config::Config) -> anyhow::Result<Router> {
+    let state = Arc::new(AppState::new(config));
+    let app = Router::new()
+        .nest("/sim", sim::router())
+        .nest("/proxy", proxy::router())
+        .route("/records/{request_id}", get(record))
+        .with_state(state);
+    let app = match dist {
         Some(dir) => {
             let index = dir.join("index.html");
             if !index.is_file() {
@@ -59,7 +115,23 @@ pub fn router(dist: Option<&Path>) -> anyhow::Result<Router> {
             app.fallback_service(ServeDir::new(dir).fallback(ServeFile::new(index)))
         }
         None => app.route("/", get(no_lab_page)),
-    })
+    };
+    Ok(app
+        .layer(axum::middleware::from_fn(arrival::stamp))
+        .layer(arrival::cors()))
+}
+
+async fn record(State(state): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
+    match state.records.get(&id) {
+        Some(r) => axum::Json(records::to_json(&records::lock(&r))).into_response(),
+        None => sim::json_error(
+            StatusCode::NOT_FOUND,
+            &serde_json::json!({ "error": { "message": format!(
+                "no record for request id `{id}` (records are kept for the last {} requests)",
+                records::MAX_RECORDS
+            ) } }),
+        ),
+    }
 }
 
 async fn no_lab_page() -> Html<&'static str> {

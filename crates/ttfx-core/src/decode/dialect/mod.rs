@@ -131,19 +131,19 @@ impl FromStr for DialectKind {
 }
 
 /// A dialect over SSE events.
-pub trait SseDialect {
+pub trait SseDialect: Send {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Event>);
     fn finish(&mut self, out: &mut Vec<Event>);
 }
 
 /// A dialect over NDJSON lines.
-pub trait LineDialect {
+pub trait LineDialect: Send {
     fn line(&mut self, line: &str, out: &mut Vec<Event>);
     fn finish(&mut self, out: &mut Vec<Event>);
 }
 
 /// A dialect over raw bytes.
-pub trait ByteDialect {
+pub trait ByteDialect: Send {
     fn bytes(&mut self, bytes: &[u8], out: &mut Vec<Event>);
     fn finish(&mut self, out: &mut Vec<Event>);
 }

@@ -1,201 +1,157 @@
-//! Simulated LLM endpoints with known, controllable timing.
-//!
-//! Each response is scheduled on absolute deadlines (start + ttft + i / rate) so that
-//! timer lateness on one token does not accumulate into the next.
+//! Simulated LLM and TTS endpoints with known, controllable timing, at the paths the real
+//! servers use (so an SDK's base URL can point here). Behaviour comes from a named
+//! profile, overridable per request (query string or a `ttfx` object in the JSON body);
+//! every response reports what the server actually did, measured on its own clock.
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{Path, Query};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use bytes::Bytes;
-use futures_util::stream;
-use serde::Deserialize;
-use serde_json::json;
-use tokio::time::Instant;
+use axum::routing::{MethodRouter, post};
+use serde_json::Value;
 
-/// How a simulated model behaves.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Profile {
-    /// Time from request to the first token.
-    pub ttft: Duration,
-    /// Decode rate after the first token.
-    pub tokens_per_second: f64,
-    /// Number of tokens in the reply.
-    pub output_tokens: usize,
+use self::dialect::Dialect;
+use self::profile::Profile;
+use super::AppState;
+
+mod dialect;
+mod front;
+mod llm;
+pub mod profile;
+pub mod rng;
+mod schedule;
+mod sink;
+mod synth;
+mod text;
+mod tts;
+
+pub fn router() -> Router<Arc<AppState>> {
+    Router::new()
+        .route(
+            "/{profile}/v1/chat/completions",
+            llm_route(Dialect::OpenAiChat),
+        )
+        .route(
+            "/{profile}/v1/responses",
+            llm_route(Dialect::OpenAiResponses),
+        )
+        .route("/{profile}/v1/messages", llm_route(Dialect::Anthropic))
+        .route("/{profile}/api/chat", llm_route(Dialect::OllamaChat))
+        .route(
+            "/{profile}/api/generate",
+            llm_route(Dialect::OllamaGenerate),
+        )
+        .route("/{profile}/completion", llm_route(Dialect::LlamaCpp))
+        .route("/{profile}/v1/audio/speech", post(tts::handle))
 }
 
-/// The named profiles; the first is the default.
-pub const PROFILES: [(&str, Profile); 3] = [
-    (
-        "default",
-        Profile {
-            ttft: Duration::from_millis(250),
-            tokens_per_second: 40.0,
-            output_tokens: 48,
-        },
-    ),
-    (
-        "fast-start-slow-stream",
-        Profile {
-            ttft: Duration::from_millis(200),
-            tokens_per_second: 30.0,
-            output_tokens: 120,
-        },
-    ),
-    (
-        "slow-start-fast-stream",
-        Profile {
-            ttft: Duration::from_millis(900),
-            tokens_per_second: 110.0,
-            output_tokens: 120,
-        },
-    ),
-];
-
-fn profile(name: &str) -> Option<Profile> {
-    PROFILES.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
-}
-
-/// Per-request overrides, given as query parameters.
-#[derive(Debug, Default, Deserialize)]
-pub struct Overrides {
-    ttft_ms: Option<u64>,
-    tokens_per_second: Option<f64>,
-    output_tokens: Option<usize>,
-}
-
-impl Overrides {
-    fn apply(&self, mut p: Profile) -> Result<Profile, String> {
-        if let Some(ms) = self.ttft_ms {
-            p.ttft = Duration::from_millis(ms);
-        }
-        if let Some(rate) = self.tokens_per_second {
-            if !(rate.is_finite() && rate > 0.0 && rate <= 100_000.0) {
-                return Err(format!(
-                    "tokens_per_second must be in (0, 100000], got {rate}"
-                ));
-            }
-            p.tokens_per_second = rate;
-        }
-        if let Some(n) = self.output_tokens {
-            if n == 0 || n > 100_000 {
-                return Err(format!("output_tokens must be in [1, 100000], got {n}"));
-            }
-            p.output_tokens = n;
-        }
-        Ok(p)
-    }
-}
-
-pub fn router() -> Router {
-    Router::new().route("/{profile}/v1/chat/completions", post(chat_completions))
-}
-
-async fn chat_completions(
-    Path(name): Path<String>,
-    Query(overrides): Query<Overrides>,
-) -> Response {
-    let Some(base) = profile(&name) else {
-        let known: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
-        return error(
-            StatusCode::NOT_FOUND,
-            &format!("unknown profile `{name}`; known: {}", known.join(", ")),
-        );
-    };
-    let p = match overrides.apply(base) {
-        Ok(p) => p,
-        Err(msg) => return error(StatusCode::BAD_REQUEST, &msg),
-    };
-    let start = Instant::now();
-    let model = format!("ttfx-sim-{name}");
-    let frames = stream::unfold(0usize, move |i| {
-        let model = model.clone();
-        async move {
-            // Frames: n tokens, then one closing chunk, then [DONE].
-            if i > p.output_tokens + 1 {
-                return None;
-            }
-            let frame = if i < p.output_tokens {
-                let at = start + p.ttft + Duration::from_secs_f64(i as f64 / p.tokens_per_second);
-                tokio::time::sleep_until(at).await;
-                let delta = if i == 0 {
-                    json!({ "role": "assistant", "content": token(i) })
-                } else {
-                    json!({ "content": token(i) })
-                };
-                sse_data(&chunk(&model, delta, None))
-            } else if i == p.output_tokens {
-                sse_data(&chunk(&model, json!({}), Some("length")))
-            } else {
-                "data: [DONE]\n\n".to_owned()
-            };
-            Some((Ok::<_, std::convert::Infallible>(Bytes::from(frame)), i + 1))
-        }
-    });
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(frames))
-        .unwrap_or_else(|e| error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
-}
-
-fn chunk(model: &str, delta: serde_json::Value, finish: Option<&str>) -> serde_json::Value {
-    json!({
-        "id": "chatcmpl-ttfx-sim",
-        "object": "chat.completion.chunk",
-        "model": model,
-        "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }],
+fn llm_route(dialect: Dialect) -> MethodRouter<Arc<AppState>> {
+    post(move |state, arrival, uri, name, query, body| {
+        llm::handle(dialect, state, arrival, uri, name, query, body)
     })
 }
 
-fn sse_data(value: &serde_json::Value) -> String {
-    format!("data: {value}\n\n")
+/// A request's profile with its overrides applied, its JSON body and its seed.
+pub struct Parsed {
+    pub profile: Profile,
+    pub body: Value,
+    pub seed: u64,
 }
 
-/// The i-th token of the simulated reply: words of a fixed text, cycled.
-fn token(i: usize) -> String {
-    const WORDS: &[&str] = &[
-        "Streaming",
-        "feels",
-        "fast",
-        "when",
-        "the",
-        "first",
-        "words",
-        "arrive",
-        "early,",
-        "and",
-        "slow",
-        "when",
-        "a",
-        "proxy",
-        "holds",
-        "them",
-        "back",
-        "until",
-        "the",
-        "end.",
-    ];
-    let word = WORDS[i % WORDS.len()];
-    if i == 0 {
-        word.to_owned()
+/// A request the simulator refuses: status and a message for a person.
+pub struct Refusal(pub StatusCode, pub String);
+
+/// Profile by name, then the body's `ttfx` overrides, then the query's (the query wins:
+/// it is the easiest to change from a page).
+pub fn parse(
+    state: &AppState,
+    name: &str,
+    query: &[(String, String)],
+    body: &[u8],
+) -> Result<Parsed, Refusal> {
+    let Some(mut profile) = state.profile(name) else {
+        return Err(Refusal(
+            StatusCode::NOT_FOUND,
+            format!(
+                "unknown profile `{name}`; known: {}",
+                state.profile_names().join(", ")
+            ),
+        ));
+    };
+    let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Object(Default::default())
     } else {
-        format!(" {word}")
+        serde_json::from_slice(body).map_err(|e| {
+            Refusal(
+                StatusCode::BAD_REQUEST,
+                format!("request body is not JSON: {e}"),
+            )
+        })?
+    };
+    let bad = |e: profile::BadOverride| Refusal(StatusCode::BAD_REQUEST, e.to_string());
+    if let Some(ttfx) = body.get("ttfx") {
+        let pairs = body_overrides(ttfx).map_err(|m| Refusal(StatusCode::BAD_REQUEST, m))?;
+        profile
+            .apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(bad)?;
     }
+    profile
+        .apply(query.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(bad)?;
+    let seed = profile.seed.unwrap_or_else(rng::fresh_seed);
+    Ok(Parsed {
+        profile,
+        body,
+        seed,
+    })
 }
 
-fn error(status: StatusCode, message: &str) -> Response {
-    let body = json!({ "error": { "message": message, "type": "ttfx_sim_error" } });
+/// The body's `ttfx` object as key=value pairs: numbers and booleans as written, arrays
+/// (for `stall_at`) joined with commas.
+fn body_overrides(ttfx: &Value) -> Result<Vec<(String, String)>, String> {
+    let Some(map) = ttfx.as_object() else {
+        return Err("`ttfx` in the body must be an object of overrides".into());
+    };
+    map.iter()
+        .map(|(k, v)| {
+            let scalar = |v: &Value| match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                Value::Bool(b) => Some(b.to_string()),
+                _ => None,
+            };
+            let text = match v {
+                Value::Array(items) => items
+                    .iter()
+                    .map(scalar)
+                    .collect::<Option<Vec<_>>>()
+                    .map(|v| v.join(",")),
+                other => scalar(other),
+            };
+            text.map(|t| (k.clone(), t)).ok_or_else(|| {
+                format!("override `ttfx.{k}` must be a string, number, boolean or array of them")
+            })
+        })
+        .collect()
+}
+
+/// An error response with a JSON body.
+pub fn json_error(status: StatusCode, body: &Value) -> Response {
     (
         status,
-        [(header::CONTENT_TYPE, "application/json")],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body.to_string(),
     )
         .into_response()
+}
+
+/// `Retry-After` for the statuses that invite a retry.
+pub fn retry_after(status: u16) -> Option<HeaderValue> {
+    matches!(status, 429 | 503 | 529).then(|| HeaderValue::from_static("1"))
 }
 
 #[cfg(test)]
@@ -203,48 +159,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn overrides_replace_profile_values() {
-        let o = Overrides {
-            ttft_ms: Some(5),
-            tokens_per_second: Some(2.0),
-            output_tokens: Some(3),
-        };
-        let p = o.apply(PROFILES[0].1).unwrap();
+    fn body_overrides_accept_scalars_and_lists() {
+        let v =
+            serde_json::json!({"ttft_ms": 5, "buffered": true, "fail": "drop", "stall_at": [3, 7]});
+        let mut pairs = body_overrides(&v).unwrap();
+        pairs.sort();
         assert_eq!(
-            p,
-            Profile {
-                ttft: Duration::from_millis(5),
-                tokens_per_second: 2.0,
-                output_tokens: 3
-            }
+            pairs,
+            [
+                ("buffered".into(), "true".into()),
+                ("fail".into(), "drop".into()),
+                ("stall_at".into(), "3,7".into()),
+                ("ttft_ms".into(), "5".into()),
+            ]
         );
-    }
-
-    #[test]
-    fn bad_overrides_are_clear_errors() {
-        let o = Overrides {
-            tokens_per_second: Some(0.0),
-            ..Default::default()
-        };
-        assert!(
-            o.apply(PROFILES[0].1)
-                .unwrap_err()
-                .contains("tokens_per_second")
-        );
-        let o = Overrides {
-            output_tokens: Some(0),
-            ..Default::default()
-        };
-        assert!(
-            o.apply(PROFILES[0].1)
-                .unwrap_err()
-                .contains("output_tokens")
-        );
-    }
-
-    #[test]
-    fn tokens_join_into_readable_text() {
-        let text: String = (0..4).map(token).collect();
-        assert_eq!(text, "Streaming feels fast when");
+        assert!(body_overrides(&serde_json::json!({"x": {}})).is_err());
+        assert!(body_overrides(&serde_json::json!(3)).is_err());
     }
 }

@@ -1,0 +1,342 @@
+//! `ttfx serve --config FILE`: the proxy's upstreams and extra simulator profiles, in
+//! TOML.
+//!
+//! ```toml
+//! [upstreams.openai]
+//! base_url = "http://127.0.0.1:9000/v1"   # plain HTTP (loopback, or a local TLS tunnel)
+//! api_key_env = "OPENAI_API_KEY"          # or api_key = "…"; added server-side
+//! auth = "bearer"                         # bearer | x-api-key | api-key | none
+//!
+//! [profiles.my-model]                     # /sim/my-model/…
+//! base = "default"                        # a built-in profile to start from
+//! ttft_ms = 450
+//! tokens_per_second = 75
+//! ```
+//!
+//! Every problem is one line naming the file and the item; nothing starts listening.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use anyhow::{Context, anyhow, bail};
+use axum::http::Uri;
+use serde::Deserialize;
+
+use super::sim::profile::{self, Profile};
+
+#[derive(Debug, Default)]
+pub struct Config {
+    pub upstreams: Upstreams,
+    pub profiles: Vec<(String, Profile)>,
+}
+
+#[derive(Debug, Default)]
+pub struct Upstreams(pub Vec<Upstream>);
+
+impl Upstreams {
+    pub fn get(&self, name: &str) -> Option<&Upstream> {
+        self.0.iter().find(|u| u.name == name)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.0.iter().map(|u| u.name.as_str()).collect()
+    }
+}
+
+#[derive(Debug)]
+pub struct Upstream {
+    pub name: String,
+    /// `host:port`.
+    pub authority: String,
+    /// The base URL's path, without a trailing slash ("" for the root).
+    pub path: String,
+    pub key: Option<Secret>,
+    pub auth: Auth,
+}
+
+/// How the key is presented to the upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer KEY` (OpenAI and compatibles).
+    Bearer,
+    /// `x-api-key: KEY` (Anthropic).
+    XApiKey,
+    /// `api-key: KEY` (Azure OpenAI).
+    ApiKey,
+    None,
+}
+
+/// An API key. No `Display`, no `Serialize`, and `Debug` redacts: it cannot reach a
+/// log line, a response or a record by accident.
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    upstreams: BTreeMap<String, FileUpstream>,
+    #[serde(default)]
+    profiles: BTreeMap<String, toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileUpstream {
+    base_url: String,
+    api_key_env: Option<String>,
+    api_key: Option<String>,
+    auth: Option<String>,
+}
+
+pub fn load(path: &Path) -> anyhow::Result<Config> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("config {}: cannot read", path.display()))?;
+    parse(&text, |name| std::env::var(name).ok())
+        .map_err(|e| anyhow!("config {}: {e:#}", path.display()))
+}
+
+/// Parses a config; `env` looks up environment variables (a parameter so tests need
+/// not change the process environment).
+pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Config> {
+    let file: FileConfig = toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {column}: ")
+            })
+            .unwrap_or_default();
+        anyhow!("{at}{}", e.message().replace('\n', " ").trim())
+    })?;
+    let mut upstreams = Vec::new();
+    for (name, u) in file.upstreams {
+        let upstream = upstream(&name, u, &env).with_context(|| format!("upstream `{name}`"))?;
+        upstreams.push(upstream);
+    }
+    let mut profiles = Vec::new();
+    for (name, table) in file.profiles {
+        let p = profile(&name, table).with_context(|| format!("profile `{name}`"))?;
+        profiles.push((name, p));
+    }
+    Ok(Config {
+        upstreams: Upstreams(upstreams),
+        profiles,
+    })
+}
+
+/// Names appear in URL paths (`/proxy/NAME/…`, `/sim/NAME/…`).
+fn check_name(name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    if !ok {
+        bail!("the name must be 1-64 letters, digits, `-`, `_` or `.`");
+    }
+    Ok(())
+}
+
+fn upstream(
+    name: &str,
+    u: FileUpstream,
+    env: &impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<Upstream> {
+    check_name(name)?;
+    let uri: Uri = u
+        .base_url
+        .parse()
+        .map_err(|e| anyhow!("base_url `{}` is not a URL: {e}", u.base_url))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some("https") => bail!(
+            "base_url `{}`: https upstreams are not supported yet (the proxy speaks plain \
+             HTTP: use a loopback server or a local TLS tunnel)",
+            u.base_url
+        ),
+        _ => bail!("base_url `{}` must start with http://", u.base_url),
+    }
+    let Some(authority) = uri.authority() else {
+        bail!("base_url `{}` has no host", u.base_url);
+    };
+    if uri.query().is_some() {
+        bail!("base_url `{}` must not have a query", u.base_url);
+    }
+    let port = authority.port_u16().unwrap_or(80);
+    let key = match (u.api_key, u.api_key_env) {
+        (Some(_), Some(_)) => bail!("give api_key or api_key_env, not both"),
+        (Some(k), None) => Some(Secret(k)),
+        (None, Some(var)) => match env(&var) {
+            Some(k) if !k.is_empty() => Some(Secret(k)),
+            _ => bail!("api_key_env: the environment variable `{var}` is not set"),
+        },
+        (None, None) => None,
+    };
+    let auth = match u.auth.as_deref() {
+        None | Some("bearer") => Auth::Bearer,
+        Some("x-api-key") => Auth::XApiKey,
+        Some("api-key") => Auth::ApiKey,
+        Some("none") => Auth::None,
+        Some(other) => bail!("auth `{other}`: expected bearer, x-api-key, api-key or none"),
+    };
+    Ok(Upstream {
+        name: name.to_owned(),
+        authority: format!("{}:{port}", authority.host()),
+        path: uri.path().trim_end_matches('/').to_owned(),
+        key,
+        auth,
+    })
+}
+
+fn profile(name: &str, mut table: toml::Table) -> anyhow::Result<Profile> {
+    check_name(name)?;
+    let base = match table.remove("base") {
+        None => "default".to_owned(),
+        Some(toml::Value::String(s)) => s,
+        Some(_) => bail!("base must be a string naming a built-in profile"),
+    };
+    let builtin = profile::builtin();
+    let Some((_, mut p)) = builtin.into_iter().find(|(n, _)| *n == base) else {
+        let names: Vec<&str> = profile::builtin().iter().map(|(n, _)| *n).collect();
+        bail!(
+            "base `{base}` is not a built-in profile ({})",
+            names.join(", ")
+        );
+    };
+    let mut pairs = Vec::new();
+    for (key, value) in table {
+        let text = match value {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|v| match v {
+                    toml::Value::Integer(i) => Ok(i.to_string()),
+                    _ => Err(anyhow!("{key}: array items must be integers")),
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?
+                .join(","),
+            _ => bail!("{key}: expected a string, number, boolean or array"),
+        };
+        pairs.push((key, text));
+    }
+    p.apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "SIM_KEY").then(|| "sk-test-123".to_owned())
+    }
+
+    fn err(text: &str) -> String {
+        format!("{:#}", parse(text, env).unwrap_err())
+    }
+
+    #[test]
+    fn upstreams_and_profiles_parse() {
+        let c = parse(
+            r#"
+            [upstreams.local]
+            base_url = "http://127.0.0.1:9000/v1/"
+            api_key_env = "SIM_KEY"
+            auth = "x-api-key"
+            [upstreams.bare]
+            base_url = "http://localhost:8081"
+            [profiles.quick]
+            base = "reasoning"
+            ttft_ms = 50
+            stall_at = [3, 5]
+            buffered = true
+            "#,
+            env,
+        )
+        .unwrap();
+        let local = c.upstreams.get("local").unwrap();
+        assert_eq!(local.authority, "127.0.0.1:9000");
+        assert_eq!(local.path, "/v1");
+        assert_eq!(local.key.as_ref().unwrap().expose(), "sk-test-123");
+        assert_eq!(local.auth, Auth::XApiKey);
+        let bare = c.upstreams.get("bare").unwrap();
+        assert_eq!(
+            (bare.authority.as_str(), bare.path.as_str()),
+            ("localhost:8081", "")
+        );
+        assert!(bare.key.is_none());
+        let (name, p) = &c.profiles[0];
+        assert_eq!(name, "quick");
+        assert_eq!(p.stall_at, [3, 5]);
+        assert!(p.reasoning_tokens > 0);
+        // The key never shows in Debug output.
+        assert!(!format!("{c:?}").contains("sk-test-123"));
+    }
+
+    #[test]
+    fn problems_are_one_clear_line() {
+        let cases = [
+            ("[upstreams.x]\nbase_url = 3", "line 2, column 12"),
+            (
+                "[upstreams.x]\nbase_url = \"ftp://h\"",
+                "upstream `x`: base_url `ftp://h` must start with http://",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"https://api.openai.com\"",
+                "https upstreams are not supported",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"http://h\"\napi_key_env = \"NOPE\"",
+                "environment variable `NOPE` is not set",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"http://h\"\napi_key = \"a\"\napi_key_env = \"SIM_KEY\"",
+                "not both",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"http://h\"\nauth = \"basic\"",
+                "auth `basic`",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"http://h\"\nkey = \"a\"",
+                "unknown field `key`",
+            ),
+            (
+                "[upstreams.\"a b\"]\nbase_url = \"http://h\"",
+                "upstream `a b`: the name must be",
+            ),
+            (
+                "[profiles.p]\nttft_ms = \"soon\"",
+                "profile `p`: override ttft_ms=soon: expected a number",
+            ),
+            (
+                "[profiles.p]\nbase = \"nope\"",
+                "base `nope` is not a built-in profile",
+            ),
+            ("[proxies]", "unknown field `proxies`"),
+        ];
+        for (text, want) in cases {
+            let e = err(text);
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+}

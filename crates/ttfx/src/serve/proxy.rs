@@ -1,0 +1,346 @@
+//! The vantage proxy: `/proxy/{upstream}/…` forwards to an upstream named in the config
+//! and times it the way a benchmark client next to the endpoint would (connect, headers,
+//! first byte, first event, first token, every chunk, end), keeping that record under the
+//! request id.
+//!
+//! Bytes pass through unchanged and unbuffered: each upstream body frame is handed to
+//! the client before it is decoded for the record. Each request opens its own upstream
+//! connection, so `connect` is measured every time (a pooled client would hide it).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Extension, Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
+use axum::response::Response;
+use axum::routing::any;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use ttfx_core::decode::{Decoder, Event, Limits};
+
+use super::AppState;
+use super::arrival::{Arrival, REQUEST_ID};
+use super::config::{Auth, Upstream};
+use super::records::{Kind, Outcome, Record, RecordHandle, lock};
+use super::sim::json_error;
+
+pub fn router() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/{upstream}", any(root))
+        .route("/{upstream}/{*rest}", any(forward))
+}
+
+async fn root(
+    state: State<Arc<AppState>>,
+    arrival: Extension<Arrival>,
+    Path(name): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    query: RawQuery,
+    body: Bytes,
+) -> Response {
+    forward(
+        state,
+        arrival,
+        Path((name, String::new())),
+        method,
+        headers,
+        query,
+        body,
+    )
+    .await
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    json_error(
+        status,
+        &json!({ "error": { "message": message, "type": "ttfx_proxy_error" } }),
+    )
+}
+
+/// Headers that belong to one connection, or that the proxy sets itself.
+fn dropped_request_header(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection" | "keep-alive" | "proxy-connection" | "proxy-authorization" | "te"
+            | "trailer" | "transfer-encoding" | "upgrade" | "host" | "content-length"
+            // Asked uncompressed, so the record can decode the stream as it passes.
+            | "accept-encoding"
+            // The browser's origin and cookies are for this server, not the upstream.
+            | "origin" | "referer" | "cookie"
+    )
+}
+
+fn dropped_response_header(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection" | "keep-alive" | "transfer-encoding" | "upgrade" | "trailer"
+            // This server's CORS layer answers for the upstream.
+            | "access-control-allow-origin" | "access-control-expose-headers"
+            | "access-control-allow-credentials"
+    )
+}
+
+const KEY_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
+
+async fn forward(
+    State(state): State<Arc<AppState>>,
+    Extension(arrival): Extension<Arrival>,
+    Path((name, rest)): Path<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let Some(upstream) = state.upstreams.get(&name) else {
+        let known = state.upstreams.names();
+        let message = if known.is_empty() {
+            format!(
+                "unknown upstream `{name}`: no upstreams are configured (name them in the \
+                 [upstreams] table of `ttfx serve --config FILE`); this is not an open proxy"
+            )
+        } else {
+            format!(
+                "unknown upstream `{name}`; configured: {}. Only upstreams named in the \
+                 config are reachable",
+                known.join(", ")
+            )
+        };
+        return error(StatusCode::NOT_FOUND, &message);
+    };
+    let mut record = Record::new(
+        &arrival.id,
+        Kind::Proxy,
+        &format!("/proxy/{name}/{rest}"),
+        arrival.at,
+        arrival.unix_ms,
+    );
+    record.upstream = Some(name.clone());
+    let record = state.records.insert(record);
+
+    let target = match query {
+        Some(q) => format!("{}/{rest}?{q}", upstream.path),
+        None => format!("{}/{rest}", upstream.path),
+    };
+    let request = match upstream_request(upstream, &arrival.id, method, &headers, &target, body) {
+        Ok(r) => r,
+        Err(message) => return fail(&record, StatusCode::BAD_REQUEST, &message),
+    };
+
+    let stream = match TcpStream::connect(&upstream.authority).await {
+        Ok(s) => s,
+        Err(e) => {
+            let message = format!(
+                "upstream `{name}` ({}) unreachable: {e}",
+                upstream.authority
+            );
+            return fail(&record, StatusCode::BAD_GATEWAY, &message);
+        }
+    };
+    // Small writes (one SSE event) must not wait for Nagle's algorithm.
+    let _ = stream.set_nodelay(true);
+    lock(&record).first("connect", Instant::now());
+    let (mut sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
+    {
+        Ok(pair) => pair,
+        Err(e) => {
+            let message = format!("upstream `{name}`: HTTP handshake failed: {e}");
+            return fail(&record, StatusCode::BAD_GATEWAY, &message);
+        }
+    };
+    tokio::spawn(conn);
+    let response = match sender.send_request(request).await {
+        Ok(r) => r,
+        Err(e) => {
+            let message = format!("upstream `{name}`: no response: {e}");
+            return fail(&record, StatusCode::BAD_GATEWAY, &message);
+        }
+    };
+    let status = response.status();
+    lock(&record).headers(status.as_u16(), Instant::now());
+
+    let (parts, incoming) = response.into_parts();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (tx, body) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(8);
+    let body = Body::from_stream(futures_util::stream::unfold(body, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    }));
+    let mut res = Response::new(body);
+    *res.status_mut() = status;
+    for (k, v) in &parts.headers {
+        if !dropped_response_header(k) {
+            res.headers_mut().append(k.clone(), v.clone());
+        }
+    }
+    // The upstream's own id stays readable; ours replaces it in `x-request-id`.
+    if let Some(v) = parts.headers.get(&REQUEST_ID) {
+        res.headers_mut().insert("x-upstream-request-id", v.clone());
+    }
+    let tap = Tap {
+        decoder: Decoder::auto(content_type.as_deref(), Limits::DEFAULT),
+        record,
+        failed: !status.is_success(),
+    };
+    tokio::spawn(tap.pump(incoming, tx));
+    res
+}
+
+fn fail(record: &RecordHandle, status: StatusCode, message: &str) -> Response {
+    let now = Instant::now();
+    let mut r = lock(record);
+    r.headers(status.as_u16(), now);
+    r.error = Some(message.to_owned());
+    r.end(Outcome::Failed, now);
+    error(status, message)
+}
+
+fn upstream_request(
+    upstream: &Upstream,
+    request_id: &str,
+    method: Method,
+    headers: &HeaderMap,
+    target: &str,
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, String> {
+    let mut builder = Request::builder().method(method).uri(target);
+    for (k, v) in headers {
+        let is_key = KEY_HEADERS.contains(&k.as_str());
+        // The client's own key goes through only when the config adds none.
+        if dropped_request_header(k) || (is_key && upstream.key.is_some()) {
+            continue;
+        }
+        builder = builder.header(k, v);
+    }
+    builder = builder.header(header::HOST, upstream.authority.as_str());
+    builder = builder.header(REQUEST_ID, request_id);
+    if let Some(key) = &upstream.key {
+        let (name, value) = match upstream.auth {
+            Auth::Bearer => ("authorization", format!("Bearer {}", key.expose())),
+            Auth::XApiKey => ("x-api-key", key.expose().to_owned()),
+            Auth::ApiKey => ("api-key", key.expose().to_owned()),
+            Auth::None => ("", String::new()),
+        };
+        if !name.is_empty() {
+            let mut value = HeaderValue::from_str(&value)
+                // Never echo the value: it is the secret.
+                .map_err(|_| {
+                    format!(
+                        "upstream `{}`: the API key is not a valid header value",
+                        upstream.name
+                    )
+                })?;
+            value.set_sensitive(true);
+            builder = builder.header(name, value);
+        }
+    }
+    builder
+        .body(Full::new(body))
+        .map_err(|e| format!("cannot build the upstream request for `{target}`: {e}"))
+}
+
+/// Reads the upstream body: each frame goes to the client first, then into the record.
+struct Tap {
+    decoder: Decoder,
+    record: RecordHandle,
+    failed: bool,
+}
+
+impl Tap {
+    async fn pump(
+        mut self,
+        mut incoming: hyper::body::Incoming,
+        tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+    ) {
+        loop {
+            let frame = match incoming.frame().await {
+                None => break,
+                Some(Ok(frame)) => frame,
+                Some(Err(e)) => {
+                    let now = Instant::now();
+                    // Pass the break on: the client must see a truncated stream too.
+                    let _ = tx
+                        .send(Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            e.to_string(),
+                        )))
+                        .await;
+                    let mut r = lock(&self.record);
+                    r.error = Some(format!("upstream body: {e}"));
+                    r.end(Outcome::Dropped, now);
+                    return;
+                }
+            };
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers
+            };
+            if data.is_empty() {
+                continue;
+            }
+            let now = Instant::now();
+            let len = data.len();
+            let sent = tx.send(Ok(data.clone())).await;
+            self.observe(now, &data, len);
+            if sent.is_err() {
+                lock(&self.record).end(Outcome::ClientGone, Instant::now());
+                return;
+            }
+        }
+        let now = Instant::now();
+        let events = self.decoder.finish();
+        self.note(now, &events);
+        let outcome = if self.failed {
+            Outcome::Failed
+        } else {
+            Outcome::Completed
+        };
+        lock(&self.record).end(outcome, now);
+    }
+
+    fn observe(&mut self, now: Instant, data: &[u8], len: usize) {
+        let frames_before = self.decoder.frames();
+        let events = self.decoder.push(data);
+        let mut r = lock(&self.record);
+        r.chunk(now, len);
+        if frames_before == 0 && self.decoder.frames() > 0 {
+            r.first("first_event", now);
+        }
+        drop(r);
+        self.note(now, &events);
+    }
+
+    fn note(&mut self, now: Instant, events: &[Event]) {
+        let mut r = lock(&self.record);
+        for event in events {
+            match event {
+                Event::Text { text } | Event::Reasoning { text } if !text.is_empty() => {
+                    r.first("first_token", now);
+                    if matches!(event, Event::Text { .. }) {
+                        r.first("first_visible_token", now);
+                    }
+                    r.latest("last_token", now);
+                }
+                Event::ToolCall { .. } => {
+                    r.first("first_token", now);
+                    r.latest("last_token", now);
+                }
+                Event::AudioSamples { .. } | Event::AudioEncoded { .. } => {
+                    r.first("first_audio_byte", now);
+                }
+                Event::Usage { usage } => r.usage = Some(usage.clone()),
+                Event::Error { class, message, .. } if class.is_request_failure() => {
+                    self.failed = true;
+                    r.error.get_or_insert_with(|| format!("{class}: {message}"));
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! How a simulated server behaves: named profiles and per-request overrides.
+//!
+//! Overrides come as `key=value` pairs from the query string, from a `ttfx` object in the
+//! JSON body, or from a `[profiles.NAME]` table of the config file; one parser reads all
+//! three, so a typo is the same clear error everywhere.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Whether reasoning text is streamed or only its time and count are visible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reasoning {
+    Streamed,
+    Hidden,
+}
+
+/// How many visible tokens a reply has.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Length {
+    Fixed(usize),
+    /// Uniform over [min, max].
+    Uniform(usize, usize),
+    /// exp(ln(median) + sigma·z), z standard normal; clamped to [1, MAX_TOKENS].
+    LogNormal {
+        median: f64,
+        sigma: f64,
+    },
+}
+
+/// How the bytes leave the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Each event as soon as it exists.
+    Stream,
+    /// Everything at the end (a JSON-mode or moderation step, a buffering gateway).
+    Buffered,
+    /// Blocks of exactly N bytes, the rest at the end (a proxy with an N-byte buffer).
+    FlushEvery(usize),
+}
+
+/// An injected failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// An HTTP error status instead of a stream (429, 500, 503, 529).
+    Status(u16),
+    /// The dialect's in-band error event after `fail_after` tokens.
+    InBand,
+    /// The connection closed without the stream's end after `fail_after` tokens.
+    Drop,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Held before the response headers (a request queue).
+    pub queue: Duration,
+    /// After the headers, before the first token.
+    pub prefill: Duration,
+    /// Added to `prefill` per prompt token.
+    pub prefill_per_token: Duration,
+    /// When set, the first token is due this long after the request arrived (at least
+    /// after the queue), replacing the prefill terms.
+    pub ttft: Option<Duration>,
+    pub tokens_per_second: f64,
+    /// Each inter-token interval is scaled by a uniform factor in [1 − jitter, 1 + jitter].
+    pub jitter: f64,
+    pub reasoning_tokens: usize,
+    pub reasoning: Reasoning,
+    pub tokens_per_chunk: usize,
+    pub output_tokens: Length,
+    pub delivery: Delivery,
+    /// Token (LLM) or chunk (TTS) indices before which the stream pauses for `stall`.
+    pub stall_at: Vec<usize>,
+    pub stall: Duration,
+    pub failure: Option<Failure>,
+    /// Tokens (LLM) or audio chunks (TTS) sent before an in-band error or a drop; None:
+    /// half of the reply.
+    pub fail_after: Option<usize>,
+    pub seed: Option<u64>,
+    /// TTS: request arrival to the first audio chunk.
+    pub ttfa: Duration,
+    /// TTS: synthesis seconds per audio second after the first chunk.
+    pub rtf: f64,
+    pub audio_chunk_ms: u32,
+    /// TTS: the clip's length; None: from the input text.
+    pub audio_ms: Option<u32>,
+}
+
+/// Upper bounds that keep one request from tying the server up for hours.
+pub const MAX_TOKENS: usize = 100_000;
+const MAX_DELAY_MS: f64 = 600_000.0;
+const MAX_FLUSH_BYTES: usize = 16 << 20;
+
+impl Profile {
+    const fn base(prefill_ms: u64, tokens_per_second: f64, output_tokens: usize) -> Profile {
+        Profile {
+            queue: Duration::ZERO,
+            prefill: Duration::from_millis(prefill_ms),
+            prefill_per_token: Duration::ZERO,
+            ttft: None,
+            tokens_per_second,
+            jitter: 0.0,
+            reasoning_tokens: 0,
+            reasoning: Reasoning::Streamed,
+            tokens_per_chunk: 1,
+            output_tokens: Length::Fixed(output_tokens),
+            delivery: Delivery::Stream,
+            stall_at: Vec::new(),
+            stall: Duration::ZERO,
+            failure: None,
+            fail_after: None,
+            seed: None,
+            ttfa: Duration::from_millis(250),
+            rtf: 0.25,
+            audio_chunk_ms: 100,
+            audio_ms: None,
+        }
+    }
+}
+
+/// The built-in profiles; the first is the default. DESIGN.md's worked example is the
+/// pair `fast-start-slow-stream` / `slow-start-fast-stream` (they cross at ≈ 29 tokens).
+pub fn builtin() -> Vec<(&'static str, Profile)> {
+    let reasoning = Profile {
+        reasoning_tokens: 180, // 3 s of thinking at 60 tok/s
+        ..Profile::base(300, 60.0, 80)
+    };
+    vec![
+        ("default", Profile::base(250, 40.0, 48)),
+        ("fast-start-slow-stream", Profile::base(200, 30.0, 120)),
+        ("slow-start-fast-stream", Profile::base(900, 110.0, 120)),
+        ("reasoning", reasoning.clone()),
+        (
+            "hidden-reasoning",
+            Profile {
+                reasoning: Reasoning::Hidden,
+                ..reasoning
+            },
+        ),
+        (
+            "buffered-pipeline",
+            Profile {
+                delivery: Delivery::Buffered,
+                ..Profile::base(250, 40.0, 120)
+            },
+        ),
+        (
+            "proxy-buffering",
+            Profile {
+                delivery: Delivery::FlushEvery(4096),
+                ..Profile::base(250, 40.0, 240)
+            },
+        ),
+    ]
+}
+
+/// The override keys, for documentation and error messages.
+pub const KEYS: &[&str] = &[
+    "queue_ms",
+    "prefill_ms",
+    "prefill_per_token_ms",
+    "ttft_ms",
+    "tokens_per_second",
+    "jitter",
+    "reasoning_tokens",
+    "reasoning",
+    "tokens_per_chunk",
+    "output_tokens",
+    "buffered",
+    "flush_bytes",
+    "stall_at",
+    "stall_ms",
+    "fail",
+    "fail_after",
+    "seed",
+    "ttfa_ms",
+    "rtf",
+    "audio_chunk_ms",
+    "audio_ms",
+];
+
+/// A bad override: names the key, the value and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadOverride(pub String);
+
+impl fmt::Display for BadOverride {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadOverride {}
+
+impl Profile {
+    /// Applies `key=value` pairs in order (a later pair wins).
+    pub fn apply<'a>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), BadOverride> {
+        for (key, value) in pairs {
+            self.set(key, value)
+                .map_err(|why| BadOverride(format!("override {key}={value}: {why}")))?;
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let v = value.trim();
+        match key {
+            "queue_ms" => self.queue = millis(v)?,
+            "prefill_ms" => self.prefill = millis(v)?,
+            "prefill_per_token_ms" => self.prefill_per_token = millis(v)?,
+            "ttft_ms" => self.ttft = Some(millis(v)?),
+            "tokens_per_second" => self.tokens_per_second = number(v, 0.001, 100_000.0)?,
+            "jitter" => self.jitter = number(v, 0.0, 1.0)?,
+            "reasoning_tokens" => self.reasoning_tokens = count(v, 0, MAX_TOKENS)?,
+            "reasoning" => {
+                self.reasoning = match v {
+                    "streamed" => Reasoning::Streamed,
+                    "hidden" => Reasoning::Hidden,
+                    _ => return Err("expected `streamed` or `hidden`".into()),
+                }
+            }
+            "tokens_per_chunk" => self.tokens_per_chunk = count(v, 1, MAX_TOKENS)?,
+            "output_tokens" => self.output_tokens = length(v)?,
+            "buffered" => {
+                if flag(v)? {
+                    self.delivery = Delivery::Buffered;
+                } else if self.delivery == Delivery::Buffered {
+                    self.delivery = Delivery::Stream;
+                }
+            }
+            "flush_bytes" => {
+                self.delivery = match count(v, 0, MAX_FLUSH_BYTES)? {
+                    0 => Delivery::Stream,
+                    n => Delivery::FlushEvery(n),
+                }
+            }
+            "stall_at" => {
+                self.stall_at = if v.is_empty() {
+                    Vec::new()
+                } else {
+                    v.split(',')
+                        .map(|k| count(k.trim(), 0, MAX_TOKENS))
+                        .collect::<Result<_, _>>()?
+                }
+            }
+            "stall_ms" => self.stall = millis(v)?,
+            "fail" => {
+                self.failure = match v {
+                    "" | "none" => None,
+                    "error" => Some(Failure::InBand),
+                    "drop" => Some(Failure::Drop),
+                    "429" | "500" | "503" | "529" => {
+                        Some(Failure::Status(v.parse().map_err(|_| "not a status")?))
+                    }
+                    _ => return Err("expected 429, 500, 503, 529, error, drop or none".into()),
+                }
+            }
+            "fail_after" => self.fail_after = Some(count(v, 0, MAX_TOKENS)?),
+            "seed" => {
+                self.seed = Some(
+                    v.parse()
+                        .map_err(|_| "expected an unsigned 64-bit integer")?,
+                )
+            }
+            "ttfa_ms" => self.ttfa = millis(v)?,
+            "rtf" => self.rtf = number(v, 0.0, 100.0)?,
+            "audio_chunk_ms" => self.audio_chunk_ms = count(v, 10, 2000)? as u32,
+            "audio_ms" => self.audio_ms = Some(count(v, 1, MAX_DELAY_MS as usize)? as u32),
+            _ => return Err(format!("unknown key; known: {}", KEYS.join(", "))),
+        }
+        Ok(())
+    }
+}
+
+fn number(v: &str, min: f64, max: f64) -> Result<f64, String> {
+    match v.parse::<f64>() {
+        Ok(x) if x.is_finite() && (min..=max).contains(&x) => Ok(x),
+        _ => Err(format!("expected a number in [{min}, {max}]")),
+    }
+}
+
+fn millis(v: &str) -> Result<Duration, String> {
+    Ok(Duration::from_secs_f64(
+        number(v, 0.0, MAX_DELAY_MS)? / 1000.0,
+    ))
+}
+
+fn count(v: &str, min: usize, max: usize) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected an integer in [{min}, {max}]")),
+    }
+}
+
+fn flag(v: &str) -> Result<bool, String> {
+    match v {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err("expected true or false".into()),
+    }
+}
+
+/// `N`, `MIN..MAX` (uniform) or `lognormal:MEDIAN:SIGMA`.
+fn length(v: &str) -> Result<Length, String> {
+    const FORMS: &str = "expected N, MIN..MAX or lognormal:MEDIAN:SIGMA";
+    if let Some(rest) = v.strip_prefix("lognormal:") {
+        let (median, sigma) = rest.split_once(':').ok_or(FORMS)?;
+        return Ok(Length::LogNormal {
+            median: number(median, 1.0, MAX_TOKENS as f64)?,
+            sigma: number(sigma, 0.0, 3.0)?,
+        });
+    }
+    if let Some((lo, hi)) = v.split_once("..") {
+        let (lo, hi) = (count(lo, 1, MAX_TOKENS)?, count(hi, 1, MAX_TOKENS)?);
+        if lo > hi {
+            return Err(format!("{FORMS}, with MIN ≤ MAX"));
+        }
+        return Ok(Length::Uniform(lo, hi));
+    }
+    count(v, 1, MAX_TOKENS)
+        .map(Length::Fixed)
+        .map_err(|e| format!("{FORMS} ({e})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default() -> Profile {
+        builtin()[0].1.clone()
+    }
+
+    #[test]
+    fn overrides_replace_profile_values_in_order() {
+        let mut p = default();
+        p.apply([
+            ("ttft_ms", "5"),
+            ("tokens_per_second", "2"),
+            ("output_tokens", "3"),
+            ("output_tokens", "10..20"),
+            ("fail", "529"),
+            ("stall_at", "3, 7"),
+            ("flush_bytes", "512"),
+            ("reasoning", "hidden"),
+        ])
+        .unwrap();
+        assert_eq!(p.ttft, Some(Duration::from_millis(5)));
+        assert_eq!(p.tokens_per_second, 2.0);
+        assert_eq!(p.output_tokens, Length::Uniform(10, 20));
+        assert_eq!(p.failure, Some(Failure::Status(529)));
+        assert_eq!(p.stall_at, [3, 7]);
+        assert_eq!(p.delivery, Delivery::FlushEvery(512));
+        assert_eq!(p.reasoning, Reasoning::Hidden);
+        p.apply([("buffered", "true")]).unwrap();
+        assert_eq!(p.delivery, Delivery::Buffered);
+        p.apply([("output_tokens", "lognormal:200:0.5")]).unwrap();
+        assert!(matches!(p.output_tokens, Length::LogNormal { .. }));
+    }
+
+    #[test]
+    fn bad_overrides_name_key_value_and_rule() {
+        let cases = [
+            ("tokens_per_second", "0", "[0.001, 100000]"),
+            ("output_tokens", "0", "expected N, MIN..MAX"),
+            ("output_tokens", "9..3", "MIN ≤ MAX"),
+            ("fail", "418", "expected 429, 500"),
+            ("ttft_ms", "-1", "expected a number"),
+            ("buffered", "maybe", "true or false"),
+            ("nope", "1", "unknown key; known: queue_ms"),
+        ];
+        for (key, value, why) in cases {
+            let err = default().apply([(key, value)]).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("override {key}={value}: ")),
+                "{err}"
+            );
+            assert!(err.contains(why), "{err}");
+        }
+    }
+
+    #[test]
+    fn builtin_names_are_unique_and_match_the_design() {
+        let all = builtin();
+        let mut names: Vec<_> = all.iter().map(|(n, _)| *n).collect();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        let find = |n: &str| all.iter().find(|(name, _)| *name == n).unwrap().1.clone();
+        let fast = find("fast-start-slow-stream");
+        assert_eq!(
+            (fast.prefill, fast.tokens_per_second),
+            (Duration::from_millis(200), 30.0)
+        );
+        let slow = find("slow-start-fast-stream");
+        assert_eq!(
+            (slow.prefill, slow.tokens_per_second),
+            (Duration::from_millis(900), 110.0)
+        );
+        assert_eq!(find("buffered-pipeline").delivery, Delivery::Buffered);
+        assert!(find("reasoning").reasoning_tokens > 0);
+    }
+}
