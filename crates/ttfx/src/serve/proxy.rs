@@ -20,7 +20,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use ttfx_core::decode::{Decoder, Event, Limits};
+use ttfx_core::decode::{Decoder, ErrorClass, Event, Limits};
 
 use super::AppState;
 use super::arrival::{Arrival, REQUEST_ID};
@@ -335,8 +335,11 @@ impl Tap {
                     r.first("first_audio_byte", now);
                 }
                 Event::Usage { usage } => r.usage = Some(usage.clone()),
+                // A server-reported failure fails the request; a stream that ended
+                // without its end marker is noted, while the outcome stays what the
+                // transport did (the upstream closed the body normally).
                 Event::Error { class, message, .. } if class.is_request_failure() => {
-                    self.failed = true;
+                    self.failed |= *class == ErrorClass::Server;
                     r.error.get_or_insert_with(|| format!("{class}: {message}"));
                 }
                 _ => {}
