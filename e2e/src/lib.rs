@@ -3,8 +3,11 @@
 //! sessions over W3C WebDriver.
 
 pub mod browser;
+pub mod byte_server;
+pub mod page;
 pub mod paths;
 pub mod serve;
+pub mod site;
 
 pub use browser::{CHROMIUM_ARGS, Chromedriver};
 pub use serve::ServeProcess;

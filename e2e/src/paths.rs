@@ -43,3 +43,14 @@ pub fn lab_dist() -> anyhow::Result<PathBuf> {
     }
     Ok(path)
 }
+
+/// The built probe package: `$TTFX_PROBE_PKG`, else `cargo xtask probe-pkg`'s output.
+pub fn probe_pkg() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("TTFX_PROBE_PKG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("probe-pkg"));
+    if !path.join("ttfx_probe.js").is_file() {
+        bail!("no probe package at {} (run `cargo xtask test`, which builds it)", path.display());
+    }
+    Ok(path)
+}

@@ -25,23 +25,32 @@ function guarded(hooks, name, ...args) {
 function laterQueue(hooks) {
   const queue = [];
   let scheduled = false;
+  let closing = false;
   const channel = new MessageChannel();
+  const schedule = () => {
+    if (!scheduled) {
+      scheduled = true;
+      channel.port2.postMessage(0);
+    }
+  };
   channel.port1.onmessage = () => {
     scheduled = false;
     for (const [name, args] of queue.splice(0)) guarded(hooks, name, ...args);
+    // Free the ports only once the last queued call ran (open ports keep pages out of
+    // the back/forward cache).
+    if (closing && queue.length === 0) {
+      channel.port1.close();
+      channel.port2.close();
+    }
   };
   return {
     push(name, ...args) {
       queue.push([name, args]);
-      if (!scheduled) {
-        scheduled = true;
-        channel.port2.postMessage(0);
-      }
+      schedule();
     },
     close() {
-      // Let queued work drain first, then free the ports (open ports keep pages out
-      // of the back/forward cache).
-      setTimeout(() => { channel.port1.close(); channel.port2.close(); }, 0);
+      closing = true;
+      schedule();
     },
   };
 }

@@ -11,6 +11,7 @@
 //! let report = run.finished().await;
 //! ```
 
+pub mod audio;
 pub mod clock;
 mod env;
 mod error;

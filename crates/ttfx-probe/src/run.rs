@@ -128,6 +128,11 @@ impl Run {
     /// the bytes the server sent. Errors are the page's own fetch errors, unchanged.
     pub async fn fetch(&self, input: &JsValue, init: &JsValue) -> Result<Response, JsValue> {
         let original = self.inner.probe.original_fetch.clone();
+        if guard::is_disabled() {
+            // Settle `finished()` at once: a switched-off probe must not leave callers
+            // waiting forever.
+            self.fault(&guard::reason().unwrap_or_default());
+        }
         if guard::is_disabled() || !self.begin(input, init) {
             let response = JsFuture::from(glue::call_fetch(&original, input, init)?).await?;
             return response.dyn_into::<Response>();

@@ -8,6 +8,7 @@ mod bench;
 mod cmd;
 mod lab;
 mod paths;
+mod probe_pkg;
 mod setup;
 mod test;
 
@@ -25,6 +26,8 @@ enum Command {
     Setup(setup::SetupArgs),
     /// Build the probe and the lab page, then serve them with the simulated endpoints.
     Lab(lab::LabArgs),
+    /// Build the probe as an npm-style package folder in target/probe-pkg.
+    ProbePkg,
     /// Every check and test: fmt, clippy, native, wasm in headless Chromium, e2e.
     Test,
     /// Print performance, size and accuracy figures.
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Setup(args) => setup::run(&args),
         Command::Lab(args) => lab::run(&args),
+        Command::ProbePkg => probe_pkg::run(),
         Command::Test => test::run(),
         Command::Bench => bench::run(),
     };

@@ -1,0 +1,205 @@
+//! What the player observed, in page time, and its conversion into ttfx-core types
+//! relative to the request's `request_start`.
+
+use serde::Serialize;
+use ttfx_core::Milestone;
+use ttfx_core::playback::OutputMapping;
+use ttfx_core::timeline::{
+    AudioChunk, AudioOutMethod, AudioOutput, AudioSeries, ContextState, Milestones, Timeline,
+    Underrun,
+};
+use web_sys::AudioContext;
+
+use super::context::Reading;
+use super::tap::TapHit;
+
+/// The audio side of one request, ready to merge into its timeline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AudioMeasurement {
+    /// `tts_request`, `first_audio_byte`, `first_audio_scheduled`, `first_audio_out`, ms
+    /// since `request_start`.
+    pub milestones: Milestones,
+    pub audio: AudioSeries,
+    /// How `first_audio_out` was timed, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audio_out_method: Option<AudioOutMethod>,
+    /// What limited the measurement (no worklet, decode trouble, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl AudioMeasurement {
+    /// Adds the audio milestones, series and method to `timeline` (same `request_start`).
+    pub fn apply_to(&self, timeline: &mut Timeline) {
+        for (m, at) in self.milestones.iter() {
+            timeline.milestones.set(m, at);
+        }
+        timeline.audio = Some(self.audio.clone());
+        if self.audio_out_method.is_some() {
+            timeline.audio_out_method = self.audio_out_method;
+        }
+    }
+}
+
+/// Everything the player saw, in absolute page milliseconds.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    request_start_ms: Option<f64>,
+    tts_request: Option<f64>,
+    first_byte: Option<f64>,
+    last_byte: Option<f64>,
+    first_scheduled: Option<f64>,
+    state_at_first_schedule: Option<ContextState>,
+    resumed: Option<f64>,
+    audible_scheduled: Option<(f64, Reading)>,
+    chunks: Vec<AudioChunk>,
+    underruns: Vec<Underrun>,
+    notes: Vec<String>,
+}
+
+impl Observed {
+    pub fn new(request_start_ms: Option<f64>) -> Observed {
+        Observed {
+            request_start_ms,
+            ..Observed::default()
+        }
+    }
+
+    pub fn tts_request(&mut self, at: f64) {
+        self.tts_request.get_or_insert(at);
+    }
+
+    pub fn bytes(&mut self, at: f64) {
+        self.first_byte.get_or_insert(at);
+        self.last_byte = Some(at);
+    }
+
+    pub fn audio(&mut self, chunk: AudioChunk) {
+        self.chunks.push(chunk);
+    }
+
+    pub fn scheduled(&mut self, at: f64, state: ContextState) {
+        if self.first_scheduled.is_none() {
+            self.first_scheduled = Some(at);
+            self.state_at_first_schedule = Some(state);
+        }
+    }
+
+    /// The context's state when a tap was armed (tap mode has no schedule of its own).
+    pub fn context_state(&mut self, state: ContextState) {
+        self.state_at_first_schedule = Some(state);
+    }
+
+    pub fn resumed(&mut self, at: f64) {
+        if self.state_at_first_schedule != Some(ContextState::Running) {
+            self.resumed.get_or_insert(at);
+        }
+    }
+
+    pub fn underrun(&mut self, at: f64, silence_ms: f64) {
+        self.underruns.push(Underrun { at_ms: at, silence_ms });
+    }
+
+    pub fn audible_scheduled(&mut self, context_s: f64, reading: Reading) {
+        self.audible_scheduled.get_or_insert((context_s, reading));
+    }
+
+    pub fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
+
+    pub fn note_once(&mut self, note: &str) {
+        if !self.notes.iter().any(|n| n == note) {
+            self.notes.push(note.to_owned());
+        }
+    }
+
+    /// The measurement relative to `request_start` (the TTS request when none was
+    /// given). `tapped` says a worklet tap was attached; `hit` is what it heard.
+    pub fn measurement(
+        &self,
+        ctx: &AudioContext,
+        tapped: bool,
+        hit: Option<TapHit>,
+    ) -> AudioMeasurement {
+        let origin = self
+            .request_start_ms
+            .or(self.tts_request)
+            .or(self.first_byte)
+            .unwrap_or(0.0);
+        let rel = |at: f64| at - origin;
+        let mut out = AudioMeasurement {
+            notes: self.notes.clone(),
+            ..AudioMeasurement::default()
+        };
+        for (m, at) in [
+            (Milestone::TtsRequest, self.tts_request),
+            (Milestone::FirstAudioByte, self.first_byte),
+            (Milestone::FirstAudioScheduled, self.first_scheduled),
+        ] {
+            if let Some(at) = at {
+                out.milestones.set(m, rel(at));
+            }
+        }
+        let frame = match (tapped, hit) {
+            (true, Some(hit)) => Some((hit.context_s, hit.reading, true)),
+            (true, None) => None,
+            (false, _) => self.audible_scheduled.map(|(s, r)| (s, r, false)),
+        };
+        let mut output = AudioOutput {
+            sample_rate: f64::from(ctx.sample_rate()),
+            state_at_first_schedule: self.state_at_first_schedule,
+            resumed_at_ms: self.resumed.map(rel),
+            ..AudioOutput::default()
+        };
+        if let Some((context_s, reading, from_tap)) = frame {
+            let reading = reading.with_late_latency(ctx);
+            output.output_latency_ms = reading.output_latency_s.map(|s| s * 1000.0);
+            output.base_latency_ms = reading.base_latency_s.map(|s| s * 1000.0);
+            output.latency_added_ms = reading.latency_added_s() * 1000.0;
+            output.first_audible_context_s = Some(context_s);
+            let method = match (reading.mapping, from_tap) {
+                (OutputMapping::Timestamp(ts), _) => {
+                    output.output_timestamp = Some(ts);
+                    AudioOutMethod::OutputTimestamp
+                }
+                (OutputMapping::RenderClock { .. }, true) => AudioOutMethod::WorkletPlusLatency,
+                (OutputMapping::RenderClock { .. }, false) => AudioOutMethod::ScheduledPlusLatency,
+            };
+            // A context that was not running when the audio was scheduled heard it only
+            // after the policy (or the app) let it: that is not a time to first audio.
+            if self.state_at_first_schedule == Some(ContextState::Running) {
+                let at = reading.mapping.audible_at_ms(context_s);
+                out.milestones.set(Milestone::FirstAudioOut, rel(at));
+                out.audio_out_method = Some(method);
+            }
+        } else if self.first_scheduled.is_some()
+            && self.state_at_first_schedule == Some(ContextState::Running)
+        {
+            out.notes
+                .push("no audible sample was heard before the result was taken".into());
+        }
+        out.audio = AudioSeries {
+            audio_ms: self.chunks.iter().fold(0.0, |sum, c| sum + c.audio_ms),
+            last_byte_at_ms: self.last_byte.map_or(0.0, rel),
+            underruns: self
+                .underruns
+                .iter()
+                .map(|u| Underrun {
+                    at_ms: rel(u.at_ms),
+                    ..*u
+                })
+                .collect(),
+            chunks: self
+                .chunks
+                .iter()
+                .map(|c| AudioChunk {
+                    at_ms: rel(c.at_ms),
+                    ..*c
+                })
+                .collect(),
+            output: Some(output),
+        };
+        out
+    }
+}

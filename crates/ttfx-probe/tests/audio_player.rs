@@ -1,0 +1,280 @@
+//! The streaming TTS player through the real Web Audio stack of headless Chromium,
+//! against a simulated TTS stream with injected time to first audio and RTF.
+#![cfg(target_arch = "wasm32")]
+// clippy does not see `#[wasm_bindgen_test]` functions as tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod audio_support;
+
+use audio_support::{SimTts, page_now, report};
+use ttfx_core::Milestone;
+use ttfx_core::RequestMetrics;
+use ttfx_core::timeline::{AudioOutMethod, ContextState, Timeline};
+use ttfx_probe::audio::{AudioMeasurement, PlayerOptions, TtsFormat, TtsPlayer};
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+use web_sys::AudioContext;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const RATE: u32 = 24_000;
+
+fn sim(ttfa_ms: u32, rtf: f64, chunks: u32) -> SimTts {
+    SimTts {
+        ttfa_ms,
+        rtf,
+        chunk_ms: 60,
+        chunks,
+        sample_rate: RATE,
+    }
+}
+
+fn options(use_worklet: bool, use_output_timestamp: bool) -> PlayerOptions {
+    PlayerOptions {
+        format: TtsFormat::Pcm16 {
+            sample_rate: RATE,
+            channels: 1,
+        },
+        request_start_ms: None,
+        use_worklet,
+        use_output_timestamp,
+    }
+}
+
+/// Plays `sim` on a fresh player (on `ctx` when given) and returns the measurement.
+async fn measure(ctx: Option<AudioContext>, opts: PlayerOptions, sim: SimTts) -> AudioMeasurement {
+    let player = TtsPlayer::new(ctx, opts).await.unwrap();
+    player.mark_request().unwrap();
+    let stream = sim.stream();
+    player.play(&stream).await.unwrap();
+    let m = player.result(3000.0).await.unwrap();
+    player.stop();
+    JsFuture::from(player.context().close().unwrap()).await.unwrap();
+    m
+}
+
+fn at(m: &AudioMeasurement, milestone: Milestone) -> f64 {
+    m.milestones
+        .get(milestone)
+        .unwrap_or_else(|| panic!("no {milestone} in {m:#?}"))
+}
+
+/// The bound on how much later than the injected TTFA the first audible sample may be
+/// measured, from what the engine reports:
+///
+/// - 40 ms of main-thread slack: the timer firing late, the stream handing the chunk to
+///   the reader, decoding and scheduling (each well under 10 ms on an idle page; 40 ms
+///   leaves room for a loaded two-core CI machine);
+/// - two render quanta (2 × 128 frames): the source starts at the next quantum and the
+///   tap reports a frame inside one;
+/// - one device callback (`baseLatency`, ≤ 20 ms in Chromium): `currentTime` advances a
+///   callback at a time, so audio scheduled "now" can wait for the next callback;
+/// - the latency the method itself added (`baseLatency` + `outputLatency`), which is
+///   part of the measurement, not an error.
+fn bound_ms(m: &AudioMeasurement) -> f64 {
+    let output = m.audio.output.as_ref().unwrap();
+    let quantum_ms = 128.0 / output.sample_rate * 1000.0;
+    40.0 + 2.0 * quantum_ms + output.base_latency_ms.unwrap_or(20.0) + output.latency_added_ms
+}
+
+/// First audio from the TTS request: never below the injected TTFA, above it by less
+/// than `bound_ms`.
+fn check_ttfa(m: &AudioMeasurement, injected: f64, method: AudioOutMethod) {
+    assert_eq!(m.audio_out_method, Some(method), "{m:#?}");
+    let tts = at(m, Milestone::TtsRequest);
+    let byte = at(m, Milestone::FirstAudioByte) - tts;
+    let scheduled = at(m, Milestone::FirstAudioScheduled) - tts;
+    let out = at(m, Milestone::FirstAudioOut) - tts;
+    let bound = bound_ms(m);
+    report(
+        &format!("{method:?}"),
+        format!(
+            "injected {injected} ms; byte {byte:.2}, scheduled {scheduled:.2}, out {out:.2} \
+             (error {:.2} ms, bound {bound:.2}); output {:?}",
+            out - injected,
+            m.audio.output
+        ),
+    );
+    assert!(byte >= injected, "first byte {byte} before the injected {injected}");
+    assert!(scheduled >= byte, "scheduled {scheduled} before the byte {byte}");
+    assert!(out >= injected, "first audio out {out} before the injected {injected}");
+    assert!(
+        out - injected < bound,
+        "first audio out {out} exceeds the injected {injected} by more than {bound}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn ttfa_through_the_worklet_and_output_timestamp() {
+    let m = measure(None, options(true, true), sim(300, 0.5, 10)).await;
+    // Chromium has getOutputTimestamp; once the device runs it is usable.
+    check_ttfa(&m, 300.0, AudioOutMethod::OutputTimestamp);
+    assert!(m.audio.output.as_ref().unwrap().output_timestamp.is_some());
+}
+
+#[wasm_bindgen_test]
+async fn ttfa_through_the_worklet_without_output_timestamp() {
+    let m = measure(None, options(true, false), sim(250, 0.5, 6)).await;
+    check_ttfa(&m, 250.0, AudioOutMethod::WorkletPlusLatency);
+}
+
+#[wasm_bindgen_test]
+async fn ttfa_without_a_worklet_uses_the_scheduled_sample() {
+    let m = measure(None, options(false, true), sim(250, 0.5, 6)).await;
+    check_ttfa(&m, 250.0, AudioOutMethod::ScheduledPlusLatency);
+}
+
+#[wasm_bindgen_test]
+async fn a_stream_faster_than_real_time_plays_gaplessly_and_its_rate_is_measured() {
+    let injected_rtf = 0.5;
+    let s = sim(100, injected_rtf, 12);
+    let m = measure(None, options(true, true), s).await;
+    let mut t = Timeline::default();
+    t.milestones.set(Milestone::RequestStart, 0.0);
+    m.apply_to(&mut t);
+    let metrics = RequestMetrics::compute(&t).unwrap();
+    let rate = metrics.audio_arrival_rate.unwrap().value;
+    report("rtf 0.5 stream", format!("arrival rate {rate:.3} audio s / wall s; {metrics:?}"));
+    // Every chunk arrived in full: 12 × 60 ms.
+    assert!((m.audio.audio_ms - 720.0).abs() < 1e-6, "{}", m.audio.audio_ms);
+    // The stream never runs faster than injected (timers are chained, so lateness only
+    // slows it): 1 / rate ≥ 0.5. Timer slack of up to 6 ms per 30 ms interval keeps it
+    // within 20 % of the injected RTF.
+    assert!(1.0 / rate >= injected_rtf - 1e-3, "steady RTF {}", 1.0 / rate);
+    assert!(1.0 / rate < injected_rtf * 1.2, "steady RTF {}", 1.0 / rate);
+    // Each chunk arrives 30 ms after the previous one while that one plays for 60 ms:
+    // playback never catches up (a 30 ms margin at the second chunk, growing after).
+    assert!(m.audio.underruns.is_empty(), "{:?}", m.audio.underruns);
+}
+
+#[wasm_bindgen_test]
+async fn a_stream_slower_than_real_time_underruns_and_the_silence_is_measured() {
+    let injected_rtf = 1.5;
+    let s = sim(100, injected_rtf, 8);
+    let m = measure(None, options(true, true), s).await;
+    let underruns = &m.audio.underruns;
+    let silence: f64 = underruns.iter().map(|u| u.silence_ms).sum();
+    report(
+        "rtf 1.5 stream",
+        format!("{} underruns, {silence:.1} ms of silence: {underruns:?}", underruns.len()),
+    );
+    // Chunk k ≥ 1 arrives 90 ms after chunk k − 1, which plays for 60 ms: each of the
+    // 7 later chunks finds playback over and 30 ms of silence behind it. Scheduling
+    // "now" can start a chunk up to one device callback late, which shortens the next
+    // gap but cannot close a 30 ms one, so all 7 are detected.
+    assert_eq!(underruns.len(), 7, "{underruns:?}");
+    for u in underruns {
+        // At least the 30 ms the injected RTF forces, minus one callback of start jitter
+        // (≤ 20 ms); timer lateness only adds silence.
+        assert!(u.silence_ms >= 10.0, "{u:?}");
+        assert!(u.silence_ms < 30.0 + 60.0, "{u:?}");
+    }
+    // The silences lie inside the stream, after the first audio.
+    let first_out = at(&m, Milestone::FirstAudioOut);
+    assert!(underruns.iter().all(|u| u.at_ms > first_out), "{underruns:?}");
+}
+
+#[wasm_bindgen_test]
+async fn a_suspended_context_is_reported_as_such_not_as_a_huge_latency() {
+    let ctx = AudioContext::new().unwrap();
+    JsFuture::from(ctx.suspend().unwrap()).await.unwrap();
+    let player = TtsPlayer::new(Some(ctx.clone()), options(true, true))
+        .await
+        .unwrap();
+    player.mark_request().unwrap();
+    player.play(&sim(50, 0.5, 3).stream()).await.unwrap();
+    let before = page_now();
+    let m = player.result(3000.0).await.unwrap();
+    // A suspended context can never be heard: the result does not sit out the timeout.
+    assert!(page_now() - before < 100.0);
+    let output = m.audio.output.clone().unwrap();
+    assert_eq!(output.state_at_first_schedule, Some(ContextState::Suspended));
+    assert_eq!(m.milestones.get(Milestone::FirstAudioOut), None, "{m:#?}");
+    assert!(m.milestones.get(Milestone::FirstAudioScheduled).is_some());
+    let mut t = Timeline::default();
+    m.apply_to(&mut t);
+    let notes = RequestMetrics::compute(&t).unwrap().notes;
+    assert!(notes.iter().any(|n| n.contains("suspended")), "{notes:?}");
+
+    // When the policy lets it run, the wait is recorded apart.
+    JsFuture::from(ctx.resume().unwrap()).await.unwrap();
+    let m = player.result(1000.0).await.unwrap();
+    let output = m.audio.output.unwrap();
+    assert!(output.resumed_at_ms.is_some(), "{output:?}");
+    assert_eq!(m.milestones.get(Milestone::FirstAudioOut), None);
+    player.stop();
+    JsFuture::from(ctx.close().unwrap()).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn wav_and_openai_speech_bodies_play_too() {
+    // A 44-byte WAV header for 24 kHz mono 16-bit, then the same tone.
+    let s = sim(0, 0.5, 3);
+    let pcm: Vec<u8> = (0..3).flat_map(|k| s.chunk_bytes(k)).collect();
+    let mut wav = Vec::new();
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + pcm.len() as u32).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    for v in [16u32] {
+        wav.extend_from_slice(&v.to_le_bytes());
+    }
+    wav.extend_from_slice(&1u16.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes());
+    wav.extend_from_slice(&RATE.to_le_bytes());
+    wav.extend_from_slice(&(RATE * 2).to_le_bytes());
+    wav.extend_from_slice(&2u16.to_le_bytes());
+    wav.extend_from_slice(&16u16.to_le_bytes());
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&(pcm.len() as u32).to_le_bytes());
+    wav.extend_from_slice(&pcm);
+
+    let b64 = base64(&pcm);
+    let sse = format!(
+        "data: {{\"type\":\"speech.audio.delta\",\"audio\":\"{b64}\"}}\n\n\
+         data: {{\"type\":\"speech.audio.done\"}}\n\n"
+    );
+    for (format, body) in [
+        (TtsFormat::Wav, wav),
+        (TtsFormat::OpenAiSpeech, sse.into_bytes()),
+    ] {
+        let player = TtsPlayer::new(
+            None,
+            PlayerOptions {
+                format,
+                ..options(true, true)
+            },
+        )
+        .await
+        .unwrap();
+        player.mark_request().unwrap();
+        // Split the body at an odd offset: the decoders are incremental.
+        let (a, b) = body.split_at(37);
+        player.push(a).unwrap();
+        player.push(b).unwrap();
+        player.finish().unwrap();
+        let m = player.result(3000.0).await.unwrap();
+        assert!((m.audio.audio_ms - 180.0).abs() < 1e-6, "{format:?}: {m:#?}");
+        assert!(m.milestones.get(Milestone::FirstAudioOut).is_some(), "{format:?}: {m:#?}");
+        player.stop();
+        JsFuture::from(player.context().close().unwrap()).await.unwrap();
+    }
+}
+
+/// RFC 4648 base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}

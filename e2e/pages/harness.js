@@ -1,0 +1,100 @@
+// The app side of the probe's e2e tests: a minimal streaming chat client whose received
+// bytes are hashed, so the tests can prove the probe never changes them.
+import init, * as ttfx from "./pkg/ttfx_probe.js";
+
+await init();
+
+function hex(buffer) {
+  return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function concat(parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return out;
+}
+
+// Visible text of OpenAI-style SSE, fed incrementally.
+function sseText() {
+  let pending = "";
+  return (text) => {
+    pending += text;
+    const events = pending.split("\n\n");
+    pending = events.pop();
+    let out = "";
+    for (const event of events) {
+      const data = event.replace(/^data: ?/, "");
+      if (!data.startsWith("{")) continue;
+      try { out += JSON.parse(data).choices?.[0]?.delta?.content || ""; } catch (_) { /* not JSON: not text */ }
+    }
+    return out;
+  };
+}
+
+// Reads a Response the way an app would, rendering text into `element`.
+async function consume(response, element) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const extract = sseText();
+  const parts = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    const text = extract(decoder.decode(value, { stream: true }));
+    if (text && element) element.textContent += text;
+  }
+  const all = concat(parts);
+  return { bytes: all.length, sha256: hex(await crypto.subtle.digest("SHA-256", all)) };
+}
+
+async function measure({ url, init = {}, options = {}, watch = true, abortAfterMs = null, throwInCallback = false }) {
+  if (throwInCallback) options.onReport = () => { throw new Error("app callback failed"); };
+  const probe = new ttfx.Probe(options);
+  const run = probe.start();
+  const element = document.createElement("p");
+  document.body.append(element);
+  if (watch) run.watch(element);
+  const controller = new AbortController();
+  if (abortAfterMs !== null) setTimeout(() => controller.abort(), abortAfterMs);
+  const out = { appError: null, status: null, bytes: 0, sha256: null };
+  try {
+    const response = await run.fetch(url, { ...init, signal: controller.signal });
+    out.status = response.status;
+    Object.assign(out, await consume(response, element));
+  } catch (e) {
+    out.appError = String((e && e.name) || e);
+  }
+  out.text = element.textContent;
+  out.report = await Promise.race([
+    run.finished(),
+    new Promise((resolve) => setTimeout(() => resolve({ harnessTimeout: "run.finished() did not settle within 20 s" }), 20000)),
+  ]);
+  return out;
+}
+
+// The same request without any probe, for comparison.
+async function direct({ url, init = {} }) {
+  const response = await fetch(url, init);
+  return { status: response.status, ...(await consume(response, null)) };
+}
+
+// Wraps window.fetch with instrumentFetch, makes a plain fetch, then restores.
+async function instrumented({ url, init = {} }) {
+  const original = window.fetch;
+  const probe = new ttfx.Probe({ label: "instrumented" });
+  const before = (window.__ttfx || []).length;
+  const handle = probe.instrumentFetch({ match: "/sim/" });
+  const wrapped = window.fetch !== original;
+  const app = await direct({ url, init });
+  const unmatched = await fetch("./harness.html").then((r) => r.status);
+  for (let i = 0; i < 200 && (window.__ttfx || []).length === before; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const restored = handle.restore();
+  return { wrapped, restored, back: window.fetch === original, app, unmatched, reports: window.__ttfx.slice(before) };
+}
+
+window.harness = { measure, direct, instrumented, ttfx };
+document.getElementById("status").textContent = "ready " + ttfx.version();

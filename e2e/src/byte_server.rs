@@ -1,0 +1,80 @@
+//! A loopback server that streams known bytes, so a test can compare what the app
+//! received with exactly what was sent (the simulators put request ids in their bodies).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Query;
+use axum::http::header;
+use axum::response::Response;
+use axum::routing::get;
+use serde::Deserialize;
+
+/// The bytes `/bytes?seed=S&len=N` sends: every byte value, in a seeded order.
+pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    // xorshift64*: deterministic, and covers all byte values (invalid UTF-8 included).
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    seed: u64,
+    len: usize,
+    /// Bytes per chunk.
+    chunk: usize,
+    /// Pause between chunks.
+    gap_ms: u64,
+}
+
+async fn stream(Query(p): Query<Params>) -> Response {
+    let data = bytes(p.seed, p.len);
+    let chunk = p.chunk.max(1);
+    let pieces: Vec<Vec<u8>> = data.chunks(chunk).map(<[u8]>::to_vec).collect();
+    let gap = Duration::from_millis(p.gap_ms);
+    let body = futures_util::stream::unfold(pieces.into_iter(), move |mut rest| async move {
+        let piece = rest.next()?;
+        tokio::time::sleep(gap).await;
+        Some((Ok::<_, std::convert::Infallible>(bytes::Bytes::from(piece)), rest))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(Body::from_stream(body))
+        .unwrap_or_default()
+}
+
+/// Starts the server on an ephemeral loopback port; it stops with the test's runtime.
+pub async fn start() -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let app = Router::new().route("/bytes", get(stream));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bytes_are_deterministic_and_cover_every_value() {
+        let a = super::bytes(7, 65_536);
+        assert_eq!(a, super::bytes(7, 65_536));
+        assert_ne!(a, super::bytes(8, 65_536));
+        let mut seen = [false; 256];
+        for b in &a {
+            seen[usize::from(*b)] = true;
+        }
+        assert!(seen.iter().all(|s| *s));
+    }
+}

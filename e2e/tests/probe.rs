@@ -1,0 +1,255 @@
+//! The browser probe in headless Chromium against real streaming servers on loopback:
+//! `ttfx serve`'s simulated endpoints (injected delays, buffering, failures) and a byte
+//! server whose output is known exactly.
+
+use serde_json::{Value, json};
+use ttfx_e2e::site::Site;
+use ttfx_e2e::{Chromedriver, ServeProcess, byte_server, page, paths};
+
+/// A served site and a browser on its harness page.
+struct Fixture {
+    client: fantoccini::Client,
+    server: ServeProcess,
+    _driver: Chromedriver,
+    _site: Site,
+}
+
+impl Fixture {
+    async fn new() -> anyhow::Result<Fixture> {
+        let site = Site::assemble()?;
+        let server = ServeProcess::start(&paths::ttfx_bin()?, &["--dist", site.dist_arg()])?;
+        let driver = Chromedriver::start()?;
+        let client = driver.session().await?;
+        page::open_harness(&client, &format!("{}harness.html", server.url)).await?;
+        Ok(Fixture { client, server, _driver: driver, _site: site })
+    }
+
+    async fn measure(&self, arg: Value) -> anyhow::Result<Value> {
+        page::call(&self.client, "measure", arg).await
+    }
+
+    fn sim(&self, query: &str) -> String {
+        format!("{}sim/default/v1/chat/completions?{query}", self.server.url)
+    }
+}
+
+fn post_chat() -> Value {
+    json!({
+        "method": "POST",
+        "headers": { "content-type": "application/json" },
+        "body": "{\"model\":\"sim\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+    })
+}
+
+fn milestone(report: &Value, name: &str) -> Option<f64> {
+    report["run"]["timeline"]["milestones"][name].as_f64()
+}
+
+/// How late a loopback milestone may be behind the server's injected delay: the server's
+/// timer (~1 ms), loopback TCP and HTTP parsing (<1 ms), Chromium's network-service to
+/// renderer hop and task queues (a few ms idle), and scheduling on a loaded 2-core machine
+/// running the server, chromedriver and the browser at once. 150 ms is far below any
+/// delay a user notices and far above the few ms measured idle (printed by the test).
+const LOOPBACK_BOUND_MS: f64 = 150.0;
+
+#[tokio::test]
+async fn milestones_honour_the_injected_delay_and_arrive_in_order() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let ttft = 300.0;
+    let out = f
+        .measure(json!({
+            "url": f.sim(&format!("ttft_ms={ttft}&output_tokens=40&tokens_per_second=80")),
+            "init": post_chat(),
+        }))
+        .await?;
+    let report = &out["report"];
+    assert_eq!(out["appError"], Value::Null, "{out}");
+    assert!(!out["text"].as_str().unwrap_or_default().is_empty(), "the app rendered text: {out}");
+
+    let m = |n| milestone(report, n).unwrap_or_else(|| panic!("no {n} in {report}"));
+    let first_byte = m("first_byte");
+    let first_token = m("first_token");
+    println!("first_byte {first_byte:.1} ms, first_token {first_token:.1} ms, injected {ttft} ms");
+    assert!(first_token >= ttft, "first_token {first_token} < injected {ttft}");
+    assert!(first_token - ttft < LOOPBACK_BOUND_MS, "first_token {first_token} vs {ttft}");
+    // The order a user meets them in.
+    let order = [
+        "request_start", "headers", "first_byte", "first_event", "first_token",
+        "first_visible_token", "last_token", "done",
+    ];
+    for pair in order.windows(2) {
+        assert!(m(pair[0]) <= m(pair[1]), "{} after {}: {report}", pair[0], pair[1]);
+    }
+    // Render: the app inserts text after the token arrives, and paints after that.
+    let dom = m("first_dom");
+    let paint = m("first_paint");
+    assert!(m("first_visible_token") <= dom, "first_dom before the token: {report}");
+    assert!(dom <= paint, "first_paint before first_dom: {report}");
+    assert_eq!(report["run"]["timeline"]["paint_method"], "element_timing", "{report}");
+    // Server-Timing from the headers and the browser's own Resource Timing entry.
+    let timings = report["run"]["timeline"]["server"]["timings"].as_array().cloned().unwrap_or_default();
+    assert!(
+        timings.iter().any(|t| t["name"] == "queue" && t["source"] == "server_timing_header"),
+        "{report}"
+    );
+    let rt = &report["run"]["timeline"]["resource_timing"];
+    assert!(rt["response_start_ms"].as_f64().is_some(), "no Resource Timing: {report}");
+    assert_eq!(report["run"]["metrics"]["outcome"], "completed", "{report}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_buffered_response_is_reported_buffered_and_a_streamed_one_streamed() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let query = "ttft_ms=50&output_tokens=64&tokens_per_second=100";
+    let buffered = f.measure(json!({ "url": f.sim(&format!("{query}&buffered=true")), "init": post_chat() })).await?;
+    let streamed = f.measure(json!({ "url": f.sim(query), "init": post_chat() })).await?;
+    let verdict = |v: &Value| v["report"]["run"]["metrics"]["buffered"]["verdict"].clone();
+    assert_eq!(verdict(&buffered), "buffered", "{buffered}");
+    assert_eq!(verdict(&streamed), "streamed", "{streamed}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_abort_is_reported_as_aborted_not_as_an_error() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let out = f
+        .measure(json!({
+            "url": f.sim("ttft_ms=50&output_tokens=200&tokens_per_second=20"),
+            "init": post_chat(),
+            "abortAfterMs": 300,
+        }))
+        .await?;
+    let report = &out["report"];
+    assert_eq!(out["appError"], "AbortError", "the app sees its own abort: {out}");
+    let aborted = milestone(report, "aborted").unwrap_or_else(|| panic!("no aborted: {report}"));
+    // The page arms its 300 ms abort timer just before calling run.fetch, so the abort
+    // lands at 300 ms minus the little time between the two (well under 20 ms), and a
+    // timer never fires early; late by scheduling at most.
+    assert!((280.0..300.0 + LOOPBACK_BOUND_MS).contains(&aborted), "aborted at {aborted}");
+    assert_eq!(milestone(report, "error"), None, "{report}");
+    assert_eq!(report["run"]["metrics"]["outcome"], "aborted", "{report}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn http_500_and_a_dropped_connection_are_errors_with_their_class() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let failed = f.measure(json!({ "url": f.sim("fail=500"), "init": post_chat() })).await?;
+    let failure = &failed["report"]["run"]["timeline"]["failure"];
+    assert_eq!(failed["status"], 500, "{failed}");
+    assert_eq!(failure["class"], "http_status", "{failed}");
+    assert_eq!(failure["http_status"], 500, "{failed}");
+
+    let dropped = f
+        .measure(json!({ "url": f.sim("ttft_ms=20&output_tokens=30&fail=drop"), "init": post_chat() }))
+        .await?;
+    let failure = &dropped["report"]["run"]["timeline"]["failure"];
+    assert_eq!(dropped["appError"], "TypeError", "the app sees the network error: {dropped}");
+    assert_eq!(failure["class"], "network", "{dropped}");
+    assert!(milestone(&dropped["report"], "error").is_some(), "{dropped}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_app_gets_exact_bytes_even_when_the_probe_fails_inside() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let bytes = byte_server::start().await?;
+    let (seed, len) = (42u64, 200_000usize);
+    let expected = sha256_hex(&byte_server::bytes(seed, len));
+    let url = format!("http://{bytes}/bytes?seed={seed}&len={len}&chunk=7001&gap_ms=2");
+
+    // A healthy probe whose report callback throws.
+    let thrown = f.measure(json!({ "url": url, "throwInCallback": true, "watch": false })).await?;
+    assert_eq!(thrown["sha256"], expected.as_str(), "{thrown}");
+    let anomalies = thrown["report"]["run"]["timeline"]["anomalies"].to_string();
+    assert!(anomalies.contains("callback_threw"), "{thrown}");
+
+    // A probe whose decoder panics on the first chunk.
+    let panicked = f
+        .measure(json!({ "url": url, "options": { "__faultInjection": "decoder-panic" }, "watch": false }))
+        .await?;
+    assert_eq!(panicked["appError"], Value::Null, "{panicked}");
+    assert_eq!(panicked["bytes"], len, "{panicked}");
+    assert_eq!(panicked["sha256"], expected.as_str(), "{panicked}");
+    let anomalies = panicked["report"]["run"]["timeline"]["anomalies"].to_string();
+    assert!(anomalies.contains("probe_fault"), "{panicked}");
+    assert!(anomalies.contains("decoder forced to fail"), "{panicked}");
+
+    // The page keeps running, and the disabled probe still passes the app's data through.
+    let after = f.measure(json!({ "url": url, "watch": false })).await?;
+    assert_eq!(after["sha256"], expected.as_str(), "{after}");
+    let anomalies = after["report"]["run"]["timeline"]["anomalies"].to_string();
+    assert!(anomalies.contains("probe_fault"), "a disabled probe still settles: {after}");
+    let alive: Value = f.client.execute("return 6 * 7", vec![]).await?;
+    assert_eq!(alive, 42);
+    Ok(())
+}
+
+#[tokio::test]
+async fn keys_in_headers_and_query_never_reach_the_report() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    // Keys in request headers (same origin, so no CORS preflight is involved).
+    let mut init = post_chat();
+    init["headers"]["authorization"] = json!("Bearer sk-live-SECRET-1234");
+    init["headers"]["x-api-key"] = json!("sk-live-SECRET-1234");
+    let in_headers = f
+        .measure(json!({ "url": f.sim("ttft_ms=10&output_tokens=5"), "init": init }))
+        .await?;
+    assert_eq!(in_headers["report"]["run"]["metrics"]["outcome"], "completed", "{in_headers}");
+    // A key in the query string (the simulators reject unknown parameters, so this goes
+    // to the byte server, which ignores them).
+    let bytes = byte_server::start().await?;
+    let url = format!("http://{bytes}/bytes?seed=1&len=64&chunk=64&gap_ms=0&api_key=sk-live-SECRET-1234");
+    let in_query = f.measure(json!({ "url": url, "watch": false })).await?;
+    assert_eq!(in_query["report"]["run"]["metrics"]["outcome"], "completed", "{in_query}");
+    for out in [&in_headers, &in_query] {
+        let report = out["report"].to_string();
+        assert!(!report.contains("SECRET"), "a key leaked into the report: {report}");
+        assert!(report.contains("\"url\":\"http://127.0.0.1:"), "{report}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn instrument_fetch_measures_plain_fetch_calls_and_restores() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let out = page::call(
+        &f.client,
+        "instrumented",
+        json!({ "url": f.sim("ttft_ms=30&output_tokens=8"), "init": post_chat() }),
+    )
+    .await?;
+    assert_eq!(out["wrapped"], true, "{out}");
+    assert_eq!(out["restored"], true, "{out}");
+    assert_eq!(out["back"], true, "window.fetch is the original again: {out}");
+    assert_eq!(out["unmatched"], 200, "{out}");
+    let reports = out["reports"].as_array().cloned().unwrap_or_default();
+    assert_eq!(reports.len(), 1, "one matching request, one report: {out}");
+    assert!(reports[0]["run"]["timeline"]["milestones"]["first_token"].as_f64().is_some(), "{out}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_plain_example_page_streams_and_reports() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    f.client.goto(&format!("{}example.html?ttft_ms=150&output_tokens=12", f.server.url)).await?;
+    let script = "const done = arguments[arguments.length - 1];
+        const wait = () => window.chat ? window.chat.send('hello').then(done, (e) => done({ error: String(e) })) : setTimeout(wait, 20);
+        wait();";
+    let out = f.client.execute_async(script, vec![]).await?;
+    assert!(out.get("error").is_none(), "{out}");
+    assert!(!out["text"].as_str().unwrap_or_default().is_empty(), "{out}");
+    let report = &out["report"];
+    assert_eq!(report["run"]["target"], "example-chat", "{out}");
+    assert!(milestone(report, "first_token").is_some_and(|t| t >= 150.0), "{out}");
+    assert!(milestone(report, "first_paint").is_some(), "{out}");
+    let queued: Value = f.client.execute("return window.__ttfx.length", vec![]).await?;
+    assert_eq!(queued, 1);
+    Ok(())
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}
