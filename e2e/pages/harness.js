@@ -96,5 +96,57 @@ async function instrumented({ url, init = {} }) {
   return { wrapped, restored, back: window.fetch === original, app, unmatched, reports: window.__ttfx.slice(before) };
 }
 
-window.harness = { measure, direct, instrumented, ttfx };
+// A/B on the same stream: the app's time from request start to each token's DOM update,
+// without and with the probe, interleaved so drift hits both alike; plus the probe's own
+// main-thread time per hook call (chunk processing) during the probed runs.
+async function bench({ url, init = {}, runs = 10 }) {
+  const differences = [];
+  const without = [];
+  const withProbe = [];
+  const cost = [];
+  for (let i = 0; i < runs; i++) {
+    const times = {};
+    for (const probed of [false, true]) {
+      const element = document.createElement("p");
+      document.body.append(element);
+      const extract = sseText();
+      const decoder = new TextDecoder();
+      const start = performance.now();
+      let run = null;
+      let response;
+      if (probed) {
+        globalThis.__ttfxCostSamples = [];
+        run = new ttfx.Probe({}).start();
+        run.watch(element);
+        response = await run.fetch(url, init);
+      } else {
+        response = await fetch(url, init);
+      }
+      const domAt = [];
+      const reader = response.body.getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        const text = extract(decoder.decode(value, { stream: true }));
+        if (text) { element.textContent += text; domAt.push(performance.now() - start); }
+      }
+      if (run) {
+        await run.finished();
+        cost.push(...globalThis.__ttfxCostSamples);
+        globalThis.__ttfxCostSamples = null;
+      }
+      times[probed] = domAt;
+      element.remove();
+    }
+    const n = Math.min(times[false].length, times[true].length);
+    for (let k = 0; k < n; k++) {
+      differences.push(times[true][k] - times[false][k]);
+      without.push(times[false][k]);
+      withProbe.push(times[true][k]);
+    }
+  }
+  return { differences, without, withProbe, cost };
+}
+
+window.harness = { measure, direct, instrumented, bench, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

@@ -44,7 +44,10 @@ async fn stream(Query(p): Query<Params>) -> Response {
     let body = futures_util::stream::unfold(pieces.into_iter(), move |mut rest| async move {
         let piece = rest.next()?;
         tokio::time::sleep(gap).await;
-        Some((Ok::<_, std::convert::Infallible>(bytes::Bytes::from(piece)), rest))
+        Some((
+            Ok::<_, std::convert::Infallible>(bytes::Bytes::from(piece)),
+            rest,
+        ))
     });
     Response::builder()
         .header(header::CONTENT_TYPE, "application/octet-stream")

@@ -12,7 +12,9 @@ pub async fn open_harness(client: &Client, url: &str) -> anyhow::Result<()> {
     client
         .wait()
         .at_most(Duration::from_secs(30))
-        .for_element(Locator::XPath("//p[@id='status' and starts-with(text(), 'ready')]"))
+        .for_element(Locator::XPath(
+            "//p[@id='status' and starts-with(text(), 'ready')]",
+        ))
         .await?;
     Ok(())
 }

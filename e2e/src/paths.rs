@@ -50,7 +50,10 @@ pub fn probe_pkg() -> anyhow::Result<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| target_dir().join("probe-pkg"));
     if !path.join("ttfx_probe.js").is_file() {
-        bail!("no probe package at {} (run `cargo xtask test`, which builds it)", path.display());
+        bail!(
+            "no probe package at {} (run `cargo xtask test`, which builds it)",
+            path.display()
+        );
     }
     Ok(path)
 }

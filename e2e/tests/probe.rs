@@ -21,7 +21,12 @@ impl Fixture {
         let driver = Chromedriver::start()?;
         let client = driver.session().await?;
         page::open_harness(&client, &format!("{}harness.html", server.url)).await?;
-        Ok(Fixture { client, server, _driver: driver, _site: site })
+        Ok(Fixture {
+            client,
+            server,
+            _driver: driver,
+            _site: site,
+        })
     }
 
     async fn measure(&self, arg: Value) -> anyhow::Result<Value> {
@@ -64,46 +69,85 @@ async fn milestones_honour_the_injected_delay_and_arrive_in_order() -> anyhow::R
         .await?;
     let report = &out["report"];
     assert_eq!(out["appError"], Value::Null, "{out}");
-    assert!(!out["text"].as_str().unwrap_or_default().is_empty(), "the app rendered text: {out}");
+    assert!(
+        !out["text"].as_str().unwrap_or_default().is_empty(),
+        "the app rendered text: {out}"
+    );
 
     let m = |n| milestone(report, n).unwrap_or_else(|| panic!("no {n} in {report}"));
     let first_byte = m("first_byte");
     let first_token = m("first_token");
     println!("first_byte {first_byte:.1} ms, first_token {first_token:.1} ms, injected {ttft} ms");
-    assert!(first_token >= ttft, "first_token {first_token} < injected {ttft}");
-    assert!(first_token - ttft < LOOPBACK_BOUND_MS, "first_token {first_token} vs {ttft}");
+    assert!(
+        first_token >= ttft,
+        "first_token {first_token} < injected {ttft}"
+    );
+    assert!(
+        first_token - ttft < LOOPBACK_BOUND_MS,
+        "first_token {first_token} vs {ttft}"
+    );
     // The order a user meets them in.
     let order = [
-        "request_start", "headers", "first_byte", "first_event", "first_token",
-        "first_visible_token", "last_token", "done",
+        "request_start",
+        "headers",
+        "first_byte",
+        "first_event",
+        "first_token",
+        "first_visible_token",
+        "last_token",
+        "done",
     ];
     for pair in order.windows(2) {
-        assert!(m(pair[0]) <= m(pair[1]), "{} after {}: {report}", pair[0], pair[1]);
+        assert!(
+            m(pair[0]) <= m(pair[1]),
+            "{} after {}: {report}",
+            pair[0],
+            pair[1]
+        );
     }
     // Render: the app inserts text after the token arrives, and paints after that.
     let dom = m("first_dom");
     let paint = m("first_paint");
-    assert!(m("first_visible_token") <= dom, "first_dom before the token: {report}");
-    assert!(dom <= paint, "first_paint before first_dom: {report}");
-    assert_eq!(report["run"]["timeline"]["paint_method"], "element_timing", "{report}");
-    // Server-Timing from the headers and the browser's own Resource Timing entry.
-    let timings = report["run"]["timeline"]["server"]["timings"].as_array().cloned().unwrap_or_default();
     assert!(
-        timings.iter().any(|t| t["name"] == "queue" && t["source"] == "server_timing_header"),
+        m("first_visible_token") <= dom,
+        "first_dom before the token: {report}"
+    );
+    assert!(dom <= paint, "first_paint before first_dom: {report}");
+    assert_eq!(
+        report["run"]["timeline"]["paint_method"], "element_timing",
+        "{report}"
+    );
+    // Server-Timing from the headers and the browser's own Resource Timing entry.
+    let timings = report["run"]["timeline"]["server"]["timings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        timings
+            .iter()
+            .any(|t| t["name"] == "queue" && t["source"] == "server_timing_header"),
         "{report}"
     );
     let rt = &report["run"]["timeline"]["resource_timing"];
-    assert!(rt["response_start_ms"].as_f64().is_some(), "no Resource Timing: {report}");
+    assert!(
+        rt["response_start_ms"].as_f64().is_some(),
+        "no Resource Timing: {report}"
+    );
     assert_eq!(report["run"]["metrics"]["outcome"], "completed", "{report}");
     Ok(())
 }
 
 #[tokio::test]
-async fn a_buffered_response_is_reported_buffered_and_a_streamed_one_streamed() -> anyhow::Result<()> {
+async fn a_buffered_response_is_reported_buffered_and_a_streamed_one_streamed() -> anyhow::Result<()>
+{
     let f = Fixture::new().await?;
     let query = "ttft_ms=50&output_tokens=64&tokens_per_second=100";
-    let buffered = f.measure(json!({ "url": f.sim(&format!("{query}&buffered=true")), "init": post_chat() })).await?;
-    let streamed = f.measure(json!({ "url": f.sim(query), "init": post_chat() })).await?;
+    let buffered = f
+        .measure(json!({ "url": f.sim(&format!("{query}&buffered=true")), "init": post_chat() }))
+        .await?;
+    let streamed = f
+        .measure(json!({ "url": f.sim(query), "init": post_chat() }))
+        .await?;
     let verdict = |v: &Value| v["report"]["run"]["metrics"]["buffered"]["verdict"].clone();
     assert_eq!(verdict(&buffered), "buffered", "{buffered}");
     assert_eq!(verdict(&streamed), "streamed", "{streamed}");
@@ -121,12 +165,18 @@ async fn an_abort_is_reported_as_aborted_not_as_an_error() -> anyhow::Result<()>
         }))
         .await?;
     let report = &out["report"];
-    assert_eq!(out["appError"], "AbortError", "the app sees its own abort: {out}");
+    assert_eq!(
+        out["appError"], "AbortError",
+        "the app sees its own abort: {out}"
+    );
     let aborted = milestone(report, "aborted").unwrap_or_else(|| panic!("no aborted: {report}"));
     // The page arms its 300 ms abort timer just before calling run.fetch, so the abort
     // lands at 300 ms minus the little time between the two (well under 20 ms), and a
     // timer never fires early; late by scheduling at most.
-    assert!((280.0..300.0 + LOOPBACK_BOUND_MS).contains(&aborted), "aborted at {aborted}");
+    assert!(
+        (280.0..300.0 + LOOPBACK_BOUND_MS).contains(&aborted),
+        "aborted at {aborted}"
+    );
     assert_eq!(milestone(report, "error"), None, "{report}");
     assert_eq!(report["run"]["metrics"]["outcome"], "aborted", "{report}");
     Ok(())
@@ -135,19 +185,29 @@ async fn an_abort_is_reported_as_aborted_not_as_an_error() -> anyhow::Result<()>
 #[tokio::test]
 async fn http_500_and_a_dropped_connection_are_errors_with_their_class() -> anyhow::Result<()> {
     let f = Fixture::new().await?;
-    let failed = f.measure(json!({ "url": f.sim("fail=500"), "init": post_chat() })).await?;
+    let failed = f
+        .measure(json!({ "url": f.sim("fail=500"), "init": post_chat() }))
+        .await?;
     let failure = &failed["report"]["run"]["timeline"]["failure"];
     assert_eq!(failed["status"], 500, "{failed}");
     assert_eq!(failure["class"], "http_status", "{failed}");
     assert_eq!(failure["http_status"], 500, "{failed}");
 
     let dropped = f
-        .measure(json!({ "url": f.sim("ttft_ms=20&output_tokens=30&fail=drop"), "init": post_chat() }))
+        .measure(
+            json!({ "url": f.sim("ttft_ms=20&output_tokens=30&fail=drop"), "init": post_chat() }),
+        )
         .await?;
     let failure = &dropped["report"]["run"]["timeline"]["failure"];
-    assert_eq!(dropped["appError"], "TypeError", "the app sees the network error: {dropped}");
+    assert_eq!(
+        dropped["appError"], "TypeError",
+        "the app sees the network error: {dropped}"
+    );
     assert_eq!(failure["class"], "network", "{dropped}");
-    assert!(milestone(&dropped["report"], "error").is_some(), "{dropped}");
+    assert!(
+        milestone(&dropped["report"], "error").is_some(),
+        "{dropped}"
+    );
     Ok(())
 }
 
@@ -160,7 +220,9 @@ async fn the_app_gets_exact_bytes_even_when_the_probe_fails_inside() -> anyhow::
     let url = format!("http://{bytes}/bytes?seed={seed}&len={len}&chunk=7001&gap_ms=2");
 
     // A healthy probe whose report callback throws.
-    let thrown = f.measure(json!({ "url": url, "throwInCallback": true, "watch": false })).await?;
+    let thrown = f
+        .measure(json!({ "url": url, "throwInCallback": true, "watch": false }))
+        .await?;
     assert_eq!(thrown["sha256"], expected.as_str(), "{thrown}");
     let anomalies = thrown["report"]["run"]["timeline"]["anomalies"].to_string();
     assert!(anomalies.contains("callback_threw"), "{thrown}");
@@ -180,7 +242,10 @@ async fn the_app_gets_exact_bytes_even_when_the_probe_fails_inside() -> anyhow::
     let after = f.measure(json!({ "url": url, "watch": false })).await?;
     assert_eq!(after["sha256"], expected.as_str(), "{after}");
     let anomalies = after["report"]["run"]["timeline"]["anomalies"].to_string();
-    assert!(anomalies.contains("probe_fault"), "a disabled probe still settles: {after}");
+    assert!(
+        anomalies.contains("probe_fault"),
+        "a disabled probe still settles: {after}"
+    );
     let alive: Value = f.client.execute("return 6 * 7", vec![]).await?;
     assert_eq!(alive, 42);
     Ok(())
@@ -196,16 +261,26 @@ async fn keys_in_headers_and_query_never_reach_the_report() -> anyhow::Result<()
     let in_headers = f
         .measure(json!({ "url": f.sim("ttft_ms=10&output_tokens=5"), "init": init }))
         .await?;
-    assert_eq!(in_headers["report"]["run"]["metrics"]["outcome"], "completed", "{in_headers}");
+    assert_eq!(
+        in_headers["report"]["run"]["metrics"]["outcome"], "completed",
+        "{in_headers}"
+    );
     // A key in the query string (the simulators reject unknown parameters, so this goes
     // to the byte server, which ignores them).
     let bytes = byte_server::start().await?;
-    let url = format!("http://{bytes}/bytes?seed=1&len=64&chunk=64&gap_ms=0&api_key=sk-live-SECRET-1234");
+    let url =
+        format!("http://{bytes}/bytes?seed=1&len=64&chunk=64&gap_ms=0&api_key=sk-live-SECRET-1234");
     let in_query = f.measure(json!({ "url": url, "watch": false })).await?;
-    assert_eq!(in_query["report"]["run"]["metrics"]["outcome"], "completed", "{in_query}");
+    assert_eq!(
+        in_query["report"]["run"]["metrics"]["outcome"], "completed",
+        "{in_query}"
+    );
     for out in [&in_headers, &in_query] {
         let report = out["report"].to_string();
-        assert!(!report.contains("SECRET"), "a key leaked into the report: {report}");
+        assert!(
+            !report.contains("SECRET"),
+            "a key leaked into the report: {report}"
+        );
         assert!(report.contains("\"url\":\"http://127.0.0.1:"), "{report}");
     }
     Ok(())
@@ -222,34 +297,59 @@ async fn instrument_fetch_measures_plain_fetch_calls_and_restores() -> anyhow::R
     .await?;
     assert_eq!(out["wrapped"], true, "{out}");
     assert_eq!(out["restored"], true, "{out}");
-    assert_eq!(out["back"], true, "window.fetch is the original again: {out}");
+    assert_eq!(
+        out["back"], true,
+        "window.fetch is the original again: {out}"
+    );
     assert_eq!(out["unmatched"], 200, "{out}");
     let reports = out["reports"].as_array().cloned().unwrap_or_default();
     assert_eq!(reports.len(), 1, "one matching request, one report: {out}");
-    assert!(reports[0]["run"]["timeline"]["milestones"]["first_token"].as_f64().is_some(), "{out}");
+    assert!(
+        reports[0]["run"]["timeline"]["milestones"]["first_token"]
+            .as_f64()
+            .is_some(),
+        "{out}"
+    );
     Ok(())
 }
 
 #[tokio::test]
 async fn the_plain_example_page_streams_and_reports() -> anyhow::Result<()> {
     let f = Fixture::new().await?;
-    f.client.goto(&format!("{}example.html?ttft_ms=150&output_tokens=12", f.server.url)).await?;
+    f.client
+        .goto(&format!(
+            "{}example.html?ttft_ms=150&output_tokens=12",
+            f.server.url
+        ))
+        .await?;
     let script = "const done = arguments[arguments.length - 1];
         const wait = () => window.chat ? window.chat.send('hello').then(done, (e) => done({ error: String(e) })) : setTimeout(wait, 20);
         wait();";
     let out = f.client.execute_async(script, vec![]).await?;
     assert!(out.get("error").is_none(), "{out}");
-    assert!(!out["text"].as_str().unwrap_or_default().is_empty(), "{out}");
+    assert!(
+        !out["text"].as_str().unwrap_or_default().is_empty(),
+        "{out}"
+    );
     let report = &out["report"];
     assert_eq!(report["run"]["target"], "example-chat", "{out}");
-    assert!(milestone(report, "first_token").is_some_and(|t| t >= 150.0), "{out}");
+    assert!(
+        milestone(report, "first_token").is_some_and(|t| t >= 150.0),
+        "{out}"
+    );
     assert!(milestone(report, "first_paint").is_some(), "{out}");
-    let queued: Value = f.client.execute("return window.__ttfx.length", vec![]).await?;
+    let queued: Value = f
+        .client
+        .execute("return window.__ttfx.length", vec![])
+        .await?;
     assert_eq!(queued, 1);
     Ok(())
 }
 
 fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

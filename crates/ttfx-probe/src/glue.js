@@ -8,8 +8,12 @@
 // Calls hook(...args), reporting a throw to hooks.onFault once and then going quiet.
 function guarded(hooks, name, ...args) {
   if (hooks.faulted) return;
+  // `cargo xtask bench` sets this array to measure the probe's main-thread cost per call.
+  const samples = globalThis.__ttfxCostSamples;
+  const started = samples ? performance.now() : 0;
   try {
     hooks[name](...args);
+    if (samples) samples.push(performance.now() - started);
   } catch (e) {
     hooks.faulted = true;
     try {

@@ -11,7 +11,47 @@ use crate::{cmd, paths, setup};
 pub fn run() -> anyhow::Result<()> {
     decode_throughput()?;
     setup::run(&setup::SetupArgs {})?;
-    lab_page_size()
+    build_lab_page(true)?;
+    size_table("lab page size (release)", &paths::lab_dist())?;
+    let pkg = crate::probe_pkg::build()?;
+    size_table("probe package size (release; target 40 KB gzip)", &pkg)?;
+    probe_size_breakdown()?;
+    probe_cost(&pkg)
+}
+
+/// Where the probe's bytes go: twiggy's largest items of the wasm before wasm-bindgen
+/// (it still has function names there).
+fn probe_size_breakdown() -> anyhow::Result<()> {
+    let wasm = paths::target().join("wasm32-unknown-unknown/release/ttfx_probe.wasm");
+    println!("\n## probe wasm: largest items (twiggy top, before wasm-bindgen)");
+    match setup::tool_path("twiggy") {
+        Some(twiggy) => cmd::run(Command::new(twiggy).args(["top", "-n", "20"]).arg(&wasm)),
+        None => {
+            println!("twiggy is not installed; `cargo install twiggy` to see the breakdown");
+            Ok(())
+        }
+    }
+}
+
+/// The probe's main-thread cost and its effect on the app, in headless Chromium.
+fn probe_cost(pkg: &Path) -> anyhow::Result<()> {
+    let ttfx = crate::lab::build_ttfx()?;
+    cmd::run(
+        Command::new("cargo")
+            .current_dir(paths::root())
+            .args([
+                "run",
+                "--quiet",
+                "--locked",
+                "-p",
+                "ttfx-e2e",
+                "--bin",
+                "probe_bench",
+            ])
+            .env("TTFX_BIN", ttfx)
+            .env("TTFX_PROBE_PKG", pkg)
+            .env("CHROMEDRIVER", "/usr/bin/chromedriver"),
+    )
 }
 
 /// Native decode throughput (MB/s, events/s) for OpenAI-style SSE, one token per event.
@@ -29,32 +69,42 @@ fn decode_throughput() -> anyhow::Result<()> {
     ]))
 }
 
-/// Raw and gzip -9 size of every wasm and JS file in the release lab page.
-fn lab_page_size() -> anyhow::Result<()> {
-    build_lab_page(true)?;
-    let dist = paths::lab_dist();
-    println!("\n## lab page size (release, {})", dist.display());
-    println!("{:<44} {:>10} {:>10}", "file", "raw B", "gzip -9 B");
-    let mut entries: Vec<_> = std::fs::read_dir(&dist)
-        .with_context(|| format!("cannot list {}", dist.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("wasm" | "js")))
-        .collect();
-    entries.sort();
+/// Raw and gzip -9 size of every wasm and JS file in `dir` (and its subfolders).
+fn size_table(title: &str, dir: &Path) -> anyhow::Result<()> {
+    println!("\n## {title}: {}", dir.display());
+    println!("{:<52} {:>10} {:>10}", "file", "raw B", "gzip -9 B");
+    let mut files = Vec::new();
+    collect(dir, &mut files)?;
+    files.sort();
     let (mut raw_total, mut gz_total) = (0, 0);
-    for path in entries {
+    for path in files {
         let raw = std::fs::metadata(&path)?.len();
         let gz = gzip_size(&path)?;
         raw_total += raw;
         gz_total += gz;
         let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        println!("{name:<44} {raw:>10} {gz:>10}");
+            .strip_prefix(dir)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        println!("{name:<52} {raw:>10} {gz:>10}");
     }
-    println!("{:<44} {raw_total:>10} {gz_total:>10}", "total");
+    println!("{:<52} {raw_total:>10} {gz_total:>10}", "total");
+    Ok(())
+}
+
+fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect(&path, out)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("wasm" | "js")
+        ) {
+            out.push(path);
+        }
+    }
     Ok(())
 }
 

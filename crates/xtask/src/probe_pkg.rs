@@ -37,11 +37,20 @@ pub fn build() -> anyhow::Result<PathBuf> {
     if out.exists() {
         std::fs::remove_dir_all(&out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
-    let bindgen = setup::tool_path("wasm-bindgen").context("wasm-bindgen is not installed (cargo xtask setup)")?;
+    let bindgen = setup::tool_path("wasm-bindgen")
+        .context("wasm-bindgen is not installed (cargo xtask setup)")?;
     cmd::run(
         Command::new(bindgen)
             .env("PATH", path_with_cargo_bin())
-            .args(["--target", "web", "--out-dir"])
+            // The name and producers sections only help debuggers; they are bytes every
+            // user of the host page would download.
+            .args([
+                "--target",
+                "web",
+                "--remove-name-section",
+                "--remove-producers-section",
+                "--out-dir",
+            ])
             .arg(&out)
             .arg(&wasm),
     )?;

@@ -169,11 +169,13 @@ fn lab_build() -> anyhow::Result<Option<TestCounts>> {
 
 fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
     let ttfx = build_ttfx()?;
+    let probe_pkg = crate::probe_pkg::build()?;
     cmd::run_tests(
         cargo()
             .args(["test", "--locked", "-p", "ttfx-e2e"])
             .env("TTFX_BIN", ttfx)
             .env("TTFX_DIST", paths::lab_dist())
+            .env("TTFX_PROBE_PKG", probe_pkg)
             .env("CHROMEDRIVER", CHROMEDRIVER),
     )
     .map(Some)
