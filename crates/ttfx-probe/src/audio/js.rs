@@ -188,8 +188,8 @@ pub struct JsTtsPlayer {
 impl JsTtsPlayer {
     /// Creates a player (async: the worklet tap is loaded first).
     pub async fn create(options: Option<JsTtsPlayerOptions>) -> Result<JsTtsPlayer, JsError> {
-        let (ctx, options) = player_options(&options.map_or(JsValue::UNDEFINED, Into::into))
-            .map_err(js_error)?;
+        let (ctx, options) =
+            player_options(&options.map_or(JsValue::UNDEFINED, Into::into)).map_err(js_error)?;
         let player = TtsPlayer::new(ctx, options).await.map_err(js_error)?;
         Ok(JsTtsPlayer {
             inner: Rc::new(player),

@@ -90,14 +90,23 @@ impl Observed {
         self.state_at_first_schedule = Some(state);
     }
 
+    /// The context started running. Only a start after audio was scheduled on a
+    /// context that was not running matters: a new context also starts `suspended` for
+    /// a moment before its device runs.
     pub fn resumed(&mut self, at: f64) {
-        if self.state_at_first_schedule != Some(ContextState::Running) {
+        if self
+            .state_at_first_schedule
+            .is_some_and(|s| s != ContextState::Running)
+        {
             self.resumed.get_or_insert(at);
         }
     }
 
     pub fn underrun(&mut self, at: f64, silence_ms: f64) {
-        self.underruns.push(Underrun { at_ms: at, silence_ms });
+        self.underruns.push(Underrun {
+            at_ms: at,
+            silence_ms,
+        });
     }
 
     pub fn audible_scheduled(&mut self, context_s: f64, reading: Reading) {

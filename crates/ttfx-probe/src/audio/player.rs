@@ -208,7 +208,12 @@ impl TtsPlayer {
             return false;
         }
         // Scheduled audio not yet over, plus two worklet messages' worth of slack.
-        match self.schedule.borrow().as_ref().and_then(GaplessSchedule::end_s) {
+        match self
+            .schedule
+            .borrow()
+            .as_ref()
+            .and_then(GaplessSchedule::end_s)
+        {
             Some(end) => self.ctx.current_time() < end + 0.2,
             None => true,
         }

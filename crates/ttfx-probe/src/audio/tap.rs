@@ -63,7 +63,11 @@ impl AudioTap {
         load_processor(ctx).await?;
         let options = AudioWorkletNodeOptions::new();
         let processor_options = Object::new();
-        set(&processor_options, "threshold", &JsValue::from(AUDIBLE_THRESHOLD))?;
+        set(
+            &processor_options,
+            "threshold",
+            &JsValue::from(AUDIBLE_THRESHOLD),
+        )?;
         set(&processor_options, "armed", &JsValue::TRUE)?;
         options.set_processor_options(Some(&processor_options));
         options.set_number_of_inputs(1);

@@ -43,11 +43,13 @@ impl SimTts {
             .collect()
     }
 
-    /// The stream. Chunk 0 is enqueued `ttfa_ms` after this call; chunk k ≥ 1 is
+    /// The stream, and the page times at which its chunks were actually enqueued
+    /// (filled as it runs). Chunk 0 is enqueued `ttfa_ms` after this call; chunk k ≥ 1 is
     /// enqueued `chunk_ms × rtf` after chunk k − 1 was (timers chained from the actual
     /// enqueue, so a late timer delays everything after it and the stream is never
     /// faster than the injected RTF).
-    pub fn stream(self) -> ReadableStream {
+    pub fn stream(self) -> (ReadableStream, Rc<RefCell<Vec<f64>>>) {
+        let enqueued: Rc<RefCell<Vec<f64>>> = Rc::default();
         let slot: Rc<RefCell<Option<ReadableStreamDefaultController>>> = Rc::default();
         let source = Object::new();
         let start = {
@@ -58,7 +60,11 @@ impl SimTts {
         };
         Reflect::set(&source, &"start".into(), &start).unwrap();
         let stream = ReadableStream::new_with_underlying_source(&source).unwrap();
-        let controller = slot.borrow_mut().take().expect("start runs in the constructor");
+        let controller = slot
+            .borrow_mut()
+            .take()
+            .expect("start runs in the constructor");
+        let record = Rc::clone(&enqueued);
         wasm_bindgen_futures::spawn_local(async move {
             TimeoutFuture::new(self.ttfa_ms).await;
             for k in 0..self.chunks {
@@ -66,11 +72,12 @@ impl SimTts {
                     TimeoutFuture::new((f64::from(self.chunk_ms) * self.rtf).round() as u32).await;
                 }
                 let bytes = Uint8Array::from(self.chunk_bytes(k).as_slice());
+                record.borrow_mut().push(page_now());
                 controller.enqueue_with_chunk(&bytes).unwrap();
             }
             controller.close().unwrap();
         });
-        stream
+        (stream, enqueued)
     }
 }
 
