@@ -148,5 +148,50 @@ async function bench({ url, init = {}, runs = 10 }) {
   return { differences, without, withProbe, cost };
 }
 
-window.harness = { measure, direct, instrumented, bench, ttfx };
+// A voice turn as an app would build it: the LLM reply streams into the page, its first
+// sentence goes to TTS as soon as it is complete, the audio plays through Web Audio, and
+// the run's report includes the audio measurement and the handoff record.
+async function voice({ llmUrl, llmInit = {}, ttsUrl }) {
+  const probe = new ttfx.Probe({});
+  const run = probe.start();
+  const element = document.createElement("p");
+  document.body.append(element);
+  run.watch(element);
+  const response = await run.fetch(llmUrl, llmInit);
+  const requestStart = run.requestStart;
+  const player = await ttfx.TtsPlayer.create({ format: "pcm16", sampleRate: 24000, requestStart });
+  const handoff = new ttfx.VoiceHandoff({ requestStart });
+  run.includeAudio(player.result(10000));
+  let handoffDone;
+  run.includeHandoff(new Promise((resolve) => { handoffDone = resolve; }));
+  let spoken = false;
+  const speak = (segment) => {
+    spoken = true;
+    handoff.handed(segment.index);
+    player.markRequest();
+    fetch(ttsUrl, { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "sim", input: segment.text }) })
+      .then((r) => player.play(r.body));
+  };
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const extract = sseText();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    const text = extract(decoder.decode(value, { stream: true }));
+    if (!text) continue;
+    element.textContent += text;
+    const segments = handoff.pushText(text);
+    if (!spoken && segments.length > 0) speak(segments[0]);
+  }
+  const last = handoff.llmDone();
+  if (!spoken && last) speak(last);
+  handoffDone(handoff.result());
+  const report = await run.finished();
+  player.stop();
+  return { report, text: element.textContent };
+}
+
+window.harness = { measure, direct, instrumented, bench, voice, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

@@ -346,6 +346,35 @@ async fn the_plain_example_page_streams_and_reports() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[tokio::test]
+async fn a_voice_run_reports_text_and_audio_on_one_clock() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let ttfa = 200.0;
+    let out = page::call(
+        &f.client,
+        "voice",
+        json!({
+            "llmUrl": f.sim("ttft_ms=100&output_tokens=40&tokens_per_second=40"),
+            "llmInit": post_chat(),
+            "ttsUrl": format!("{}sim/default/v1/audio/speech?ttfa_ms={ttfa}&rtf=0.25", f.server.url),
+        }),
+    )
+    .await?;
+    let report = &out["report"];
+    let m = |n| milestone(report, n).unwrap_or_else(|| panic!("no {n} in {report}"));
+    // One clock: the sentence completes after its last token, goes to TTS, and is heard
+    // no earlier than the TTS server's injected time to first audio after that.
+    assert!(m("first_visible_token") <= m("first_sentence"), "{report}");
+    assert!(m("first_sentence") <= m("tts_request"), "{report}");
+    assert!(m("tts_request") + ttfa <= m("first_audio_byte"), "{report}");
+    assert!(m("first_audio_byte") <= m("first_audio_out"), "{report}");
+    // The first sentence left for TTS while the reply was still streaming.
+    assert!(m("tts_request") < m("last_token"), "{report}");
+    assert_eq!(report["run"]["metrics"]["handoff"]["verdict"], "streaming", "{report}");
+    assert!(report["run"]["metrics"]["ttfa_ms"]["value"].as_f64().is_some(), "{report}");
+    Ok(())
+}
+
 fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(data)

@@ -273,3 +273,11 @@ export function sendBeacon(url, body) {
     return false;
   }
 }
+
+// Resolves with what `promise` resolves to, or null if it rejects or takes over `ms`.
+export function settleWithin(promise, ms) {
+  return Promise.race([
+    Promise.resolve(promise).then((v) => v, () => null),
+    new Promise((resolve) => setTimeout(() => resolve(null), ms)),
+  ]);
+}

@@ -65,6 +65,9 @@ extern "C" {
     #[wasm_bindgen(js_name = pushToQueue)]
     pub fn push_to_queue(report: &JsValue);
 
+    #[wasm_bindgen(js_name = settleWithin)]
+    pub fn settle_within(promise: &JsValue, ms: f64) -> Promise;
+
     #[wasm_bindgen(js_name = sendBeacon)]
     pub fn send_beacon(url: &str, body: &str) -> bool;
 }

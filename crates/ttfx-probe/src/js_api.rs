@@ -57,6 +57,11 @@ export interface Timeline {
   resource_timing?: { request_start_ms?: number; response_start_ms?: number; response_end_ms?: number; encoded_body_size?: number };
   anomalies?: Anomaly[];
   request_start_unix_ms?: number;
+  /** Voice runs: the audio stream (see AudioMeasurement) and how first_audio_out was timed. */
+  audio?: AudioMeasurement["audio"];
+  audio_out_method?: AudioMeasurement["audio_out_method"];
+  /** Voice runs: per-segment LLM → TTS handoff record. */
+  handoff?: { segments: unknown[]; [key: string]: unknown };
 }
 
 /** One measured request (schema in docs/report.md). */
@@ -82,6 +87,12 @@ extern "C" {
     pub type JsResponsePromise;
     #[wasm_bindgen(typescript_type = "Promise<RunReport>")]
     pub type JsReportPromise;
+    #[wasm_bindgen(typescript_type = "Promise<AudioMeasurement> | AudioMeasurement")]
+    pub type JsAudioResult;
+    #[wasm_bindgen(
+        typescript_type = "Promise<ReturnType<VoiceHandoff[\"result\"]>> | ReturnType<VoiceHandoff[\"result\"]>"
+    )]
+    pub type JsHandoffResult;
 }
 
 fn js_error(e: ProbeError) -> JsError {
@@ -173,6 +184,29 @@ impl ProbeRun {
             run.fetch(&input, &init).await.map(JsValue::from)
         });
         promise.unchecked_into()
+    }
+
+    /// `request_start` on the page clock once `fetch` was called: pass it as
+    /// `requestStart` to a TtsPlayer or VoiceHandoff so their times share this origin.
+    #[wasm_bindgen(getter, js_name = requestStart)]
+    pub fn request_start(&self) -> Option<f64> {
+        self.run.request_start()
+    }
+
+    /// The report waits (at most 15 s after the stream ends) for this TTS measurement
+    /// (`player.result()`) and merges it. Call before the stream ends.
+    #[wasm_bindgen(js_name = includeAudio)]
+    pub fn include_audio(&self, result: JsAudioResult) {
+        self.run
+            .include_voice(crate::run::VoicePart::Audio, result.into());
+    }
+
+    /// The report waits for this handoff result (`handoff.result()` after `llmDone()`,
+    /// or a promise of it) and merges it. Call before the stream ends.
+    #[wasm_bindgen(js_name = includeHandoff)]
+    pub fn include_handoff(&self, result: JsHandoffResult) {
+        self.run
+            .include_voice(crate::run::VoicePart::Handoff, result.into());
     }
 
     /// Times the reply's render in `element`; call before the first token lands.

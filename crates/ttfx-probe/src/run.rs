@@ -76,11 +76,26 @@ impl Probe {
                 done: promise,
                 resolve: RefCell::new(Some(resolve)),
                 report: RefCell::new(None),
+                voice: RefCell::new(Vec::new()),
                 hooks: RefCell::new(Vec::new()),
             }),
         }
     }
 }
+
+/// A voice result a run waits for before it reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoicePart {
+    /// An `AudioMeasurement` (TtsPlayer/AudioTap `result()`), relative to this run's
+    /// `request_start`.
+    Audio,
+    /// A `VoiceHandoff.result()` object.
+    Handoff,
+}
+
+/// Longest a run waits for included voice results after its stream ends: TTS of the first
+/// sentence plus device start, with room for a slow engine.
+const VOICE_TIMEOUT_MS: f64 = 15_000.0;
 
 /// A callback `tapBody` calls with (time, value).
 type Hook = Closure<dyn FnMut(JsValue, JsValue)>;
@@ -102,6 +117,8 @@ struct RunInner {
     done: Promise,
     resolve: RefCell<Option<Function>>,
     report: RefCell<Option<RunReport>>,
+    /// Voice results the app asked the report to include (see `include_voice`).
+    voice: RefCell<Vec<(VoicePart, JsValue)>>,
     /// JS callbacks handed to the page; they live as long as the run.
     hooks: RefCell<Vec<Hook>>,
 }
@@ -174,6 +191,21 @@ impl Run {
             *render = Some(watch);
         }
         Ok(())
+    }
+
+    /// `request_start` on the page clock, once the fetch started: give it to a TTS player
+    /// or handoff recorder so their times share this run's origin.
+    pub fn request_start(&self) -> Option<f64> {
+        let state = self.inner.state.try_borrow().ok()?;
+        state.fetched.then_some(state.start_abs)
+    }
+
+    /// Makes the report wait (at most 15 s after the stream ends) for a voice result, a
+    /// promise or a value, and merge it. Call before the stream ends.
+    pub fn include_voice(&self, part: VoicePart, result: JsValue) {
+        if let Ok(mut voice) = self.inner.voice.try_borrow_mut() {
+            voice.push((part, result));
+        }
     }
 
     /// A promise of the report (a plain object, as pushed to `window.__ttfx`).
@@ -475,7 +507,8 @@ impl Run {
         wasm_bindgen_futures::spawn_local(async move {
             run.wait_for_paint().await;
             let resource = run.wait_for_resource_timing().await;
-            if let Some(report) = run.build(resource) {
+            let voice = run.wait_for_voice().await;
+            if let Some(report) = run.build(resource, voice) {
                 run.settle(report);
             }
         });
@@ -502,6 +535,21 @@ impl Run {
         }
     }
 
+    async fn wait_for_voice(&self) -> Vec<(VoicePart, JsValue)> {
+        let parts = self
+            .inner
+            .voice
+            .try_borrow_mut()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for (part, value) in parts {
+            let settled = JsFuture::from(glue::settle_within(&value, VOICE_TIMEOUT_MS)).await;
+            out.push((part, settled.unwrap_or(JsValue::NULL)));
+        }
+        out
+    }
+
     /// The browser adds the entry only after the body ends, sometimes a task later.
     async fn wait_for_resource_timing(&self) -> JsValue {
         let (url, start) = match self.inner.state.try_borrow() {
@@ -518,7 +566,7 @@ impl Run {
         JsValue::NULL
     }
 
-    fn build(&self, resource: JsValue) -> Option<RunReport> {
+    fn build(&self, resource: JsValue, voice: Vec<(VoicePart, JsValue)>) -> Option<RunReport> {
         let mut state = self.inner.state.try_borrow_mut().ok()?;
         let start = state.start_abs;
         let recorder = state.recorder.take()?;
@@ -555,6 +603,9 @@ impl Run {
             }
         }
         attach_resource_timing(&mut timeline, &resource, start);
+        for (part, value) in voice {
+            merge_voice(&mut timeline, part, &value);
+        }
         let id = Some(self.inner.id.clone());
         let label = self.inner.label.clone();
         match RunRecord::new(id.clone(), label.clone(), timeline.clone()) {
@@ -654,6 +705,60 @@ fn attach_resource_timing(timeline: &mut Timeline, entry: &JsValue, start: f64) 
             duration_ms: duration,
             description: text("description").filter(|d| !d.is_empty()),
             source: TimingSource::ResourceTiming,
+        });
+    }
+}
+
+/// Merges a voice result (a plain object from the audio API) into the timeline; one that
+/// did not arrive or does not parse becomes an anomaly, not a lost report.
+fn merge_voice(timeline: &mut Timeline, part: VoicePart, value: &JsValue) {
+    let json = if value.is_null() || value.is_undefined() {
+        None
+    } else {
+        js_sys::JSON::stringify(value)
+            .ok()
+            .and_then(|s| s.as_string())
+    };
+    let Some(json) = json else {
+        timeline.anomalies.push(Anomaly {
+            at_ms: 0.0,
+            class: "voice_missing".into(),
+            detail: format!("{part:?} result did not arrive within {VOICE_TIMEOUT_MS} ms"),
+        });
+        return;
+    };
+    let merged = match part {
+        VoicePart::Audio => {
+            serde_json::from_str::<crate::audio::AudioMeasurement>(&json).map(|m| {
+                m.apply_to(timeline);
+                for note in m.notes {
+                    timeline.anomalies.push(Anomaly {
+                        at_ms: 0.0,
+                        class: "audio_note".into(),
+                        detail: note,
+                    });
+                }
+            })
+        }
+        VoicePart::Handoff => {
+            #[derive(serde::Deserialize)]
+            struct HandoffResult {
+                record: ttfx_core::handoff::HandoffRecord,
+                milestones: ttfx_core::timeline::Milestones,
+            }
+            serde_json::from_str::<HandoffResult>(&json).map(|h| {
+                for (m, at) in h.milestones.iter() {
+                    timeline.milestones.set(m, at);
+                }
+                timeline.handoff = Some(h.record);
+            })
+        }
+    };
+    if let Err(e) = merged {
+        timeline.anomalies.push(Anomaly {
+            at_ms: 0.0,
+            class: "voice_unreadable".into(),
+            detail: format!("{part:?} result: {e}"),
         });
     }
 }

@@ -1,7 +1,7 @@
 //! What the player observed, in page time, and its conversion into ttfx-core types
 //! relative to the request's `request_start`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use ttfx_core::Milestone;
 use ttfx_core::playback::OutputMapping;
 use ttfx_core::timeline::{
@@ -14,17 +14,17 @@ use super::context::Reading;
 use super::tap::TapHit;
 
 /// The audio side of one request, ready to merge into its timeline.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AudioMeasurement {
     /// `tts_request`, `first_audio_byte`, `first_audio_scheduled`, `first_audio_out`, ms
     /// since `request_start`.
     pub milestones: Milestones,
     pub audio: AudioSeries,
     /// How `first_audio_out` was timed, when it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio_out_method: Option<AudioOutMethod>,
     /// What limited the measurement (no worklet, decode trouble, …).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
