@@ -1,15 +1,17 @@
 //! A loopback server that streams known bytes, so a test can compare what the app
-//! received with exactly what was sent (the simulators put request ids in their bodies).
+//! received with exactly what was sent (the simulators put request ids in their bodies),
+//! and that collects beacons, so a test can read what the probe sent.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::Query;
+use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde::Deserialize;
 
 /// The bytes `/bytes?seed=S&len=N` sends: every byte value, in a seeded order.
@@ -56,15 +58,38 @@ async fn stream(Query(p): Query<Params>) -> Response {
         .unwrap_or_default()
 }
 
+/// Beacon bodies received at `POST /collect`, in arrival order.
+pub type Beacons = Arc<Mutex<Vec<String>>>;
+
+/// A running byte server.
+pub struct ByteServer {
+    pub addr: SocketAddr,
+    pub beacons: Beacons,
+}
+
+async fn collect(State(beacons): State<Beacons>, body: String) -> Response {
+    if let Ok(mut b) = beacons.lock() {
+        b.push(body);
+    }
+    Response::builder()
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(Body::empty())
+        .unwrap_or_default()
+}
+
 /// Starts the server on an ephemeral loopback port; it stops with the test's runtime.
-pub async fn start() -> anyhow::Result<SocketAddr> {
+pub async fn start() -> anyhow::Result<ByteServer> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let app = Router::new().route("/bytes", get(stream));
+    let beacons = Beacons::default();
+    let app = Router::new()
+        .route("/bytes", get(stream))
+        .route("/collect", post(collect))
+        .with_state(beacons.clone());
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok(addr)
+    Ok(ByteServer { addr, beacons })
 }
 
 #[cfg(test)]

@@ -214,7 +214,7 @@ async fn http_500_and_a_dropped_connection_are_errors_with_their_class() -> anyh
 #[tokio::test]
 async fn the_app_gets_exact_bytes_even_when_the_probe_fails_inside() -> anyhow::Result<()> {
     let f = Fixture::new().await?;
-    let bytes = byte_server::start().await?;
+    let bytes = byte_server::start().await?.addr;
     let (seed, len) = (42u64, 200_000usize);
     let expected = sha256_hex(&byte_server::bytes(seed, len));
     let url = format!("http://{bytes}/bytes?seed={seed}&len={len}&chunk=7001&gap_ms=2");
@@ -266,11 +266,17 @@ async fn keys_in_headers_and_query_never_reach_the_report() -> anyhow::Result<()
         "{in_headers}"
     );
     // A key in the query string (the simulators reject unknown parameters, so this goes
-    // to the byte server, which ignores them).
-    let bytes = byte_server::start().await?;
-    let url =
-        format!("http://{bytes}/bytes?seed=1&len=64&chunk=64&gap_ms=0&api_key=sk-live-SECRET-1234");
-    let in_query = f.measure(json!({ "url": url, "watch": false })).await?;
+    // to the byte server, which ignores them). This run also beacons its report to the
+    // byte server's collector; the beacon must be as clean as the report.
+    let server = byte_server::start().await?;
+    let collector = format!("http://{}/collect", server.addr);
+    let url = format!(
+        "http://{}/bytes?seed=1&len=64&chunk=64&gap_ms=0&api_key=sk-live-SECRET-1234",
+        server.addr
+    );
+    let in_query = f
+        .measure(json!({ "url": url, "watch": false, "options": { "collectorUrl": collector } }))
+        .await?;
     assert_eq!(
         in_query["report"]["run"]["metrics"]["outcome"], "completed",
         "{in_query}"
@@ -283,6 +289,26 @@ async fn keys_in_headers_and_query_never_reach_the_report() -> anyhow::Result<()
         );
         assert!(report.contains("\"url\":\"http://127.0.0.1:"), "{report}");
     }
+    // sendBeacon is asynchronous: give it up to 5 s to land.
+    let mut beacons = Vec::new();
+    for _ in 0..100 {
+        beacons = server.beacons.lock().map(|b| b.clone()).unwrap_or_default();
+        if !beacons.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(beacons.len(), 1, "one report beaconed: {beacons:?}");
+    let beacon: Value = serde_json::from_str(&beacons[0])?;
+    assert_eq!(
+        beacon["run"]["id"], in_query["report"]["run"]["id"],
+        "{beacon}"
+    );
+    assert!(
+        !beacons[0].contains("SECRET"),
+        "a key leaked into the beacon: {}",
+        beacons[0]
+    );
     Ok(())
 }
 
@@ -370,8 +396,16 @@ async fn a_voice_run_reports_text_and_audio_on_one_clock() -> anyhow::Result<()>
     assert!(m("first_audio_byte") <= m("first_audio_out"), "{report}");
     // The first sentence left for TTS while the reply was still streaming.
     assert!(m("tts_request") < m("last_token"), "{report}");
-    assert_eq!(report["run"]["metrics"]["handoff"]["verdict"], "streaming", "{report}");
-    assert!(report["run"]["metrics"]["ttfa_ms"]["value"].as_f64().is_some(), "{report}");
+    assert_eq!(
+        report["run"]["metrics"]["handoff"]["verdict"], "streaming",
+        "{report}"
+    );
+    assert!(
+        report["run"]["metrics"]["ttfa_ms"]["value"]
+            .as_f64()
+            .is_some(),
+        "{report}"
+    );
     Ok(())
 }
 
