@@ -59,6 +59,11 @@ export interface VoiceHandoffOptions {
   clauseMinChars?: number;
 }
 export interface TextSegment { index: number; text: string; last_token_at_ms: number; complete_at_ms: number; }
+export interface VoiceHandoffResult {
+  record: { segments: { index: number; chars: number; last_token_at_ms: number; complete_at_ms: number; handed_at_ms?: number }[]; llm_end_at_ms?: number };
+  verdict: { verdict: "streaming" | "buffered" | "undetermined"; segments: number; time_lost_ms: number | null; first_complete_ms: number | null; first_handed_ms: number | null; [key: string]: unknown };
+  milestones: Partial<Record<"first_sentence", number>>;
+}
 "#;
 
 #[wasm_bindgen]
@@ -366,6 +371,7 @@ impl JsVoiceHandoff {
 
     /// `{ record, verdict, milestones }`: the per-segment record, the handoff verdict
     /// and `first_sentence`.
+    #[wasm_bindgen(unchecked_return_type = "VoiceHandoffResult")]
     pub fn result(&self) -> Result<JsValue, JsError> {
         #[derive(Serialize)]
         struct Out<'a> {
