@@ -93,49 +93,44 @@ fn fmt() -> anyhow::Result<Option<TestCounts>> {
     Ok(None)
 }
 
-fn clippy_native() -> anyhow::Result<Option<TestCounts>> {
-    cmd::run(cargo().args([
-        "clippy",
-        "--locked",
-        "--workspace",
-        "--exclude",
-        "ttfx-lab",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+/// The native crates (the lab page is wasm-only).
+const NATIVE: &[&str] = &["--workspace", "--exclude", "ttfx-lab"];
+/// The wasm crates, built for the browser.
+const WASM: &[&str] = &[
+    "-p",
+    "ttfx-probe",
+    "-p",
+    "ttfx-lab",
+    "--target",
+    "wasm32-unknown-unknown",
+];
+
+fn clippy(selection: &[&str]) -> anyhow::Result<Option<TestCounts>> {
+    cmd::run(
+        cargo()
+            .args(["clippy", "--locked", "--all-targets"])
+            .args(selection)
+            .args(["--", "-D", "warnings"]),
+    )?;
     Ok(None)
+}
+
+fn clippy_native() -> anyhow::Result<Option<TestCounts>> {
+    clippy(NATIVE)
 }
 
 fn clippy_wasm() -> anyhow::Result<Option<TestCounts>> {
-    cmd::run(cargo().args([
-        "clippy",
-        "--locked",
-        "-p",
-        "ttfx-probe",
-        "-p",
-        "ttfx-lab",
-        "--target",
-        "wasm32-unknown-unknown",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    Ok(None)
+    clippy(WASM)
 }
 
 fn native_tests() -> anyhow::Result<Option<TestCounts>> {
-    cmd::run_tests(cargo().args([
-        "test",
-        "--locked",
-        "--workspace",
-        "--exclude",
-        "ttfx-lab",
-        "--exclude",
-        "ttfx-e2e",
-    ]))
+    // The e2e crate needs the built page and probe package: its own stage runs it.
+    cmd::run_tests(
+        cargo()
+            .args(["test", "--locked"])
+            .args(NATIVE)
+            .args(["--exclude", "ttfx-e2e"]),
+    )
     .map(Some)
 }
 
@@ -144,16 +139,8 @@ fn wasm_tests() -> anyhow::Result<Option<TestCounts>> {
     // with the flags in each crate's webdriver.json.
     cmd::run_tests(
         cargo()
-            .args([
-                "test",
-                "--locked",
-                "-p",
-                "ttfx-probe",
-                "-p",
-                "ttfx-lab",
-                "--target",
-                "wasm32-unknown-unknown",
-            ])
+            .args(["test", "--locked"])
+            .args(WASM)
             .env("CHROMEDRIVER", CHROMEDRIVER)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
     )
