@@ -21,6 +21,87 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Print percentiles per metric from report files (runs or batches), or merge them.
     Report(ReportArgs),
+    /// Measure in headless Chromium over WebDriver, print percentiles, judge budgets
+    /// (exit 0: met, 1: a budget failed, 2: the run could not be made). docs/run.md.
+    // Boxed: its many options would make every Command as large.
+    Run(Box<RunArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// TOML scenario file (keys as the flags; flags win, budgets add up).
+    #[arg(long)]
+    pub scenario: Option<PathBuf>,
+
+    /// What to measure: sim/PROFILE[?key=value&…] (overrides as in docs/serve.md),
+    /// proxy/UPSTREAM (with --config), http://ENDPOINT, or page:http://PAGE.
+    /// Default sim/default.
+    #[arg(long)]
+    pub target: Option<String>,
+
+    /// Your own page embedding the probe (same as --target page:URL).
+    #[arg(long)]
+    pub url: Option<String>,
+
+    /// A second target, measured interleaved (A B A B …), with the crossover comparison.
+    #[arg(long)]
+    pub against: Option<String>,
+
+    /// API path appended to sim/ and proxy/ targets (its dialect follows from it).
+    #[arg(long, value_name = "PATH")]
+    pub api_path: Option<String>,
+
+    /// A prompt (repeat for several; runs cycle through them).
+    #[arg(long)]
+    pub prompt: Vec<String>,
+
+    /// Measured runs per target (default 10).
+    #[arg(long)]
+    pub runs: Option<usize>,
+
+    /// Browser sessions running at once (default 1).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+
+    /// Warm-up runs per session and target, excluded from the results (default 1).
+    #[arg(long)]
+    pub warmup: Option<usize>,
+
+    /// A budget, METRIC.STAT<=LIMIT or >=, e.g. ttft_visible.p90<=800ms (repeatable).
+    #[arg(long, value_name = "BUDGET")]
+    pub budget: Vec<String>,
+
+    /// Write the batch report (docs/report.md) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write JUnit XML here, one test case per budget.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
+    /// A remote WebDriver endpoint (e.g. a Selenium Grid) instead of a local chromedriver.
+    #[arg(long, value_name = "URL")]
+    pub webdriver: Option<String>,
+
+    /// The chromedriver to start (default $CHROMEDRIVER, else chromedriver on the PATH).
+    #[arg(long, value_name = "PATH")]
+    pub chromedriver: Option<PathBuf>,
+
+    /// The built probe package (default target/probe-pkg, from `cargo xtask probe-pkg`).
+    #[arg(long, value_name = "DIR")]
+    pub probe_pkg: Option<PathBuf>,
+
+    /// An extra Chromium flag (repeatable).
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    pub browser_arg: Vec<String>,
+
+    /// Seconds one run may take before it is aborted (default 60).
+    #[arg(long)]
+    pub timeout_s: Option<f64>,
+
+    /// `ttfx serve --config` file for the runner's server (proxy upstreams, profiles).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

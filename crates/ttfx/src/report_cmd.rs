@@ -29,7 +29,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         let json = serde_json::to_string_pretty(&batch).context("cannot write the batch")?;
         println!("{json}");
     } else {
-        print!("{}", table(&batch, args.files.len()));
+        let heading = format!(
+            "ttfx report: {} run(s) from {} file(s)",
+            batch.outcomes.total,
+            args.files.len()
+        );
+        print!("{}", table(&batch, &heading));
     }
     Ok(())
 }
@@ -92,26 +97,27 @@ fn row_order(batch: &BatchReport) -> Vec<&str> {
     names
 }
 
-fn table(batch: &BatchReport, files: usize) -> String {
+/// The percentile table (also `ttfx run`'s): `heading`, the outcome counts, one row per
+/// metric (the `gap.*` rows are client − server), the estimate note and goodput.
+pub(crate) fn table(batch: &BatchReport, heading: &str) -> String {
     let o = batch.outcomes;
     let mut out = String::new();
     // Writing to a String cannot fail; the results are ignored for that reason.
     let _ = writeln!(
         out,
-        "ttfx report: {} run(s) from {files} file(s): {} completed, {} aborted, {} failed, \
-         {} incomplete",
-        o.total, o.completed, o.aborted, o.failed, o.incomplete
+        "{heading}: {} completed, {} aborted, {} failed, {} incomplete",
+        o.completed, o.aborted, o.failed, o.incomplete
     );
     let _ = writeln!(
         out,
-        "{:<22} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "{:<26} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "metric", "count", "mean", "p50", "p90", "p95", "p99", "min", "max"
     );
     for name in row_order(batch) {
         if let Some(s) = batch.statistics.get(name) {
             let _ = writeln!(
                 out,
-                "{name:<22} {:>6} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2}",
+                "{name:<26} {:>6} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2}",
                 s.count, s.mean, s.p50, s.p90, s.p95, s.p99, s.min, s.max
             );
         }

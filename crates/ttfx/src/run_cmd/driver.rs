@@ -1,0 +1,287 @@
+//! The browser side: a WebDriver endpoint (a local chromedriver on a free port, or a
+//! remote one such as a Selenium Grid) and headless Chromium sessions on it, with
+//! chromedriver's performance log (DevTools Network events) switched on.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use fantoccini::wd::{TimeoutConfiguration, WebDriverCompatibleCommand};
+use fantoccini::{Client, ClientBuilder};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+
+/// Chromium's flags: headless, no sandbox (CI runs as root), no GPU, no background
+/// traffic, audio without a gesture. The same list as `e2e::CHROMIUM_ARGS` (a test in
+/// this crate checks they agree).
+pub const CHROMIUM_ARGS: &[&str] = &[
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--autoplay-policy=no-user-gesture-required",
+];
+
+/// Where sessions come from.
+pub struct Endpoint {
+    pub url: String,
+    /// The chromedriver this run started, killed when dropped; `None` for `--webdriver`.
+    child: Option<Child>,
+}
+
+impl Endpoint {
+    pub fn remote(url: &str) -> anyhow::Result<Endpoint> {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            bail!("--webdriver {url}: expected an http(s):// WebDriver URL");
+        }
+        if url.starts_with("https://") {
+            // The client has a plain-HTTP connector only (no TLS stack in the binary).
+            bail!("--webdriver {url}: https is not supported; use a plain http:// endpoint");
+        }
+        Ok(Endpoint {
+            url: url.trim_end_matches('/').to_owned(),
+            child: None,
+        })
+    }
+
+    /// Starts chromedriver (`--chromedriver`, else `$CHROMEDRIVER`, else
+    /// `/usr/bin/chromedriver`, else `chromedriver` on the PATH).
+    pub fn local(bin: Option<PathBuf>) -> anyhow::Result<Endpoint> {
+        let bin = bin
+            .or_else(|| std::env::var_os("CHROMEDRIVER").map(PathBuf::from))
+            .or_else(|| find_on_path("chromedriver"))
+            .unwrap_or_else(|| PathBuf::from("/usr/bin/chromedriver"));
+        if !bin.is_file() {
+            bail!(
+                "no chromedriver at {} (install Chromium and its driver with `cargo xtask \
+                 setup`, set CHROMEDRIVER or --chromedriver, or use --webdriver URL)",
+                bin.display()
+            );
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .context("cannot find a free port for chromedriver")?
+            .port();
+        let child = Command::new(&bin)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start {}", bin.display()))?;
+        let mut endpoint = Endpoint {
+            url: format!("http://127.0.0.1:{port}"),
+            child: Some(child),
+        };
+        endpoint.wait_ready(Duration::from_secs(20))?;
+        Ok(endpoint)
+    }
+
+    fn wait_ready(&mut self, limit: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + limit;
+        let addr = self.url.trim_start_matches("http://").to_owned();
+        while Instant::now() < deadline {
+            if let Some(child) = &mut self.child
+                && let Some(status) = child.try_wait()?
+            {
+                bail!("chromedriver exited with {status} before listening on {addr}");
+            }
+            if std::net::TcpStream::connect(&addr).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("chromedriver did not listen on {addr} within {limit:?}")
+    }
+
+    /// A new headless Chromium session with the performance log on.
+    pub async fn session(
+        &self,
+        extra_args: &[String],
+        timeout: Duration,
+    ) -> anyhow::Result<Client> {
+        let args: Vec<&str> = CHROMIUM_ARGS
+            .iter()
+            .copied()
+            .chain(extra_args.iter().map(String::as_str))
+            .collect();
+        let mut caps = serde_json::Map::new();
+        caps.insert("browserName".into(), json!("chrome"));
+        caps.insert("goog:chromeOptions".into(), json!({ "args": args }));
+        caps.insert("goog:loggingPrefs".into(), json!({ "performance": "ALL" }));
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps)
+            .connect(&self.url)
+            .await
+            .with_context(|| format!("cannot open a headless Chromium session at {}", self.url))?;
+        // A run's script waits for the whole stream; page loads get the same bound.
+        client
+            .update_timeouts(TimeoutConfiguration::new(
+                Some(timeout + Duration::from_secs(10)),
+                Some(timeout),
+                Some(Duration::ZERO),
+            ))
+            .await
+            .context("cannot set the session's timeouts")?;
+        Ok(client)
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// chromedriver's `GET log` extension (`POST /session/{id}/se/log`): it returns the
+/// entries gathered since the last call and clears them.
+#[derive(Debug)]
+struct GetLog;
+
+impl WebDriverCompatibleCommand for GetLog {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        (
+            http::Method::POST,
+            Some(json!({ "type": "performance" }).to_string()),
+        )
+    }
+}
+
+/// The DevTools Network events of the performance log since the last read, as
+/// `(method, params)`. An endpoint without the log (another browser, a grid node that
+/// drops the capability) gives an empty list: ground truth is then simply absent.
+pub async fn network_events(client: &Client) -> Vec<(String, Value)> {
+    let Ok(Value::Array(entries)) = client.issue_cmd(GetLog).await else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|e| {
+            let message: Value = serde_json::from_str(e.get("message")?.as_str()?).ok()?;
+            let inner = message.get("message")?;
+            let method = inner.get("method")?.as_str()?;
+            method.starts_with("Network.").then(|| {
+                (
+                    method.to_owned(),
+                    inner.get("params").cloned().unwrap_or(Value::Null),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The browser's own network timeline for one request, on DevTools' monotonic clock
+/// (seconds), anchored at `Network.requestWillBeSent`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NetworkTimes {
+    /// `responseReceived` − `requestWillBeSent`, ms.
+    pub response_ms: Option<f64>,
+    /// First `dataReceived` − `requestWillBeSent`, ms.
+    pub first_data_ms: f64,
+}
+
+/// Finds the request that carried `x-request-id: request_id` and its first data.
+pub fn network_times(events: &[(String, Value)], request_id: &str) -> Option<NetworkTimes> {
+    let (devtools_id, sent) = events.iter().find_map(|(method, p)| {
+        if method != "Network.requestWillBeSent" {
+            return None;
+        }
+        let headers = p.get("request")?.get("headers")?.as_object()?;
+        let ours = headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("x-request-id") && v.as_str() == Some(request_id));
+        ours.then(|| {
+            Some((
+                p.get("requestId")?.as_str()?.to_owned(),
+                p.get("timestamp")?.as_f64()?,
+            ))
+        })?
+    })?;
+    let at = |wanted: &str| {
+        events
+            .iter()
+            .filter(|(m, p)| {
+                m == wanted && p.get("requestId").and_then(Value::as_str) == Some(&devtools_id)
+            })
+            .filter_map(|(_, p)| p.get("timestamp")?.as_f64())
+            .min_by(f64::total_cmp)
+    };
+    let first_data = at("Network.dataReceived")?;
+    Some(NetworkTimes {
+        response_ms: at("Network.responseReceived").map(|t| (t - sent) * 1000.0),
+        first_data_ms: (first_data - sent) * 1000.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chromium_args_are_the_e2e_harness_s() {
+        assert_eq!(CHROMIUM_ARGS, ttfx_e2e::CHROMIUM_ARGS);
+    }
+
+    #[test]
+    fn network_times_pick_our_request_and_its_first_data() {
+        let ev = |m: &str, p: Value| (m.to_owned(), p);
+        let events = vec![
+            ev(
+                "Network.requestWillBeSent",
+                json!({"requestId": "7", "timestamp": 10.0,
+                "request": {"headers": {"x-request-id": "other"}}}),
+            ),
+            ev(
+                "Network.requestWillBeSent",
+                json!({"requestId": "9", "timestamp": 100.0,
+                "request": {"headers": {"X-Request-Id": "run-1"}}}),
+            ),
+            ev(
+                "Network.dataReceived",
+                json!({"requestId": "7", "timestamp": 100.1}),
+            ),
+            ev(
+                "Network.responseReceived",
+                json!({"requestId": "9", "timestamp": 100.25}),
+            ),
+            ev(
+                "Network.dataReceived",
+                json!({"requestId": "9", "timestamp": 100.5}),
+            ),
+            ev(
+                "Network.dataReceived",
+                json!({"requestId": "9", "timestamp": 100.3}),
+            ),
+        ];
+        let t = network_times(&events, "run-1").unwrap();
+        assert!((t.first_data_ms - 300.0).abs() < 1e-6, "{t:?}");
+        assert!((t.response_ms.unwrap() - 250.0).abs() < 1e-6, "{t:?}");
+        assert!(network_times(&events, "absent").is_none());
+    }
+}

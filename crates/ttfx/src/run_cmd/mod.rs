@@ -1,0 +1,78 @@
+//! `ttfx run`: the headless QA runner. It serves its own page (or opens the user's),
+//! drives headless Chromium over WebDriver through N runs at concurrency C, collects the
+//! probe's reports from `window.__ttfx`, prints percentiles, judges budgets and exits
+//! 0 (all budgets met), 1 (a budget failed) or 2 (the run could not be made).
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use ttfx_core::report::{BatchReport, Run};
+
+use crate::cli::RunArgs;
+
+pub mod budget;
+mod driver;
+mod junit;
+mod measure;
+mod output;
+mod scenario;
+mod site;
+
+pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
+    // Everything that can be wrong with the input is found before a browser starts.
+    let scenario = scenario::Scenario::from_args(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let started = Instant::now();
+    let measured = runtime.block_on(measure::measure(&scenario, &args))?;
+    let seconds = started.elapsed().as_secs_f64();
+
+    let goodput: Vec<_> = scenario
+        .budgets
+        .iter()
+        .filter_map(budget::RunBudget::goodput_budget)
+        .collect();
+    let batches: Vec<(String, BatchReport)> = scenario
+        .targets
+        .iter()
+        .zip(measured.runs)
+        .map(|(t, runs): (_, Vec<Run>)| {
+            (t.label().to_owned(), BatchReport::from_runs(runs, &goodput))
+        })
+        .collect();
+    // Budgets gate the target under test (the first); `--against` is the comparison.
+    let verdicts: Vec<budget::Verdict> = match batches.first() {
+        Some((_, batch)) => scenario
+            .budgets
+            .iter()
+            .map(|b| b.judge(&batch.statistics))
+            .collect(),
+        None => Vec::new(),
+    };
+
+    print!(
+        "{}",
+        output::render(&batches, &verdicts, &measured.ground_truth, scenario.warmup)
+    );
+    if let Some(path) = &args.json {
+        output::write_json(path, &batches, &measured.ground_truth)?;
+    }
+    if let Some(path) = &args.junit {
+        let name = batches.first().map_or("", |(l, _)| l.as_str());
+        let xml = junit::render(&[junit::Suite {
+            name,
+            verdicts: &verdicts,
+            seconds,
+        }]);
+        std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let failed = verdicts.iter().filter(|v| !v.passed).count();
+    if failed > 0 {
+        eprintln!("ttfx run: {failed} of {} budget(s) failed", verdicts.len());
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,186 @@
+//! What `ttfx run` prints (stdout: the table, budgets, ground truth, crossover) and
+//! writes (`--json`: the batch report of ttfx-core's schema).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use ttfx_core::crossover::{self, Crossover, Target as CrossTarget};
+use ttfx_core::report::BatchReport;
+use ttfx_core::stats::Summary;
+
+use super::budget::Verdict;
+use super::measure::GroundTruth;
+use crate::report_cmd;
+
+pub fn render(
+    batches: &[(String, BatchReport)],
+    verdicts: &[Verdict],
+    truth: &[GroundTruth],
+    warmup: usize,
+) -> String {
+    let mut out = String::new();
+    for (i, (label, batch)) in batches.iter().enumerate() {
+        let heading = format!(
+            "ttfx run: {label}: {} run(s), {warmup} warm-up run(s) per session excluded",
+            batch.outcomes.total
+        );
+        let table = report_cmd::table(batch, &heading);
+        // Budgets judge the first target; mark their rows in its table.
+        let marks: &[Verdict] = if i == 0 { verdicts } else { &[] };
+        out.push_str(&mark_rows(&table, marks));
+        let rows: Vec<&GroundTruth> = truth.iter().filter(|g| &g.target == label).collect();
+        out.push_str(&ground_truth(&rows));
+        out.push('\n');
+    }
+    out.push_str(&budgets(verdicts));
+    if let [(a_label, a), (b_label, b)] = batches {
+        out.push_str(&crossover_block(a_label, a, b_label, b));
+    }
+    out
+}
+
+/// Appends `<- FAIL budget (by X)` to the row of each failed budget's metric.
+fn mark_rows(table: &str, verdicts: &[Verdict]) -> String {
+    let mut out = String::new();
+    for line in table.lines() {
+        out.push_str(line);
+        let metric = line.split_whitespace().next().unwrap_or("");
+        for v in verdicts
+            .iter()
+            .filter(|v| !v.passed && v.budget.metric == metric)
+        {
+            let by = v.miss().map_or(String::new(), |m| format!(" by {m:.2}"));
+            let _ = write!(out, "  <- FAIL {}{by}", v.budget.text);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn budgets(verdicts: &[Verdict]) -> String {
+    if verdicts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let failed = verdicts.iter().filter(|v| !v.passed).count();
+    let _ = writeln!(
+        out,
+        "budgets: {} passed, {failed} failed",
+        verdicts.len() - failed
+    );
+    for v in verdicts {
+        let mark = if v.passed { "pass" } else { "FAIL" };
+        let _ = writeln!(out, "  {mark}  {:<32} {}", v.budget.text, v.describe());
+    }
+    out
+}
+
+/// The probe's `first_byte` against DevTools' first `dataReceived` for the same request.
+fn ground_truth(rows: &[&GroundTruth]) -> String {
+    let diffs: Vec<f64> = rows.iter().map(|g| g.probe_minus_devtools_ms).collect();
+    let Some(s) = Summary::of(&diffs) else {
+        return String::new();
+    };
+    format!(
+        "ground truth: probe first_byte - DevTools first dataReceived (both from \
+         requestWillBeSent = request_start), {} run(s): p50 {:.2} ms, p90 {:.2} ms, \
+         min {:.2} ms, max {:.2} ms\n",
+        s.count, s.p50, s.p90, s.min, s.max
+    )
+}
+
+fn crossover_block(a_label: &str, a: &BatchReport, b_label: &str, b: &BatchReport) -> String {
+    let metrics =
+        |batch: &BatchReport| -> Vec<_> { batch.runs.iter().map(|r| r.metrics.clone()).collect() };
+    let (Some(ta), Some(tb)) = (
+        CrossTarget::from_runs(&metrics(a)),
+        CrossTarget::from_runs(&metrics(b)),
+    ) else {
+        return "crossover: not enough completed runs with ttft and decode rate on both sides\n"
+            .to_owned();
+    };
+    let comparison = match crossover::compare(&ta, &tb) {
+        Ok(c) => c,
+        Err(e) => return format!("crossover: {e}\n"),
+    };
+    let name = |side: crossover::Side| match side {
+        crossover::Side::A => a_label,
+        crossover::Side::B => b_label,
+        crossover::Side::Tie => "neither (tie)",
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "crossover (medians; completion = ttft + n / rate):");
+    let _ = writeln!(
+        out,
+        "  A {a_label}: ttft {:.1} ms, {:.1} tok/s\n  B {b_label}: ttft {:.1} ms, {:.1} tok/s",
+        ta.ttft_ms, ta.tokens_per_s, tb.ttft_ms, tb.tokens_per_s
+    );
+    match comparison.crossover {
+        Crossover::At {
+            tokens,
+            shorter,
+            longer,
+        } => {
+            let _ = writeln!(
+                out,
+                "  n* = {tokens:.1} tokens: shorter answers finish first on {}, longer on {}",
+                name(shorter),
+                name(longer)
+            );
+        }
+        Crossover::Never { first } => {
+            let _ = writeln!(
+                out,
+                "  no crossover: {} finishes first at every length",
+                name(first)
+            );
+        }
+    }
+    for q in &comparison.at_quantiles {
+        let _ = writeln!(
+            out,
+            "  at p{:.0} lengths: A {:.0} tokens in {:.0} ms, B {:.0} tokens in {:.0} ms -> {} first",
+            q.quantile,
+            q.a_tokens,
+            q.a_ms,
+            q.b_tokens,
+            q.b_ms,
+            name(q.first)
+        );
+    }
+    out
+}
+
+/// The first target's batch goes to `path`; with `--against`, the second target's goes
+/// beside it as `STEM.against.json`. Each is a plain ttfx-core batch (so `ttfx report`
+/// reads it), plus one optional top-level field, `ground_truth` (per run: the probe's
+/// `first_byte` beside DevTools' first data), which readers of the schema ignore.
+pub fn write_json(
+    path: &Path,
+    batches: &[(String, BatchReport)],
+    truth: &[GroundTruth],
+) -> anyhow::Result<()> {
+    for (i, (label, batch)) in batches.iter().enumerate() {
+        let target_path = if i == 0 {
+            path.to_path_buf()
+        } else {
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("batch");
+            path.with_file_name(format!("{stem}.against.json"))
+        };
+        let mut value = serde_json::to_value(batch).context("cannot write the batch")?;
+        let rows: Vec<&GroundTruth> = truth.iter().filter(|g| &g.target == label).collect();
+        if let Some(obj) = value.as_object_mut()
+            && !rows.is_empty()
+        {
+            obj.insert(
+                "ground_truth".into(),
+                serde_json::to_value(rows).context("cannot write the ground truth")?,
+            );
+        }
+        let text = serde_json::to_string_pretty(&value).context("cannot write the batch")?;
+        std::fs::write(&target_path, text + "\n")
+            .with_context(|| format!("cannot write {}", target_path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! What `ttfx run` measures: targets, prompts, counts, budgets and browser flags, from
+//! the command line and an optional TOML scenario file (flags win over the file).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+use super::budget::RunBudget;
+use crate::cli::RunArgs;
+
+/// The scenario file: every key optional, unknown keys refused (a typo must not be
+/// silently ignored in a CI gate).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    target: Option<String>,
+    against: Option<String>,
+    api_path: Option<String>,
+    prompts: Option<Vec<String>>,
+    runs: Option<usize>,
+    concurrency: Option<usize>,
+    warmup: Option<usize>,
+    #[serde(default)]
+    budgets: Vec<String>,
+    #[serde(default)]
+    browser_args: Vec<String>,
+    timeout_s: Option<f64>,
+    config: Option<PathBuf>,
+}
+
+/// One thing to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A streaming endpoint the runner's own page calls: `path` is same-origin (`/sim/…`,
+    /// `/proxy/…`) or an absolute URL.
+    Endpoint { label: String, url: String },
+    /// The user's own page, which embeds the probe; the runner calls
+    /// `window.chat.send(prompt)` when the page has it and collects `window.__ttfx`.
+    Page { label: String, url: String },
+}
+
+impl Target {
+    /// `sim/PROFILE[?overrides]`, `proxy/UPSTREAM[?query]` (the runner's own server; the
+    /// API path is appended), an absolute `http(s)://` endpoint URL, or `page:URL`.
+    pub fn parse(text: &str, api_path: &str) -> anyhow::Result<Target> {
+        let text = text.trim();
+        if let Some(url) = text.strip_prefix("page:") {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                bail!("target `{text}`: a page target is page:http(s)://…");
+            }
+            return Ok(Target::Page {
+                label: without_query(url).to_owned(),
+                url: url.to_owned(),
+            });
+        }
+        if text.starts_with("http://") || text.starts_with("https://") {
+            // The query may hold a key; labels go into reports and logs, so it is dropped.
+            return Ok(Target::Endpoint {
+                label: without_query(text).to_owned(),
+                url: text.to_owned(),
+            });
+        }
+        let (path, query) = match text.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (text, None),
+        };
+        let mut parts = path.trim_matches('/').splitn(2, '/');
+        let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if !matches!(kind, "sim" | "proxy") || name.is_empty() || name.contains('/') {
+            bail!(
+                "target `{text}`: expected sim/PROFILE[?key=value&…], proxy/UPSTREAM, \
+                 http(s)://ENDPOINT or page:http(s)://PAGE"
+            );
+        }
+        let api_path = api_path.trim_start_matches('/');
+        let url = match query {
+            Some(q) => format!("/{kind}/{name}/{api_path}?{q}"),
+            None => format!("/{kind}/{name}/{api_path}"),
+        };
+        Ok(Target::Endpoint {
+            label: text.to_owned(),
+            url,
+        })
+    }
+
+    pub fn label(&self) -> &str {
+        match self {
+            Target::Endpoint { label, .. } | Target::Page { label, .. } => label,
+        }
+    }
+
+    pub fn is_page(&self) -> bool {
+        matches!(self, Target::Page { .. })
+    }
+}
+
+fn without_query(url: &str) -> &str {
+    url.split(['?', '#']).next().unwrap_or(url)
+}
+
+/// Everything one `ttfx run` does.
+#[derive(Debug)]
+pub struct Scenario {
+    /// One target, or two (`--against`), measured interleaved.
+    pub targets: Vec<Target>,
+    pub prompts: Vec<String>,
+    pub runs: usize,
+    pub concurrency: usize,
+    pub warmup: usize,
+    pub budgets: Vec<RunBudget>,
+    pub browser_args: Vec<String>,
+    pub timeout: Duration,
+    /// `ttfx serve --config` for the runner's own server (proxy upstreams, profiles).
+    pub config: Option<PathBuf>,
+}
+
+const DEFAULT_PROMPT: &str = "Why does streaming feel fast?";
+
+impl Scenario {
+    pub fn from_args(args: &RunArgs) -> anyhow::Result<Scenario> {
+        let file = match &args.scenario {
+            Some(path) => read_file(path)?,
+            None => ScenarioFile::default(),
+        };
+        let api_path = args
+            .api_path
+            .clone()
+            .or(file.api_path)
+            .unwrap_or_else(|| "v1/chat/completions".to_owned());
+        let target_text = match (&args.url, &args.target) {
+            (Some(_), Some(_)) => bail!("give --url or --target, not both"),
+            (Some(url), None) => format!("page:{url}"),
+            (None, Some(t)) => t.clone(),
+            (None, None) => file.target.unwrap_or_else(|| "sim/default".to_owned()),
+        };
+        let mut targets = vec![Target::parse(&target_text, &api_path)?];
+        if let Some(against) = args.against.clone().or(file.against) {
+            let b = Target::parse(&against, &api_path)?;
+            if b.label() == targets[0].label() {
+                bail!(
+                    "--against names the same target as --target (`{}`)",
+                    b.label()
+                );
+            }
+            targets.push(b);
+        }
+        let prompts = if !args.prompt.is_empty() {
+            args.prompt.clone()
+        } else {
+            file.prompts
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| vec![DEFAULT_PROMPT.to_owned()])
+        };
+        let runs = args.runs.or(file.runs).unwrap_or(10);
+        let concurrency = args.concurrency.or(file.concurrency).unwrap_or(1);
+        if runs == 0 {
+            bail!("--runs must be at least 1");
+        }
+        if concurrency == 0 || concurrency > 32 {
+            bail!("--concurrency must be 1..=32 (one browser session each)");
+        }
+        let timeout_s = args.timeout_s.or(file.timeout_s).unwrap_or(60.0);
+        if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= 3600.0) {
+            bail!("--timeout-s must be in (0, 3600]");
+        }
+        // Budgets from the file and from flags both apply: the file holds the team's
+        // gate, a flag adds one for this run.
+        let budgets = file
+            .budgets
+            .iter()
+            .chain(&args.budget)
+            .map(|b| RunBudget::parse(b))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut browser_args = file.browser_args;
+        browser_args.extend(args.browser_arg.iter().cloned());
+        Ok(Scenario {
+            targets,
+            prompts,
+            runs,
+            concurrency,
+            warmup: args.warmup.or(file.warmup).unwrap_or(1),
+            budgets,
+            browser_args,
+            timeout: Duration::from_secs_f64(timeout_s),
+            config: args.config.clone().or(file.config),
+        })
+    }
+}
+
+fn read_file(path: &Path) -> anyhow::Result<ScenarioFile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read scenario {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        // toml's message spans lines (it quotes the source); one line is enough here.
+        let message = e.message().to_owned();
+        anyhow::anyhow!("scenario {}: {message}", path.display())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sim_targets_get_the_api_path_and_keep_their_overrides() {
+        let t = Target::parse("sim/default?ttft_ms=300&seed=1", "v1/chat/completions").unwrap();
+        assert_eq!(
+            t,
+            Target::Endpoint {
+                label: "sim/default?ttft_ms=300&seed=1".into(),
+                url: "/sim/default/v1/chat/completions?ttft_ms=300&seed=1".into()
+            }
+        );
+    }
+
+    #[test]
+    fn absolute_targets_lose_their_query_in_the_label() {
+        let t = Target::parse("http://h/v1/chat?key=secret", "x").unwrap();
+        assert_eq!(t.label(), "http://h/v1/chat");
+        let p = Target::parse("page:http://h/app?key=secret", "x").unwrap();
+        assert!(p.is_page());
+        assert_eq!(p.label(), "http://h/app");
+    }
+
+    #[test]
+    fn bad_targets_are_refused_with_the_forms_allowed() {
+        for bad in ["", "sim", "sim/", "foo/bar", "sim/a/b", "page:ftp://x"] {
+            assert!(Target::parse(bad, "v1").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_scenario_file_refuses_unknown_keys() {
+        let err = toml::from_str::<ScenarioFile>("runz = 3").unwrap_err();
+        assert!(err.message().contains("runz"), "{}", err.message());
+        let ok: ScenarioFile = toml::from_str("runs = 3\nbudgets = [\"ttft.p90<=800ms\"]").unwrap();
+        assert_eq!(ok.runs, Some(3));
+    }
+}
