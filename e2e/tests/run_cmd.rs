@@ -1,0 +1,287 @@
+//! `ttfx run` as a real process: its own server and runner page, a real chromedriver and
+//! headless Chromium, against the simulator with injected delays. Exit codes, the table,
+//! the JSON batch and the JUnit XML are checked against each other.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use ttfx_e2e::site::Site;
+use ttfx_e2e::{ServeProcess, paths};
+
+/// Injected: first token 400 ms after arrival, 30 answer tokens at 200 tok/s.
+const TARGET: &str = "sim/default?ttft_ms=400&tokens_per_second=200&output_tokens=30&seed=7";
+
+fn ttfx_run(args: &[&str]) -> anyhow::Result<Output> {
+    let pkg = paths::probe_pkg()?;
+    let out = Command::new(paths::ttfx_bin()?)
+        .arg("run")
+        .arg("--probe-pkg")
+        .arg(&pkg)
+        .args(args)
+        .output()?;
+    Ok(out)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("ttfx-run-test-{}-{name}", std::process::id()))
+}
+
+/// The table's value of `stat` (p50, p90, …) on the row of `metric`.
+fn table_value(stdout: &str, metric: &str, stat: &str) -> Option<f64> {
+    let column = ["count", "mean", "p50", "p90", "p95", "p99", "min", "max"]
+        .iter()
+        .position(|c| *c == stat)?;
+    let line = stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(metric))?;
+    line.split_whitespace().nth(column + 1)?.parse().ok()
+}
+
+/// The JUnit test cases as (name, failed).
+fn junit_cases(path: &Path) -> anyhow::Result<Vec<(String, bool)>> {
+    use quick_xml::events::Event;
+    let xml = std::fs::read_to_string(path)?;
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let mut cases: Vec<(String, bool)> = Vec::new();
+    loop {
+        match reader.read_event()? {
+            Event::Start(e) | Event::Empty(e) if e.name().as_ref() == "testcase" => {
+                let name = e
+                    .try_get_attribute("name")?
+                    .ok_or_else(|| anyhow::anyhow!("a testcase without a name"))?
+                    .normalized_value(quick_xml::XmlVersion::Implicit1_0)?
+                    .into_owned();
+                cases.push((name, false));
+            }
+            Event::Start(e) | Event::Empty(e) if e.name().as_ref() == "failure" => {
+                if let Some(last) = cases.last_mut() {
+                    last.1 = true;
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(cases)
+}
+
+#[test]
+fn a_loose_budget_passes_a_tight_one_fails_and_the_outputs_agree() -> anyhow::Result<()> {
+    let (json, junit) = (temp("a.json"), temp("a.xml"));
+    let out = ttfx_run(&[
+        "--target",
+        TARGET,
+        "--runs",
+        "4",
+        "--concurrency",
+        "2",
+        "--budget",
+        "ttft_visible.p90<=3s",
+        "--budget",
+        "ttft_visible.p90<=100ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("1 of 2 budget(s) failed"), "{stderr}");
+    // Nothing but the report on stdout: no progress bar when stderr is not a terminal.
+    assert!(stdout.starts_with("ttfx run: "), "{stdout}");
+
+    // The injected 400 ms is what the page waited for, plus loopback and the page's
+    // own scheduling; 250 ms of slack absorbs a debug build with two Chromiums on two
+    // cores, and the lower bound is hard (the server cannot send before its deadline).
+    let p50 = table_value(&stdout, "ttft_visible_ms", "p50").unwrap();
+    assert!((400.0..650.0).contains(&p50), "p50 {p50}\n{stdout}");
+    assert!(
+        stdout.contains("<- FAIL ttft_visible.p90<=100ms by"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("FAIL  ttft_visible.p90<=100ms"), "{stdout}");
+
+    // JSON: a ttfx-core batch that agrees with the table to the printed precision.
+    let batch: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    assert_eq!(batch["kind"], "batch");
+    assert_eq!(batch["outcomes"]["completed"], 4);
+    assert_eq!(batch["runs"].as_array().unwrap().len(), 4);
+    for stat in ["p50", "p90", "p99"] {
+        let from_json = batch["statistics"]["ttft_visible_ms"][stat]
+            .as_f64()
+            .unwrap();
+        let from_table = table_value(&stdout, "ttft_visible_ms", stat).unwrap();
+        assert!(
+            (from_json - from_table).abs() <= 0.005,
+            "{stat}: {from_json} vs {from_table}"
+        );
+    }
+    // The server's record was merged, so the client-vs-server gaps exist.
+    assert!(
+        batch["statistics"]["gap.first_token_ms"]["p50"].is_number(),
+        "{batch}"
+    );
+    assert!(
+        table_value(&stdout, "gap.first_token_ms", "p50").is_some(),
+        "{stdout}"
+    );
+
+    // DevTools ground truth, one per run. Both times count from the request's creation;
+    // the probe sees a chunk a task after the network stack hands it to the renderer,
+    // so the probe is later by a little, not earlier by much (the anchor itself differs
+    // by the IPC from fetch() to the network service, well under 5 ms on loopback).
+    let truth = batch["ground_truth"].as_array().unwrap();
+    assert_eq!(truth.len(), 4, "{batch}");
+    for g in truth {
+        let d = g["probe_minus_devtools_ms"].as_f64().unwrap();
+        assert!((-5.0..50.0).contains(&d), "{g}");
+    }
+    assert!(
+        stdout.contains("ground truth: probe first_byte"),
+        "{stdout}"
+    );
+
+    // JUnit: one test case per budget, the tight one failed.
+    let cases = junit_cases(&junit)?;
+    assert_eq!(
+        cases,
+        vec![
+            ("ttft_visible.p90<=3s".to_owned(), false),
+            ("ttft_visible.p90<=100ms".to_owned(), true)
+        ]
+    );
+
+    // The batch reads back with `ttfx report`.
+    let report = Command::new(paths::ttfx_bin()?)
+        .args(["report", json.to_str().unwrap()])
+        .output()?;
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&junit);
+    Ok(())
+}
+
+#[test]
+fn only_loose_budgets_exit_zero() -> anyhow::Result<()> {
+    let out = ttfx_run(&[
+        "--target",
+        TARGET,
+        "--runs",
+        "2",
+        "--budget",
+        "ttft_visible.p90<=3s",
+        "--budget",
+        "decode_tokens_per_s.p50>=20",
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("budgets: 2 passed, 0 failed"), "{stdout}");
+    Ok(())
+}
+
+#[test]
+fn a_missing_driver_and_a_bad_budget_exit_two_with_one_clear_line() -> anyhow::Result<()> {
+    let out = ttfx_run(&["--runs", "1", "--chromedriver", "/nonexistent/chromedriver"])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no chromedriver at /nonexistent/chromedriver"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(out.stdout.is_empty());
+
+    let out = ttfx_run(&["--budget", "ttft_visible.p90=800ms"])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("budget `ttft_visible.p90=800ms`: no <= or >="),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    Ok(())
+}
+
+#[test]
+fn against_interleaves_two_targets_and_prints_the_crossover() -> anyhow::Result<()> {
+    // A: 100 ms, 50 tok/s; B: 500 ms, 200 tok/s → n* = 400 / (20 − 5) ≈ 26.7 tokens.
+    let json = temp("ab.json");
+    let out = ttfx_run(&[
+        "--target",
+        "sim/default?ttft_ms=100&tokens_per_second=50&output_tokens=40",
+        "--against",
+        "sim/default?ttft_ms=500&tokens_per_second=200&output_tokens=40",
+        "--runs",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let n_star: f64 = stdout
+        .split("n* = ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no n* in\n{stdout}"));
+    // Measured TTFTs run a few ms late on both sides and the measured rates a little
+    // under the set ones; ±8 tokens covers that without accepting a wrong side.
+    assert!((18.0..35.0).contains(&n_star), "n* {n_star}\n{stdout}");
+    assert!(stdout.contains("-> sim/default?ttft_ms=500"), "{stdout}");
+    // Interleaved: the job ids alternate A B A B, so A's runs are the even ones.
+    let a: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let b_path = json.with_file_name(format!(
+        "{}.against.json",
+        json.file_stem().unwrap().to_str().unwrap()
+    ));
+    let b: Value = serde_json::from_str(&std::fs::read_to_string(&b_path)?)?;
+    let ids = |v: &Value| -> Vec<u64> {
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r["id"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('-')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(ids(&a), vec![0, 2, 4]);
+    assert_eq!(ids(&b), vec![1, 3, 5]);
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&b_path);
+    Ok(())
+}
+
+#[test]
+fn the_plain_example_page_is_measured_through_url() -> anyhow::Result<()> {
+    let site = Site::assemble()?;
+    let server = ServeProcess::start(&paths::ttfx_bin()?, &["--dist", site.dist_arg()])?;
+    let url = format!("{}example.html?ttft_ms=300&output_tokens=10", server.url);
+    let out = ttfx_run(&[
+        "--url",
+        &url,
+        "--runs",
+        "2",
+        "--budget",
+        "ttft_visible.p50<=2s",
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let p50 = table_value(&stdout, "ttft_visible_ms", "p50").unwrap();
+    assert!((300.0..550.0).contains(&p50), "p50 {p50}\n{stdout}");
+    // The label drops the page's query (it may carry a key).
+    assert!(stdout.contains("/example.html: 2 run(s)"), "{stdout}");
+    Ok(())
+}
