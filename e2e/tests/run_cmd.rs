@@ -167,20 +167,34 @@ fn a_loose_budget_passes_a_tight_one_fails_and_the_outputs_agree() -> anyhow::Re
 }
 
 #[test]
-fn only_loose_budgets_exit_zero() -> anyhow::Result<()> {
+fn a_scenario_file_with_loose_budgets_exits_zero() -> anyhow::Result<()> {
+    // The file holds the target, the counts and the gate; a flag adds one more budget.
+    let scenario = temp("scenario.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target = \"{TARGET}\"\nruns = 2\nwarmup = 1\nprompts = [\"Hello\", \"Why?\"]\n\
+             budgets = [\"ttft_visible.p90<=3s\"]\n"
+        ),
+    )?;
     let out = ttfx_run(&[
-        "--target",
-        TARGET,
-        "--runs",
-        "2",
-        "--budget",
-        "ttft_visible.p90<=3s",
+        "--scenario",
+        scenario.to_str().unwrap(),
         "--budget",
         "decode_tokens_per_s.p50>=20",
     ])?;
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("budgets: 2 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains(": 2 run(s), 1 warm-up"), "{stdout}");
+
+    // A typo in the file is refused, not ignored.
+    std::fs::write(&scenario, "runz = 2\n")?;
+    let out = ttfx_run(&["--scenario", scenario.to_str().unwrap()])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("runz"), "{stderr}");
+    let _ = std::fs::remove_file(&scenario);
     Ok(())
 }
 
