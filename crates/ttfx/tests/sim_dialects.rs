@@ -346,7 +346,13 @@ async fn failures_are_injected_in_each_form() {
     let c = post_with(&url, "{}", &[("x-request-id", "drop-1")]).await;
     assert!(c.broken.is_some(), "the body read must fail");
     let d = decode(&c, None);
-    assert_eq!(d.summary.visible_text, answer(4));
+    // Up to the 4 tokens before the drop (bytes not yet flushed when the connection
+    // breaks are lost, as in a real crash), never the whole reply.
+    assert!(
+        answer(4).starts_with(&d.summary.visible_text),
+        "{}",
+        d.summary.visible_text
+    );
     assert!(
         d.summary
             .errors

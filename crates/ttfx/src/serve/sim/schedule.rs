@@ -25,21 +25,17 @@ pub struct Step {
     pub tokens: usize,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Plan {
     /// End of prefill: the first token (on any channel, hidden or not) is generated here.
     pub prefill_end: Duration,
-    pub steps: Vec<Step>,
     /// Reasoning tokens generated (streamed or hidden).
     pub reasoning_tokens: usize,
-    pub reasoning_hidden: bool,
     pub visible_tokens: usize,
     /// `length` when `max_tokens` cut the reply, else `stop`.
     pub finish_reason: &'static str,
-    /// When the last token (on any channel, hidden or not) is generated.
-    pub last_at: Duration,
-    /// For an in-band error or a drop: steps sent before it, and when it happens.
-    pub cut: Option<(usize, Duration)>,
+    /// The chunks, made one at a time: a 100,000-token reply costs no memory up front.
+    pub steps: Steps,
 }
 
 /// What the request itself says.
@@ -70,91 +66,147 @@ pub fn plan(p: &Profile, req: Request, rng: &mut Rng) -> Plan {
         "stop"
     };
     let reasoning_hidden = p.reasoning == Reasoning::Hidden || !req.reasoning_channel;
-
     let prefill_end = match p.ttft {
         Some(ttft) => ttft.max(p.queue),
         None => p.queue + p.prefill + p.prefill_per_token * req.prompt_tokens as u32,
     };
-    // Deadline of generated token i (reasoning first, then visible), in seconds after
-    // prefill; a stall before token k shifts k and everything after it.
-    let total = reasoning_tokens + visible_tokens;
-    let base = 1.0 / p.tokens_per_second;
-    let mut deadlines = Vec::with_capacity(total + 1);
-    let mut t = prefill_end.as_secs_f64();
-    for i in 0..=total {
-        if p.stall_at.contains(&i) {
-            t += p.stall.as_secs_f64();
-        }
-        deadlines.push(Duration::from_secs_f64(t));
-        let scale = 1.0 + p.jitter * (2.0 * rng.unit() - 1.0);
-        t += base * scale;
-    }
-
-    let mut steps: Vec<Step> = Vec::new();
-    let mut emitted = 0usize;
-    let mut cut_token = None;
-    let streamed_tokens = visible_tokens
+    let streamed = visible_tokens
         + if reasoning_hidden {
             0
         } else {
             reasoning_tokens
         };
     let fail_after = match p.failure {
-        Some(Failure::InBand | Failure::Drop) => Some(p.fail_after.unwrap_or(streamed_tokens / 2)),
+        Some(Failure::InBand | Failure::Drop) => Some(p.fail_after.unwrap_or(streamed / 2)),
         _ => None,
-    };
-    for (i, &at) in deadlines.iter().enumerate().take(total) {
-        let channel = if i < reasoning_tokens {
-            Channel::Reasoning
-        } else {
-            Channel::Visible
-        };
-        if channel == Channel::Reasoning && reasoning_hidden {
-            continue;
-        }
-        if fail_after.is_some_and(|n| emitted >= n) {
-            cut_token = Some(i);
-            break;
-        }
-        let word = match channel {
-            Channel::Reasoning => text::reasoning_word(i),
-            Channel::Visible => text::word(i - reasoning_tokens),
-        };
-        emitted += 1;
-        match steps.last_mut() {
-            Some(s) if s.channel == channel && s.tokens < p.tokens_per_chunk => {
-                s.text.push_str(&word);
-                s.tokens += 1;
-                s.at = at;
-            }
-            _ => steps.push(Step {
-                at,
-                channel,
-                text: word,
-                tokens: 1,
-            }),
-        }
-    }
-    let cut = fail_after.map(|_| {
-        let at = deadlines
-            .get(cut_token.unwrap_or(total))
-            .copied()
-            .unwrap_or(prefill_end);
-        (steps.len(), at)
-    });
-    let last_at = match total {
-        0 => prefill_end,
-        n => deadlines[n - 1],
     };
     Plan {
         prefill_end,
-        steps,
-        last_at,
         reasoning_tokens,
-        reasoning_hidden,
         visible_tokens,
         finish_reason,
-        cut,
+        steps: Steps {
+            t: prefill_end.as_secs_f64(),
+            i: 0,
+            total: reasoning_tokens + visible_tokens,
+            reasoning_tokens,
+            hidden: reasoning_hidden,
+            interval: 1.0 / p.tokens_per_second,
+            jitter: p.jitter,
+            stall_at: p.stall_at.clone(),
+            stall: p.stall.as_secs_f64(),
+            per_chunk: p.tokens_per_chunk,
+            rng: rng.clone(),
+            emitted: 0,
+            fail_after,
+            cut: None,
+            last_at: prefill_end,
+        },
+    }
+}
+
+/// The reply's chunks in order. Token i (reasoning first, then the answer) is due at
+/// prefill end + the sum of the intervals before it (each × jitter) + the stalls before
+/// it; a chunk is due with its last token.
+#[derive(Debug, Clone)]
+pub struct Steps {
+    /// Seconds after arrival at which token `i` is due, before a stall in front of it.
+    t: f64,
+    i: usize,
+    total: usize,
+    reasoning_tokens: usize,
+    hidden: bool,
+    interval: f64,
+    jitter: f64,
+    stall_at: Vec<usize>,
+    stall: f64,
+    per_chunk: usize,
+    rng: Rng,
+    emitted: usize,
+    fail_after: Option<usize>,
+    /// Once the steps end at an injected failure: when it happens.
+    pub cut: Option<Duration>,
+    /// The deadline of the last token generated so far (hidden ones included).
+    pub last_at: Duration,
+}
+
+impl Steps {
+    fn peek(&self) -> Duration {
+        let stall = if self.stall_at.contains(&self.i) {
+            self.stall
+        } else {
+            0.0
+        };
+        Duration::from_secs_f64(self.t + stall)
+    }
+
+    /// Token i's deadline; moves to token i + 1.
+    fn advance(&mut self) -> Duration {
+        let at = self.peek();
+        let scale = 1.0 + self.jitter * (2.0 * self.rng.unit() - 1.0);
+        self.t = at.as_secs_f64() + self.interval * scale;
+        self.i += 1;
+        self.last_at = at;
+        at
+    }
+}
+
+impl Iterator for Steps {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        if self.cut.is_some() {
+            return None;
+        }
+        let mut step: Option<Step> = None;
+        while self.i < self.total {
+            let channel = if self.i < self.reasoning_tokens {
+                Channel::Reasoning
+            } else {
+                Channel::Visible
+            };
+            if channel == Channel::Reasoning && self.hidden {
+                self.advance();
+                continue;
+            }
+            if self.fail_after.is_some_and(|n| self.emitted >= n) {
+                if step.is_none() {
+                    self.cut = Some(self.peek());
+                }
+                return step;
+            }
+            if let Some(s) = &step
+                && (s.channel != channel || s.tokens >= self.per_chunk)
+            {
+                return step;
+            }
+            let word = match channel {
+                Channel::Reasoning => text::reasoning_word(self.i),
+                Channel::Visible => text::word(self.i - self.reasoning_tokens),
+            };
+            let at = self.advance();
+            self.emitted += 1;
+            match &mut step {
+                Some(s) => {
+                    s.text.push_str(&word);
+                    s.tokens += 1;
+                    s.at = at;
+                }
+                None => {
+                    step = Some(Step {
+                        at,
+                        channel,
+                        text: word,
+                        tokens: 1,
+                    })
+                }
+            }
+        }
+        // Out of tokens: a failure asked for after the end happens one interval later.
+        if step.is_none() && self.fail_after.is_some() {
+            self.cut = Some(self.peek());
+        }
+        step
     }
 }
 
@@ -192,11 +244,12 @@ mod tests {
         ]);
         let plan = plan(&p, req(), &mut Rng::new(1));
         assert!((ms(plan.prefill_end) - 170.0).abs() < 1e-6);
-        let at: Vec<f64> = plan.steps.iter().map(|s| ms(s.at)).collect();
+        let steps: Vec<Step> = plan.steps.collect();
+        let at: Vec<f64> = steps.iter().map(|s| ms(s.at)).collect();
         for (got, want) in at.iter().zip([170.0, 180.0, 190.0, 200.0]) {
             assert!((got - want).abs() < 1e-6, "{at:?}");
         }
-        let text: String = plan.steps.iter().map(|s| s.text.as_str()).collect();
+        let text: String = steps.iter().map(|s| s.text.as_str()).collect();
         assert_eq!(text, "Streaming feels fast when");
         assert_eq!(plan.finish_reason, "stop");
     }
@@ -210,7 +263,7 @@ mod tests {
             ("tokens_per_chunk", "2"),
         ]);
         let plan = plan(&p, req(), &mut Rng::new(1));
-        let shape: Vec<(usize, f64)> = plan.steps.iter().map(|s| (s.tokens, ms(s.at))).collect();
+        let shape: Vec<(usize, f64)> = plan.steps.map(|s| (s.tokens, ms(s.at))).collect();
         let want = [(2, 400.0), (2, 600.0), (1, 700.0)];
         for ((n, at), (wn, wat)) in shape.iter().zip(want) {
             assert_eq!(*n, wn);
@@ -227,23 +280,25 @@ mod tests {
             ("output_tokens", "2"),
             ("tokens_per_chunk", "8"),
         ]);
-        let plan_s = plan(&streamed, req(), &mut Rng::new(1));
-        assert_eq!(plan_s.steps.len(), 2);
-        assert_eq!(plan_s.steps[0].channel, Channel::Reasoning);
-        assert_eq!(plan_s.steps[1].channel, Channel::Visible);
+        let steps_s: Vec<Step> = plan(&streamed, req(), &mut Rng::new(1)).steps.collect();
+        assert_eq!(steps_s.len(), 2);
+        assert_eq!(steps_s[0].channel, Channel::Reasoning);
+        assert_eq!(steps_s[1].channel, Channel::Visible);
         let mut hidden = streamed.clone();
         hidden.reasoning = Reasoning::Hidden;
-        let plan_h = plan(&hidden, req(), &mut Rng::new(1));
-        assert_eq!(plan_h.steps.len(), 1);
-        assert!(plan_h.reasoning_hidden);
+        let steps_h: Vec<Step> = plan(&hidden, req(), &mut Rng::new(1)).steps.collect();
+        assert_eq!(steps_h.len(), 1);
         // The answer still waits for the 3 hidden tokens: 0.3 s, then 0.1 s more.
-        assert!((ms(plan_h.steps[0].at) - 400.0).abs() < 1e-6);
+        assert!((ms(steps_h[0].at) - 400.0).abs() < 1e-6);
         // A dialect without a reasoning channel hides it whatever the profile says.
         let no_channel = Request {
             reasoning_channel: false,
             ..req()
         };
-        assert!(plan(&streamed, no_channel, &mut Rng::new(1)).reasoning_hidden);
+        let steps_n: Vec<Step> = plan(&streamed, no_channel, &mut Rng::new(1))
+            .steps
+            .collect();
+        assert!(steps_n.iter().all(|s| s.channel == Channel::Visible));
     }
 
     #[test]
@@ -260,12 +315,22 @@ mod tests {
             ..req()
         };
         let plan = plan(&p, capped, &mut Rng::new(1));
-        let at: Vec<f64> = plan.steps.iter().map(|s| ms(s.at)).collect();
+        let at: Vec<f64> = plan.steps.map(|s| ms(s.at)).collect();
         for (got, want) in at.iter().zip([0.0, 10.0, 520.0, 530.0]) {
             assert!((got - want).abs() < 1e-6, "{at:?}");
         }
         assert_eq!(plan.visible_tokens, 4);
         assert_eq!(plan.finish_reason, "length");
+    }
+
+    #[test]
+    fn a_long_reply_is_made_lazily() {
+        let p = profile(&[("output_tokens", "100000"), ("tokens_per_chunk", "7")]);
+        let plan = plan(&p, req(), &mut Rng::new(1));
+        // The plan holds no per-token storage; every chunk is made on demand.
+        assert!(std::mem::size_of_val(&plan) < 512);
+        let tokens: usize = plan.steps.map(|s| s.tokens).sum();
+        assert_eq!(tokens, 100_000);
     }
 
     #[test]
@@ -288,15 +353,15 @@ mod tests {
             ("fail_after", "3"),
         ]);
         let plan = plan(&p, req(), &mut Rng::new(1));
-        assert_eq!(plan.steps.len(), 3);
-        let (sent, at) = plan.cut.unwrap();
-        assert_eq!(sent, 3);
+        let mut steps = plan.steps;
+        assert_eq!(steps.by_ref().count(), 3);
+        let at = steps.cut.unwrap();
         assert!((ms(at) - 30.0).abs() < 1e-6);
         let default_half = profile(&[("output_tokens", "10"), ("fail", "error")]);
         assert_eq!(
             super::plan(&default_half, req(), &mut Rng::new(1))
                 .steps
-                .len(),
+                .count(),
             5
         );
     }

@@ -132,6 +132,9 @@ impl Sink {
     /// error, so the client sees the stream end without its terminating chunk.
     pub async fn drop_connection(mut self) {
         let _ = self.send(self.pending.len()).await;
+        // Give the connection task a turn to write what it holds; bytes it has not
+        // flushed when the error arrives are lost, as in a real crash.
+        tokio::task::yield_now().await;
         let _ = self
             .tx
             .send(Err(io::Error::new(
