@@ -114,42 +114,12 @@ pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// The simulator's reply text: its word list, cycled (kept in step with
-/// `serve/sim/text.rs` by the tests that compare against it).
-pub fn answer(n: usize) -> String {
-    const WORDS: &[&str] = &[
-        "Streaming",
-        "feels",
-        "fast",
-        "when",
-        "the",
-        "first",
-        "words",
-        "arrive",
-        "early,",
-        "and",
-        "slow",
-        "when",
-        "a",
-        "proxy",
-        "holds",
-        "them",
-        "back",
-        "until",
-        "the",
-        "end.",
-    ];
-    (0..n)
-        .map(|i| {
-            let w = WORDS[i % WORDS.len()];
-            if i == 0 {
-                w.to_owned()
-            } else {
-                format!(" {w}")
-            }
-        })
-        .collect()
-}
+// The simulator's own word list, so the expected text cannot drift from it; what the
+// tests check is that those words survive encoding, HTTP and decoding.
+#[path = "../../src/serve/sim/text.rs"]
+mod text;
+#[allow(unused_imports)] // not every test file compares text
+pub use text::answer;
 
 pub async fn record(base: &str, id: &str) -> serde_json::Value {
     // The record is finished just after the last byte is handed over; give the task a

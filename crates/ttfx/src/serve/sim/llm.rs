@@ -2,10 +2,6 @@
 //! with headers that carry the measured queue, then streamed by a task that sleeps to
 //! each absolute deadline and writes the dialect's bytes.
 
-use std::sync::Arc;
-
-use axum::body::Bytes;
-use axum::extract::{Extension, OriginalUri, Path, Query, State};
 use axum::response::Response;
 use serde_json::Value;
 use tokio::time::Instant;
@@ -16,53 +12,36 @@ use super::profile::Failure;
 use super::rng::Rng;
 use super::schedule::{self, Plan};
 use super::sink::{self, Gone, Mark, Sink, body_channel};
-use super::{Refusal, front, json_error, parse, text};
-use crate::serve::AppState;
-use crate::serve::arrival::Arrival;
+use super::{Call, Refusal, json_error, text};
 use crate::serve::records::{Outcome, RecordHandle, lock};
 
-pub async fn handle(
-    dialect: Dialect,
-    State(state): State<Arc<AppState>>,
-    Extension(arrival): Extension<Arrival>,
-    OriginalUri(uri): OriginalUri,
-    Path(name): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
-    body: Bytes,
-) -> Response {
-    let parsed = match parse(&state, &name, &query, &body) {
+pub async fn handle(dialect: Dialect, call: Call) -> Response {
+    let parsed = match call.parse() {
         Ok(p) => p,
         Err(Refusal(status, message)) => {
             return json_error(status, &dialect.error_body(status.as_u16(), &message));
         }
     };
-    let p = parsed.profile;
+    let p = &parsed.profile;
     let prompt_tokens = text::estimate_prompt_tokens(&parsed.body);
     let request = schedule::Request {
         prompt_tokens,
         max_tokens: max_tokens(&parsed.body),
         reasoning_channel: dialect.has_reasoning_channel(),
     };
-    let plan = schedule::plan(&p, request, &mut Rng::new(parsed.seed));
+    let plan = schedule::plan(p, request, &mut Rng::new(parsed.seed));
 
-    let front = match front::hold(
-        &state,
-        &arrival,
-        uri.path(),
-        &name,
-        &p,
-        parsed.seed,
-        |code, m| dialect.error_body(code, m),
-    )
-    .await
+    let front = match call
+        .hold(&parsed, |code, m| dialect.error_body(code, m))
+        .await
     {
         Ok(front) => front,
         Err(res) => return res,
     };
     let ctx = Ctx {
-        model: body_model(&parsed.body).unwrap_or_else(|| format!("ttfx-sim-{name}")),
-        request_id: arrival.id.clone(),
-        created_unix_s: (arrival.unix_ms / 1000.0) as u64,
+        model: body_model(&parsed.body).unwrap_or_else(|| format!("ttfx-sim-{}", call.profile)),
+        request_id: call.arrival.id.clone(),
+        created_unix_s: (call.arrival.unix_ms / 1000.0) as u64,
         prompt_tokens,
         include_usage: parsed
             .body
@@ -76,7 +55,7 @@ pub async fn handle(
     let job = Job {
         plan,
         encoder: dialect.encoder(ctx),
-        arrival: arrival.at,
+        arrival: call.arrival.at,
         queue_end: front.queue_end,
         failure: p.failure,
         prompt_tokens,

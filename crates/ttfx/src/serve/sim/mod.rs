@@ -6,6 +6,8 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Path, Query, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
@@ -14,6 +16,7 @@ use serde_json::Value;
 use self::dialect::Dialect;
 use self::profile::Profile;
 use super::AppState;
+use super::arrival::Arrival;
 
 mod dialect;
 mod front;
@@ -47,9 +50,80 @@ pub fn router() -> Router<Arc<AppState>> {
 }
 
 fn llm_route(dialect: Dialect) -> MethodRouter<Arc<AppState>> {
-    post(move |state, arrival, uri, name, query, body| {
-        llm::handle(dialect, state, arrival, uri, name, query, body)
-    })
+    post(move |call: Call| llm::handle(dialect, call))
+}
+
+/// What every simulated endpoint reads from its request.
+pub struct Call {
+    pub state: Arc<AppState>,
+    pub arrival: Arrival,
+    /// The full path (for the record).
+    pub path: String,
+    /// The profile named in the path.
+    pub profile: String,
+    pub query: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+impl FromRequest<Arc<AppState>> for Call {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let Path(profile) = Path::<String>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Query(query) = Query::<Vec<(String, String)>>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let arrival = parts.extensions.get::<Arrival>().cloned().ok_or_else(|| {
+            // Only reachable if the router is built without the arrival layer.
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "request without arrival stamp",
+            )
+                .into_response()
+        })?;
+        let path = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map_or_else(|| parts.uri.path().to_owned(), |u| u.path().to_owned());
+        let body = Bytes::from_request(Request::from_parts(parts, body), state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Call {
+            state: state.clone(),
+            arrival,
+            path,
+            profile,
+            query,
+            body,
+        })
+    }
+}
+
+impl Call {
+    pub fn parse(&self) -> Result<Parsed, Refusal> {
+        parse(&self.state, &self.profile, &self.query, &self.body)
+    }
+
+    /// See [`front::hold`].
+    pub async fn hold(
+        &self,
+        parsed: &Parsed,
+        error_body: impl FnOnce(u16, &str) -> Value,
+    ) -> Result<front::Front, Response> {
+        front::hold(
+            &self.state,
+            &self.arrival,
+            &self.path,
+            &self.profile,
+            &parsed.profile,
+            parsed.seed,
+            error_body,
+        )
+        .await
+    }
 }
 
 /// A request's profile with its overrides applied, its JSON body and its seed.

@@ -3,11 +3,8 @@
 //! `speech.audio.done`). The first chunk is due `ttfa_ms` after arrival; each later
 //! chunk of `audio_chunk_ms` audio takes `rtf` × that long to "synthesize".
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{Extension, OriginalUri, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
@@ -16,9 +13,7 @@ use tokio::time::Instant;
 use super::profile::{Failure, Profile};
 use super::sink::{self, Gone, Mark, Sink, body_channel};
 use super::synth::{SAMPLE_RATE, base64, pcm16, wav_header};
-use super::{Refusal, front, json_error, parse};
-use crate::serve::AppState;
-use crate::serve::arrival::Arrival;
+use super::{Call, Refusal, json_error};
 use crate::serve::records::{Outcome, RecordHandle, lock};
 
 /// Speech length per input character when the clip length is not given (≈ 14 chars/s).
@@ -45,15 +40,8 @@ fn refuse(status: StatusCode, message: &str) -> Response {
     json_error(status, &openai_error(status.as_u16(), message))
 }
 
-pub async fn handle(
-    State(state): State<Arc<AppState>>,
-    Extension(arrival): Extension<Arrival>,
-    OriginalUri(uri): OriginalUri,
-    Path(name): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
-    body: Bytes,
-) -> Response {
-    let parsed = match parse(&state, &name, &query, &body) {
+pub async fn handle(call: Call) -> Response {
+    let parsed = match call.parse() {
         Ok(p) => p,
         Err(Refusal(status, message)) => return refuse(status, &message),
     };
@@ -82,24 +70,14 @@ pub async fn handle(
         .get("input")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let p = parsed.profile;
+    let p = &parsed.profile;
     let audio_ms = p.audio_ms.unwrap_or_else(|| {
         (input.chars().count() as u32)
             .saturating_mul(MS_PER_CHAR)
             .clamp(300, 600_000)
     });
 
-    let front = match front::hold(
-        &state,
-        &arrival,
-        uri.path(),
-        &name,
-        &p,
-        parsed.seed,
-        openai_error,
-    )
-    .await
-    {
+    let front = match call.hold(&parsed, openai_error).await {
         Ok(front) => front,
         Err(res) => return res,
     };
@@ -111,7 +89,7 @@ pub async fn handle(
     let (tx, body) = body_channel();
     let res = front.stream(content_type, body);
     let sink = Sink::new(tx, p.delivery, front.record.clone());
-    let chunks = chunk_plan(&p, audio_ms);
+    let chunks = chunk_plan(p, audio_ms);
     let job = Speech {
         fail_after: p.fail_after.unwrap_or(chunks.len() / 2),
         chunks,
@@ -119,7 +97,7 @@ pub async fn handle(
         format,
         sse,
         input_tokens: input.chars().count().div_ceil(4),
-        arrival: arrival.at,
+        arrival: call.arrival.at,
         failure: p.failure,
         record: front.record,
     };
