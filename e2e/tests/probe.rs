@@ -128,6 +128,21 @@ async fn milestones_honour_the_injected_delay_and_arrive_in_order() -> anyhow::R
             .any(|t| t["name"] == "queue" && t["source"] == "server_timing_header"),
         "{report}"
     );
+    // ttfx serve reports its receive/send wall times; client and server share this
+    // machine's clock, so the true offset is 0 and the estimate must lie within its own
+    // error bound (half the round trip) plus the 1 µs rounding of the server's desc values.
+    let offset = &report["run"]["metrics"]["clock_offset"];
+    let (value, bound) = (
+        offset["offset_ms"].as_f64(),
+        offset["error_bound_ms"].as_f64(),
+    );
+    let (Some(value), Some(bound)) = (value, bound) else {
+        panic!("no clock offset: {report}")
+    };
+    assert!(
+        value.abs() <= bound + 0.01,
+        "offset {value} ms outside ±{bound} ms"
+    );
     let rt = &report["run"]["timeline"]["resource_timing"];
     assert!(
         rt["response_start_ms"].as_f64().is_some(),

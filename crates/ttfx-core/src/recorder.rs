@@ -8,7 +8,8 @@
 use crate::decode::server_timing_header;
 use crate::decode::{Decoder, DialectKind, ErrorClass, Event, Limits};
 use crate::milestone::Milestone;
-use crate::timeline::{Anomaly, Chunk, Failure, FailureClass, Timeline};
+use crate::server_timing::{ServerTiming, TimingSource};
+use crate::timeline::{Anomaly, Chunk, Failure, FailureClass, ServerWallClock, Timeline};
 
 /// Most anomalies kept per request: a broken stream can produce one per frame, and the
 /// report must stay small. The count of dropped ones is recorded in the last entry.
@@ -73,6 +74,7 @@ impl Recorder {
         }
         if !server_timing.is_empty() {
             let parsed = server_timing_header::parse_headers(server_timing.iter().copied());
+            self.timeline.server.wall_clock = wall_clock(&parsed.timings);
             self.timeline.server.timings.extend(parsed.timings);
             for junk in parsed.junk {
                 self.anomaly(at_ms, "server_timing_junk", junk.to_string());
@@ -258,6 +260,25 @@ impl Recorder {
     }
 }
 
+/// The server's wall-clock receive/send times, when its `Server-Timing` header carries
+/// them as `received_unix_ms;desc="…"` and `sent_unix_ms;desc="…"` (the convention of
+/// `ttfx serve`): with them the clock offset between client and server can be estimated.
+fn wall_clock(timings: &[ServerTiming]) -> Option<ServerWallClock> {
+    let find = |name: &str| {
+        timings
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.description.as_deref())
+            .and_then(|d| d.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+    };
+    Some(ServerWallClock {
+        received_unix_ms: find("received_unix_ms")?,
+        sent_unix_ms: find("sent_unix_ms")?,
+        source: TimingSource::ServerTimingHeader,
+    })
+}
+
 /// Origin and path of a URL, without query or fragment (they may carry keys).
 pub fn url_without_query(url: &str) -> &str {
     let end = url.find(['?', '#']).unwrap_or(url.len());
@@ -303,6 +324,38 @@ mod tests {
         assert_eq!(t.request.dialect.as_deref(), Some("openai-chat"));
         assert!(t.failure.is_none());
         t.validate().unwrap();
+    }
+
+    #[test]
+    fn server_wall_clock_comes_from_server_timing_descriptions() {
+        let mut r = recorder();
+        r.headers(
+            10.0,
+            200,
+            None,
+            &[
+                "queue;dur=1, received_unix_ms;desc=\"1700000000000.250\"",
+                "sent_unix_ms;desc=\"1700000000001.500\"",
+            ],
+        );
+        let t = r.finish();
+        let w = t.server.wall_clock.unwrap();
+        assert_eq!(w.received_unix_ms, 1_700_000_000_000.25);
+        assert_eq!(w.sent_unix_ms, 1_700_000_000_001.5);
+        assert_eq!(w.source, TimingSource::ServerTimingHeader);
+
+        let mut r = recorder();
+        r.headers(
+            10.0,
+            200,
+            None,
+            &["received_unix_ms;desc=\"soon\", sent_unix_ms;desc=\"1\""],
+        );
+        assert_eq!(
+            r.finish().server.wall_clock,
+            None,
+            "a non-number is not a time"
+        );
     }
 
     #[test]
