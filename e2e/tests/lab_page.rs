@@ -1,30 +1,136 @@
-//! The lab page, served by `ttfx serve`, rendered by the wasm app in headless Chromium.
+//! The lab page, served by `ttfx serve`, rendered by the wasm app in headless Chromium:
+//! it mounts, runs a simulated scenario through the probe, shows tables that agree with
+//! the report it exports, and renders server-supplied strings as text.
 
 use std::time::Duration;
 
-use fantoccini::Locator;
+use fantoccini::{Client, Locator};
+use serde_json::Value;
 use ttfx_e2e::{Chromedriver, ServeProcess, paths};
+
+/// A `ttfx serve` with the lab page and a browser on it.
+struct Lab {
+    client: Client,
+    _server: ServeProcess,
+    _driver: Chromedriver,
+}
+
+impl Lab {
+    async fn open() -> anyhow::Result<Lab> {
+        let dist = paths::lab_dist()?;
+        let dist = dist.to_str().unwrap_or_default();
+        let server = ServeProcess::start(&paths::ttfx_bin()?, &["--dist", dist])?;
+        let driver = Chromedriver::start()?;
+        let client = driver.session().await?;
+        client.goto(&server.url).await?;
+        // The form exists only once the wasm app has mounted: index.html carries none.
+        client
+            .wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Css("#run"))
+            .await?;
+        Ok(Lab {
+            client,
+            _server: server,
+            _driver: driver,
+        })
+    }
+
+    async fn fill(&self, css: &str, text: &str) -> anyhow::Result<()> {
+        let input = self.client.find(Locator::Css(css)).await?;
+        input.clear().await?;
+        input.send_keys(text).await?;
+        Ok(())
+    }
+
+    async fn text(&self, css: &str) -> anyhow::Result<String> {
+        Ok(self.client.find(Locator::Css(css)).await?.text().await?)
+    }
+
+    /// Runs `runs` requests to a simulated profile and waits until the batch has them all.
+    async fn run_sim(&self, profile: &str, runs: usize, concurrency: usize) -> anyhow::Result<()> {
+        self.fill("#profile", profile).await?;
+        self.fill("#runs", &runs.to_string()).await?;
+        self.fill("#concurrency", &concurrency.to_string()).await?;
+        self.client
+            .find(Locator::Css("#run"))
+            .await?
+            .click()
+            .await?;
+        let done = format!("//p[@id='outcomes' and starts-with(text(), '{runs} runs')]");
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(60))
+            .for_element(Locator::XPath(&done))
+            .await?;
+        Ok(())
+    }
+
+    /// The batch report the page exports (its `data-report`).
+    async fn exported(&self) -> anyhow::Result<Value> {
+        let json = self
+            .client
+            .find(Locator::Css("#export"))
+            .await?
+            .attr("data-report")
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no data-report on #export"))?;
+        Ok(serde_json::from_str(&json)?)
+    }
+
+    /// Each row of a table's body as its cells' text.
+    async fn rows(&self, css: &str) -> anyhow::Result<Vec<Vec<String>>> {
+        let mut rows = Vec::new();
+        for row in self
+            .client
+            .find_all(Locator::Css(&format!("{css} tbody tr")))
+            .await?
+        {
+            let mut cells = Vec::new();
+            for cell in row.find_all(Locator::Css("td")).await? {
+                cells.push(cell.text().await?);
+            }
+            rows.push(cells);
+        }
+        Ok(rows)
+    }
+
+    /// Loads a report file through the page's file input.
+    async fn import(&self, name: &str, contents: &str) -> anyhow::Result<String> {
+        let dir = std::env::temp_dir().join(format!("ttfx-lab-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(name);
+        std::fs::write(&path, contents)?;
+        let input = self.client.find(Locator::Css("#import")).await?;
+        input.send_keys(path.to_str().unwrap_or_default()).await?;
+        let message = self
+            .client
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::XPath(&format!(
+                "//p[@id='import-message' and contains(text(), '{name}')]"
+            )))
+            .await?
+            .text()
+            .await;
+        let _ = std::fs::remove_file(&path);
+        Ok(message?)
+    }
+}
+
+/// What the page prints for a number (one decimal).
+fn shown(v: &Value) -> String {
+    v.as_f64()
+        .map(|v| format!("{v:.1}"))
+        .unwrap_or_else(|| "–".into())
+}
 
 #[tokio::test]
 async fn lab_page_renders_in_headless_chromium() -> anyhow::Result<()> {
-    let dist = paths::lab_dist()?;
-    let dist = dist.to_str().unwrap_or_default();
-    let server = ServeProcess::start(&paths::ttfx_bin()?, &["--dist", dist])?;
-    let driver = Chromedriver::start()?;
-    let client = driver.session().await?;
-
-    client.goto(&server.url).await?;
-    // The heading and the probe line exist only once the wasm app has mounted:
-    // index.html itself carries neither.
-    let status = client
-        .wait()
-        .at_most(Duration::from_secs(30))
-        .for_element(Locator::Css("#probe-status"))
-        .await?
-        .text()
-        .await?;
-    let title = client.find(Locator::Css("h1")).await?.text().await?;
-    client.close().await?;
+    let lab = Lab::open().await?;
+    let status = lab.text("#probe-status").await?;
+    let title = lab.text("h1").await?;
+    lab.client.close().await?;
 
     assert_eq!(title, "ttfx lab");
     // "probe 0.1.0 · clock 123.4 ms": the probe read the page's performance.now().
@@ -39,5 +145,136 @@ async fn lab_page_renders_in_headless_chromium() -> anyhow::Result<()> {
         "{status}"
     );
     assert!(clock > 0.0, "{status}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_simulated_batch_shows_tables_that_match_its_export() -> anyhow::Result<()> {
+    let lab = Lab::open().await?;
+    lab.run_sim("default", 3, 2).await?;
+    let report = lab.exported().await?;
+    let stats_rows = lab.rows("#stats").await?;
+    let clock_rows = lab.rows("#clocks").await?;
+    let run_rows = lab.rows("#runs").await?;
+    let replies: Vec<String> = {
+        let mut texts = Vec::new();
+        for el in lab
+            .client
+            .find_all(Locator::Css(".bubble.assistant"))
+            .await?
+        {
+            texts.push(el.text().await?);
+        }
+        texts
+    };
+    let waterfall_rows = lab
+        .client
+        .find_all(Locator::Css("#waterfall g.row"))
+        .await?
+        .len();
+    if let Ok(path) = std::env::var("TTFX_LAB_SCREENSHOT") {
+        std::fs::write(path, lab.client.screenshot().await?)?;
+    }
+    lab.client.close().await?;
+
+    // The export is a batch of the three runs, all measured to the end.
+    assert_eq!(report["kind"], "batch");
+    assert_eq!(report["outcomes"]["total"], 3);
+    assert_eq!(report["outcomes"]["completed"], 3);
+    let runs = report["runs"].as_array().cloned().unwrap_or_default();
+    assert_eq!(runs.len(), 3);
+    // The simulator's fixed reply streamed into the chat view, as text.
+    assert_eq!(replies.len(), 3);
+    for reply in &replies {
+        assert!(reply.starts_with("Streaming feels fast"), "{reply:?}");
+    }
+    // Each run's row shows that run's own figures.
+    assert_eq!(run_rows.len(), 3);
+    for (row, run) in run_rows.iter().zip(&runs) {
+        let m = &run["metrics"];
+        assert_eq!(row[1], "sim/default");
+        assert_eq!(row[2], "completed");
+        assert_eq!(row[3], shown(&m["ttft_visible_ms"]["value"]), "{row:?}");
+        assert_eq!(row[4], shown(&m["e2e_ms"]["value"]), "{row:?}");
+        // The simulator's record was joined: the first token has its in-band counterpart.
+        let gaps = m["gaps"].as_array().cloned().unwrap_or_default();
+        assert!(
+            gaps.iter()
+                .any(|g| g["milestone"] == "first_token" && g["source"] == "in_band"),
+            "{gaps:?}"
+        );
+    }
+    // The statistics table is the export's statistics, metric by metric.
+    let stats = report["statistics"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert!(stats.contains_key("ttft_visible_ms") && stats.contains_key("gap.first_token_ms"));
+    assert_eq!(stats_rows.len(), stats.len());
+    for row in &stats_rows {
+        let s = &stats[&row[0]];
+        assert_eq!(row[1], s["count"].to_string(), "{row:?}");
+        let expected: Vec<String> = ["mean", "p50", "p90", "p99"]
+            .iter()
+            .map(|k| shown(&s[*k]))
+            .collect();
+        assert_eq!(row[2..6], expected[..], "{row:?}");
+    }
+    // The clock table's gap columns agree with the export's gap.* statistics.
+    assert!(!clock_rows.is_empty());
+    for row in &clock_rows {
+        let s = &stats[&format!("gap.{}_ms", row[0])];
+        let expected: Vec<String> = ["p50", "p90", "p99"]
+            .iter()
+            .map(|k| shown(&s[*k]))
+            .collect();
+        assert_eq!(row[7..10], expected[..], "{row:?}");
+    }
+    // The first run's waterfall has a row per observed milestone from headers on.
+    let observed = runs[0]["timeline"]["milestones"]
+        .as_object()
+        .map(|m| {
+            m.keys()
+                .filter(|k| {
+                    !["request_start", "first_event", "first_sentence"].contains(&k.as_str())
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(waterfall_rows, observed);
+    Ok(())
+}
+
+#[tokio::test]
+async fn markup_from_a_loaded_report_is_shown_as_text() -> anyhow::Result<()> {
+    const MARKUP: &str = "<img src=x onerror=alert(1)>";
+    let lab = Lab::open().await?;
+    lab.run_sim("default", 1, 1).await?;
+    // A real report, with a target name and a server timing that are markup.
+    let mut report = lab.exported().await?;
+    report["runs"][0]["target"] = Value::from(MARKUP);
+    if let Some(timings) = report["runs"][0]["timeline"]["server"]["timings"].as_array_mut() {
+        timings.push(serde_json::json!({"name": MARKUP, "duration_ms": 1.0, "source": "server_timing_header"}));
+    }
+    let loaded = lab.import("markup.json", &report.to_string()).await?;
+    let target_cell = lab.text("#runs tbody tr td.target").await?;
+    let timings = lab.text(".server-timings").await?;
+    let images = lab.client.find_all(Locator::Css("img")).await?.len();
+    let alert = lab.client.get_alert_text().await;
+
+    // A malformed file is a message naming the problem, and the page keeps working.
+    let bad = lab
+        .import("broken.json", "{\"schema_version\": 1, \"kind\": \"batch\"")
+        .await?;
+    let still = lab.text("#runs tbody tr td.target").await?;
+    lab.client.close().await?;
+
+    assert_eq!(loaded, "markup.json: loaded 1 run(s)");
+    assert_eq!(target_cell, MARKUP);
+    assert!(timings.contains(&format!("{MARKUP} = 1.0 ms")), "{timings}");
+    assert_eq!(images, 0, "the markup became an element");
+    assert!(alert.is_err(), "an alert opened: {alert:?}");
+    assert!(bad.starts_with("broken.json: not a ttfx report"), "{bad}");
+    assert_eq!(still, MARKUP);
     Ok(())
 }

@@ -1,14 +1,98 @@
-//! The ttfx lab page. Components live here; `main.rs` only mounts.
+//! The ttfx lab page. Components live here and in the modules; `main.rs` only mounts.
+//!
+//! One state ([`Lab`]) holds the measured runs; everything else (statistics, goodput,
+//! the comparison, the export) is derived from it with `ttfx_core`, so a loaded report
+//! and a fresh batch are shown by the same code.
 
 use leptos::prelude::*;
+use ttfx_core::report::{BatchReport, Run};
+use ttfx_core::stats::Budget;
+
+mod chat;
+mod compare;
+mod controls;
+pub mod fmt;
+mod io;
+pub mod measure;
+mod summary;
+pub mod target;
+mod waterfall;
+
+/// The page's state, shared through Leptos context.
+#[derive(Clone, Copy)]
+pub struct Lab {
+    /// Every run measured or loaded, in the order they finished.
+    pub runs: RwSignal<Vec<Run>>,
+    /// Goodput budgets the user set.
+    pub budgets: RwSignal<Vec<Budget>>,
+    /// The run whose waterfall is shown (index into `runs`).
+    pub selected: RwSignal<Option<usize>>,
+    /// The chat view's messages.
+    pub messages: RwSignal<Vec<chat::Message>>,
+    /// Requests still running.
+    pub in_flight: RwSignal<usize>,
+    /// The batch over `runs` with `budgets`.
+    pub batch: Memo<BatchReport>,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let runs = RwSignal::new(Vec::<Run>::new());
+        let budgets = RwSignal::new(default_budgets());
+        let batch = Memo::new(move |_| BatchReport::from_runs(runs.get(), &budgets.get()));
+        Lab {
+            runs,
+            budgets,
+            selected: RwSignal::new(None),
+            messages: RwSignal::new(Vec::new()),
+            in_flight: RwSignal::new(0),
+            batch,
+        }
+    }
+}
+
+/// A first answer within a second and a stream at reading speed or better.
+fn default_budgets() -> Vec<Budget> {
+    ["ttft_visible_ms=1000", "tpot_ms=190"]
+        .iter()
+        .filter_map(|b| Budget::parse(b).ok())
+        .collect()
+}
+
+/// The state of the page; components are only ever mounted inside [`App`].
+pub fn lab() -> Lab {
+    use_context::<Lab>().unwrap_or_else(Lab::new)
+}
 
 /// The whole lab page.
 #[component]
 pub fn App() -> impl IntoView {
+    provide_context(Lab::new());
     view! {
-        <main>
+        <header>
             <h1>"ttfx lab"</h1>
             <ProbeStatus/>
+        </header>
+        <main>
+            <section class="panel run">
+                <h2>"Run"</h2>
+                <controls::RunForm/>
+                <chat::ChatView/>
+            </section>
+            <section class="panel request">
+                <h2>"Per request"</h2>
+                <waterfall::RunList/>
+                <waterfall::SelectedRun/>
+            </section>
+            <section class="panel batch">
+                <h2>"Across runs"</h2>
+                <io::ImportExport/>
+                <summary::BatchSummary/>
+            </section>
+            <section class="panel compare">
+                <h2>"Compare two targets"</h2>
+                <compare::ComparePanel/>
+            </section>
         </main>
     }
 }

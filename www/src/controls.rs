@@ -1,0 +1,245 @@
+//! The run form: what to measure, how often, how many at once; and the runner that
+//! keeps `concurrency` requests in flight until `runs` have been made.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use ttfx_core::decode::DialectKind;
+use ttfx_probe::{Probe, ProbeOptions};
+
+use crate::chat::Message;
+use crate::measure::{ReplySink, measure};
+use crate::target::{CHAT_DIALECTS, SIM_PROFILES, Target};
+use crate::{Lab, lab};
+
+const MAX_RUNS: usize = 500;
+const MAX_CONCURRENCY: usize = 32;
+
+/// What the user asked for, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub target: Target,
+    pub prompt: String,
+    pub runs: usize,
+    pub concurrency: usize,
+}
+
+/// The form's fields as typed.
+#[derive(Debug, Clone, Default)]
+pub struct Fields {
+    /// `sim` or `url`.
+    pub kind: String,
+    pub profile: String,
+    pub overrides: String,
+    pub url: String,
+    pub dialect: String,
+    pub prompt: String,
+    pub runs: String,
+    pub concurrency: String,
+}
+
+impl Fields {
+    /// Checks the fields; the error names the field to fix.
+    pub fn plan(&self) -> Result<Plan, String> {
+        let dialect: DialectKind = self.dialect.parse().map_err(|e| format!("dialect: {e}"))?;
+        let target = if self.kind == "url" {
+            Target::Direct {
+                url: self.url.trim().to_owned(),
+                dialect,
+            }
+        } else {
+            Target::Sim {
+                profile: self.profile.trim().to_owned(),
+                dialect,
+                overrides: self.overrides.trim().to_owned(),
+            }
+        };
+        target.validate()?;
+        let runs = count("runs", &self.runs, MAX_RUNS)?;
+        let concurrency = count("concurrency", &self.concurrency, MAX_CONCURRENCY)?.min(runs);
+        Ok(Plan {
+            target,
+            prompt: self.prompt.clone(),
+            runs,
+            concurrency,
+        })
+    }
+}
+
+fn count(name: &str, text: &str, max: usize) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{name} must be a whole number from 1 to {max}, got {text:?}"
+        )),
+    }
+}
+
+/// The form.
+#[component]
+pub fn RunForm() -> impl IntoView {
+    let lab = lab();
+    let kind = RwSignal::new("sim".to_owned());
+    let profile = RwSignal::new("default".to_owned());
+    let overrides = RwSignal::new(String::new());
+    let url = RwSignal::new("/proxy/local/v1/chat/completions".to_owned());
+    let dialect = RwSignal::new(DialectKind::OpenAiChat.as_str().to_owned());
+    let prompt = RwSignal::new("Why does the first word matter more than the last?".to_owned());
+    let runs = RwSignal::new("5".to_owned());
+    let concurrency = RwSignal::new("2".to_owned());
+    let problem = RwSignal::new(None::<String>);
+
+    let start = move |_| {
+        let checked = Fields {
+            kind: kind.get_untracked(),
+            profile: profile.get_untracked(),
+            overrides: overrides.get_untracked(),
+            url: url.get_untracked(),
+            dialect: dialect.get_untracked(),
+            prompt: prompt.get_untracked(),
+            runs: runs.get_untracked(),
+            concurrency: concurrency.get_untracked(),
+        }
+        .plan();
+        match checked {
+            Ok(plan) => {
+                problem.set(None);
+                if let Err(e) = launch(lab, plan) {
+                    problem.set(Some(e));
+                }
+            }
+            Err(e) => problem.set(Some(e)),
+        }
+    };
+    let clear = move |_| {
+        lab.runs.set(Vec::new());
+        lab.messages.set(Vec::new());
+        lab.selected.set(None);
+    };
+    let is_sim = move || kind.get() == "sim";
+
+    view! {
+        <form class="run-form" on:submit=|ev| ev.prevent_default()>
+            <label>"target "
+                <select id="target-kind" prop:value=move || kind.get()
+                    on:change=move |ev| kind.set(event_target_value(&ev))>
+                    <option value="sim">"simulated profile (no key)"</option>
+                    <option value="url">"URL (proxy route or server)"</option>
+                </select>
+            </label>
+            <Show when=is_sim fallback=move || view! {
+                <label>"URL " <input id="target-url" size="40" bind:value=url/></label>
+            }>
+                <label>"profile "
+                    <input id="profile" list="profiles" bind:value=profile/>
+                    <datalist id="profiles">
+                        {SIM_PROFILES.map(|p| view! { <option value=p/> }).collect_view()}
+                    </datalist>
+                </label>
+                <label title="query parameters of the simulator, e.g. stall_at=10&stall_ms=800">
+                    "overrides " <input id="overrides" placeholder="stall_at=10&stall_ms=800" bind:value=overrides/>
+                </label>
+            </Show>
+            <label>"dialect "
+                <select id="dialect" prop:value=move || dialect.get()
+                    on:change=move |ev| dialect.set(event_target_value(&ev))>
+                    {CHAT_DIALECTS.map(|d| view! { <option value=d.as_str()>{d.as_str()}</option> }).collect_view()}
+                </select>
+            </label>
+            <label class="wide">"prompt " <textarea id="prompt" rows="2" bind:value=prompt></textarea></label>
+            <label>"runs " <input id="runs" type="number" min="1" max=MAX_RUNS bind:value=runs/></label>
+            <label>"concurrency " <input id="concurrency" type="number" min="1" max=MAX_CONCURRENCY bind:value=concurrency/></label>
+            <button id="run" type="button" on:click=start>"Run"</button>
+            <button id="clear" type="button" on:click=clear>"Clear"</button>
+            <span id="in-flight">{move || match lab.in_flight.get() {
+                0 => String::new(),
+                n => format!("{n} in flight"),
+            }}</span>
+            {move || problem.get().map(|p| view! { <p class="error" id="form-error">{p}</p> })}
+        </form>
+    }
+}
+
+/// Starts `plan.concurrency` workers that share one queue of `plan.runs` requests.
+fn launch(lab: Lab, plan: Plan) -> Result<(), String> {
+    let probe = Probe::new(ProbeOptions {
+        label: Some(plan.target.label()),
+        ..ProbeOptions::default()
+    })
+    .map_err(|e| format!("the probe cannot start: {e}"))?;
+    let next = Rc::new(Cell::new(0usize));
+    let plan = Rc::new(plan);
+    lab.in_flight.update(|n| *n += plan.runs);
+    for _ in 0..plan.concurrency {
+        let (probe, next, plan) = (probe.clone(), next.clone(), plan.clone());
+        spawn_local(async move { worker(lab, probe, &plan, &next).await });
+    }
+    Ok(())
+}
+
+async fn worker(lab: Lab, probe: Probe, plan: &Plan, next: &Cell<usize>) {
+    static KEYS: AtomicU64 = AtomicU64::new(0);
+    while next.get() < plan.runs {
+        next.set(next.get() + 1);
+        let message = Message::new(
+            KEYS.fetch_add(1, Ordering::Relaxed),
+            plan.target.label(),
+            plan.prompt.clone(),
+        );
+        lab.messages.update(|m| m.push(message.clone()));
+        // The view inserts the reply element on its next tick; the probe must watch it
+        // before the first token lands.
+        gloo_timers::future::TimeoutFuture::new(0).await;
+        match document().get_element_by_id(&message.reply_id()) {
+            Some(reply) => {
+                match measure(&probe, &plan.target, &plan.prompt, &reply, &message).await {
+                    Ok(run) => lab.runs.update(|r| r.push(run)),
+                    Err(e) => message.error(&e),
+                }
+            }
+            None => message.error("the reply element was not rendered"),
+        }
+        lab.in_flight.update(|n| *n = n.saturating_sub(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(kind: &str, target: &str, dialect: &str, runs: &str, conc: &str) -> Fields {
+        Fields {
+            kind: kind.into(),
+            profile: target.into(),
+            url: target.into(),
+            dialect: dialect.into(),
+            prompt: "hi".into(),
+            runs: runs.into(),
+            concurrency: conc.into(),
+            ..Fields::default()
+        }
+    }
+
+    #[test]
+    fn plan_checks_counts_and_caps_concurrency() {
+        let p = fields("sim", "default", "openai-chat", "3", "8")
+            .plan()
+            .unwrap();
+        assert_eq!((p.runs, p.concurrency), (3, 3));
+        let e = fields("sim", "default", "openai-chat", "0", "1")
+            .plan()
+            .unwrap_err();
+        assert!(e.starts_with("runs must be"), "{e}");
+        let e = fields("sim", "default", "nope", "1", "1")
+            .plan()
+            .unwrap_err();
+        assert!(e.starts_with("dialect:"), "{e}");
+        let e = fields("url", "ftp://x", "openai-chat", "1", "1")
+            .plan()
+            .unwrap_err();
+        assert!(e.contains("ftp://x"), "{e}");
+    }
+}

@@ -1,0 +1,123 @@
+//! Export and import: the batch report JSON goes out as a download (and sits on the page
+//! as `data-report`, for QA drivers); a report file from elsewhere comes in and is shown
+//! by the same components. A bad file is a message, never a panic.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use ttfx_core::report::{BatchReport, ReportFile};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlInputElement, Url};
+
+use crate::lab;
+
+/// The batch's JSON, as exported.
+pub fn export_json(batch: &BatchReport) -> String {
+    serde_json::to_string_pretty(batch).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// Reads a report file; the error is the reader's own message, which names the problem.
+pub fn import_json(text: &str) -> Result<ReportFile, String> {
+    ReportFile::from_json(text).map_err(|e| e.to_string())
+}
+
+#[component]
+pub fn ImportExport() -> impl IntoView {
+    let lab = lab();
+    let message = RwSignal::new(None::<(bool, String)>);
+    let json = Memo::new(move |_| export_json(&lab.batch.get()));
+    let download = move |_| {
+        if let Err(e) = save(&json.get_untracked(), "ttfx-batch.json") {
+            message.set(Some((false, format!("download failed: {e}"))));
+        }
+    };
+    let load = move |ev: leptos::ev::Event| {
+        let Some(file) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+            .and_then(|input| input.files())
+            .and_then(|files| files.get(0))
+        else {
+            return;
+        };
+        let name = file.name();
+        spawn_local(async move {
+            let text = match JsFuture::from(file.text()).await {
+                Ok(t) => t.as_string().unwrap_or_default(),
+                Err(_) => {
+                    message.set(Some((false, format!("{name}: cannot be read"))));
+                    return;
+                }
+            };
+            match import_json(&text) {
+                Ok(report) => {
+                    if let ReportFile::Batch(b) = &report
+                        && let Some(g) = &b.goodput
+                    {
+                        lab.budgets.set(g.budgets.clone());
+                    }
+                    let runs = report.into_runs();
+                    message.set(Some((
+                        true,
+                        format!("{name}: loaded {} run(s)", runs.len()),
+                    )));
+                    lab.messages.set(Vec::new());
+                    lab.selected.set(None);
+                    lab.runs.set(runs);
+                }
+                Err(e) => message.set(Some((false, format!("{name}: {e}")))),
+            }
+        });
+    };
+    view! {
+        <div class="io" id="export" data-report=move || json.get()>
+            <button id="download" type="button" on:click=download>"Download batch JSON"</button>
+            <label>" load a report " <input id="import" type="file" accept=".json,application/json" on:change=load/></label>
+            {move || message.get().map(|(ok, text)| view! {
+                <p id="import-message" class=if ok { "ok" } else { "error" }>{text}</p>
+            })}
+        </div>
+    }
+}
+
+/// Offers `text` as a file download.
+fn save(text: &str, filename: &str) -> Result<(), String> {
+    let parts = js_sys::Array::of1(&text.into());
+    let options = BlobPropertyBag::new();
+    options.set_type("application/json");
+    let blob = Blob::new_with_str_sequence_and_options(&parts, &options)
+        .map_err(|_| "cannot make the file".to_owned())?;
+    let url = Url::create_object_url_with_blob(&blob).map_err(|_| "no object URL".to_owned())?;
+    let anchor: HtmlAnchorElement = document()
+        .create_element("a")
+        .map_err(|_| "no anchor".to_owned())?
+        .unchecked_into();
+    anchor.set_href(&url);
+    anchor.set_download(filename);
+    anchor.click();
+    let _ = Url::revoke_object_url(&url);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_file_is_a_message() {
+        assert!(
+            import_json("{")
+                .unwrap_err()
+                .starts_with("not a ttfx report")
+        );
+        let e = import_json(r#"{"schema_version": 9, "kind": "batch"}"#).unwrap_err();
+        assert!(e.contains("unsupported schema_version 9"), "{e}");
+    }
+
+    #[test]
+    fn export_reads_back() {
+        let batch = BatchReport::from_runs(Vec::new(), &[]);
+        let back = import_json(&export_json(&batch)).unwrap();
+        assert!(back.runs().is_empty());
+    }
+}

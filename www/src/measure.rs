@@ -1,0 +1,180 @@
+//! One measured request, as a chat product would make it: the probe times the fetch, the
+//! page reads the body itself and shows the reply text as it arrives; afterwards the
+//! simulator's record (`/records/{x-request-id}`) is joined to the run as the server clock.
+
+use js_sys::{Reflect, Uint8Array};
+use ttfx_core::decode::{Decoder, Event, Limits};
+use ttfx_core::report::Run;
+use ttfx_core::timeline::ServerData;
+use ttfx_probe::Probe;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Element, ReadableStreamDefaultReader, RequestInit, Response};
+
+use crate::target::{Target, request_body};
+
+/// Where the page shows a reply while it streams.
+pub trait ReplySink {
+    fn text(&self, piece: &str);
+    fn reasoning(&self, piece: &str);
+    fn error(&self, message: &str);
+}
+
+/// Measures one request to `target`; `reply` is the element the text lands in (watched
+/// for render timing). Returns the run with the server's record joined when one exists.
+pub async fn measure(
+    probe: &Probe,
+    target: &Target,
+    prompt: &str,
+    reply: &Element,
+    sink: &dyn ReplySink,
+) -> Result<Run, String> {
+    let run = probe.start(Some(target.label()));
+    if let Err(e) = run.watch(reply) {
+        sink.error(&format!("render timing is off: {e}"));
+    }
+    let init = RequestInit::new();
+    init.set_method("POST");
+    init.set_body(&JsValue::from_str(&request_body(target.dialect(), prompt)));
+    let headers = js_sys::Object::new();
+    let _ = Reflect::set(&headers, &"content-type".into(), &"application/json".into());
+    init.set_headers(&headers);
+    let mut request_id = None;
+    match run.fetch(&JsValue::from_str(&target.url()), &init).await {
+        Ok(response) => {
+            request_id = response.headers().get("x-request-id").ok().flatten();
+            if !response.ok() {
+                sink.error(&format!("HTTP {}", response.status()));
+            }
+            if let Err(e) = read_reply(&response, target, sink).await {
+                sink.error(&e);
+            }
+        }
+        Err(e) => sink.error(&format!("fetch failed: {}", js_text(&e))),
+    }
+    let report = run
+        .finished()
+        .await
+        .ok_or_else(|| "the probe gave no report (switched off after a fault)".to_owned())?;
+    let mut record = report.run;
+    if let Some(id) = request_id.filter(|_| same_origin(&target.url())) {
+        if let Some(server) = fetch_record(&id).await {
+            record = join_server(record, &server)?;
+        }
+        record.id = Some(id);
+    }
+    Ok(record)
+}
+
+/// Reads the body to its end, handing visible and reasoning text to the sink.
+async fn read_reply(
+    response: &Response,
+    target: &Target,
+    sink: &dyn ReplySink,
+) -> Result<(), String> {
+    let Some(body) = response.body() else {
+        return Ok(());
+    };
+    let reader: ReadableStreamDefaultReader = body
+        .get_reader()
+        .dyn_into()
+        .map_err(|_| "the body has no default reader".to_owned())?;
+    let mut decoder = Decoder::new(target.dialect(), Limits::DEFAULT);
+    loop {
+        let step = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| format!("the stream broke: {}", js_text(&e)))?;
+        let done = Reflect::get(&step, &"done".into())
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true);
+        let events = if done {
+            decoder.finish()
+        } else {
+            let value = Reflect::get(&step, &"value".into()).unwrap_or(JsValue::UNDEFINED);
+            let bytes = value
+                .dyn_into::<Uint8Array>()
+                .map(|a| a.to_vec())
+                .unwrap_or_default();
+            decoder.push(&bytes)
+        };
+        for event in events {
+            match event {
+                Event::Text { text } => sink.text(&text),
+                Event::Reasoning { text } => sink.reasoning(&text),
+                Event::Error { message, .. } => sink.error(&message),
+                _ => {}
+            }
+        }
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+/// The record API lives on the serving origin: only same-origin targets have one here.
+fn same_origin(url: &str) -> bool {
+    if url.starts_with('/') {
+        return true;
+    }
+    web_sys::window()
+        .and_then(|w| w.location().origin().ok())
+        .is_some_and(|origin| url.starts_with(&format!("{origin}/")))
+}
+
+/// The simulator's record of the request, once it says the request is over. A missing or
+/// unreadable record is not an error: the run still has the header-time server data.
+async fn fetch_record(request_id: &str) -> Option<ServerData> {
+    let window = web_sys::window()?;
+    // The record is written as the last bytes leave; the client can get there first.
+    for _ in 0..10 {
+        let url = format!("/records/{request_id}");
+        let response: Response = JsFuture::from(window.fetch_with_str(&url))
+            .await
+            .ok()?
+            .dyn_into()
+            .ok()?;
+        if !response.ok() {
+            return None;
+        }
+        let text = JsFuture::from(response.text().ok()?)
+            .await
+            .ok()?
+            .as_string()?;
+        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+        if value.get("outcome").and_then(|o| o.as_str()) != Some("in_progress") {
+            return serde_json::from_value(value.get("server")?.clone()).ok();
+        }
+        gloo_timers::future::TimeoutFuture::new(30).await;
+    }
+    None
+}
+
+/// Adds the record's server data to the run's timeline and recomputes the metrics, so
+/// the gaps pair the client milestones with the record's.
+pub fn join_server(run: Run, server: &ServerData) -> Result<Run, String> {
+    let mut timeline = run.timeline;
+    for timing in &server.timings {
+        if !timeline.server.timings.contains(timing) {
+            timeline.server.timings.push(timing.clone());
+        }
+    }
+    if timeline.server.usage.is_none() {
+        timeline.server.usage = server.usage.clone();
+    }
+    if timeline.server.wall_clock.is_none() {
+        timeline.server.wall_clock = server.wall_clock;
+    }
+    Run::new(run.id, run.target, timeline).map_err(|e| format!("run timeline: {e}"))
+}
+
+fn js_text(value: &JsValue) -> String {
+    value
+        .as_string()
+        .or_else(|| {
+            value
+                .dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+        })
+        .unwrap_or_else(|| format!("{value:?}"))
+}

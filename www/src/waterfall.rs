@@ -1,0 +1,272 @@
+//! One request at a time: the list of runs, and for the chosen one a waterfall of the
+//! client milestones on one time axis with the server's counterparts and the gap between
+//! them, the chunk series as a strip, and the stall and buffered verdicts.
+
+use leptos::prelude::*;
+use ttfx_core::Milestone;
+use ttfx_core::metrics::buffered::BufferedVerdict;
+use ttfx_core::report::Run;
+
+use crate::fmt::{Scale, num, opt, wire_name};
+use crate::lab;
+
+/// The milestones a user meets, in order; absent ones are skipped.
+const ROWS: [Milestone; 11] = [
+    Milestone::Headers,
+    Milestone::FirstByte,
+    Milestone::FirstToken,
+    Milestone::FirstVisibleToken,
+    Milestone::FirstDom,
+    Milestone::FirstPaint,
+    Milestone::FirstAudioOut,
+    Milestone::LastToken,
+    Milestone::Done,
+    Milestone::Error,
+    Milestone::Aborted,
+];
+
+const WIDTH: f64 = 760.0;
+const LABEL_W: f64 = 150.0;
+const PLOT_R: f64 = WIDTH - 120.0;
+const ROW_H: f64 = 22.0;
+
+/// The runs as a table; a click shows that run's waterfall.
+#[component]
+pub fn RunList() -> impl IntoView {
+    let lab = lab();
+    let rows = move || {
+        lab.runs
+            .get()
+            .into_iter()
+            .enumerate()
+            .map(|(i, run)| {
+                let m = &run.metrics;
+                let selected = move || lab.selected.get() == Some(i);
+                view! {
+                    <tr class:selected=selected on:click=move |_| lab.selected.set(Some(i))>
+                        <td>{i + 1}</td>
+                        <td class="target">{run.target.clone().unwrap_or_default()}</td>
+                        <td>{wire_name(&m.outcome)}</td>
+                        <td class="num">{opt(m.ttft_visible_ms.map(|v| v.value))}</td>
+                        <td class="num">{opt(m.e2e_ms.map(|v| v.value))}</td>
+                        <td class="num">{opt(m.output_tokens.map(|v| v.value))}</td>
+                        <td>{wire_name(&m.buffered.verdict)}</td>
+                        <td class="num">{m.stalls.map(|s| s.count.to_string()).unwrap_or_default()}</td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <table id="runs" class="runs">
+            <thead><tr>
+                <th>"#"</th><th>"target"</th><th>"outcome"</th><th>"first visible ms"</th>
+                <th>"e2e ms"</th><th>"tokens"</th><th>"buffered"</th><th>"stalls"</th>
+            </tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+/// The chosen run's waterfall (the first run until one is chosen).
+#[component]
+pub fn SelectedRun() -> impl IntoView {
+    let lab = lab();
+    move || {
+        let runs = lab.runs.get();
+        let index = lab.selected.get().unwrap_or(0);
+        runs.get(index).cloned().map(|run| {
+            view! {
+                <h3>{format!("run {} · {}", index + 1, run.target.clone().unwrap_or_default())}</h3>
+                <Verdicts run=run.clone()/>
+                <Waterfall run=run.clone()/>
+                <ChunkStrip run/>
+            }
+        })
+    }
+}
+
+/// Stalls and the buffered verdict, readable at a glance.
+#[component]
+fn Verdicts(run: Run) -> impl IntoView {
+    let b = run.metrics.buffered;
+    let class = match b.verdict {
+        BufferedVerdict::Buffered => "badge bad",
+        BufferedVerdict::Streamed => "badge good",
+        BufferedVerdict::Undetermined => "badge",
+    };
+    let share = b
+        .burst_share
+        .map(|s| format!(" · {:.0} % in one 100 ms window", s * 100.0))
+        .unwrap_or_default();
+    let stalls = match run.metrics.stalls {
+        Some(s) if s.count > 0 => (
+            "badge bad",
+            format!(
+                "{} stall(s), {} ms (gap > {} ms)",
+                s.count,
+                num(s.stalled_ms),
+                num(s.threshold_ms)
+            ),
+        ),
+        Some(s) => (
+            "badge good",
+            format!("no stalls (longest gap {} ms)", num(s.longest_gap_ms)),
+        ),
+        None => ("badge", "stalls: too few gaps to judge".to_owned()),
+    };
+    view! {
+        <p class="verdicts">
+            <span class=class id="buffered-verdict">
+                {format!("{}: {} visible tokens{share}", wire_name(&b.verdict), b.visible_tokens)}
+            </span>
+            <span class=stalls.0 id="stall-verdict">{stalls.1}</span>
+        </p>
+    }
+}
+
+/// Client milestones as bars from the request's start; the server's counterpart as a
+/// hollow mark on the same row, the gap written beside it.
+#[component]
+fn Waterfall(run: Run) -> impl IntoView {
+    let t = &run.timeline;
+    let rows: Vec<(Milestone, f64)> = ROWS
+        .iter()
+        .filter_map(|m| t.milestones.get(*m).map(|at| (*m, at)))
+        .collect();
+    let end = rows
+        .iter()
+        .map(|r| r.1)
+        .chain(run.metrics.gaps.iter().map(|g| g.server_ms))
+        .fold(0.0, f64::max);
+    let x = Scale::zero_to(end, LABEL_W, PLOT_R);
+    let height = ROW_H * (rows.len() as f64 + 1.5);
+    let axis_y = ROW_H * rows.len() as f64 + 4.0;
+    let bars = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (m, at))| {
+            let y = ROW_H * i as f64 + ROW_H / 2.0;
+            let gap = run.metrics.gaps.iter().find(|g| g.milestone == *m).cloned();
+            let server = gap.map(|g| {
+                let label = format!(
+                    "server {} ms · gap {} ms ({})",
+                    num(g.server_ms),
+                    num(g.gap_ms),
+                    wire_name(&g.source)
+                );
+                view! {
+                    <line class="gap" x1=x.at(g.server_ms) x2=x.at(*at) y1=y y2=y/>
+                    <circle class="server" cx=x.at(g.server_ms) cy=y r="5"/>
+                    <text class="gap-label" x=x.at(*at) + 8.0 y=y + 4.0>{label}</text>
+                }
+            });
+            let plain = format!("{} ms", num(*at));
+            let has_gap = server.is_some();
+            view! {
+                <g class="row" data-milestone=m.as_str()>
+                    <text class="label" x="4" y=y + 4.0>{m.as_str()}</text>
+                    <line class="client" x1=x.at(0.0) x2=x.at(*at) y1=y y2=y/>
+                    <circle class="client" cx=x.at(*at) cy=y r="4"/>
+                    {server}
+                    {(!has_gap).then(|| view! {
+                        <text class="value" x=x.at(*at) + 8.0 y=y + 4.0>{plain.clone()}</text>
+                    })}
+                </g>
+            }
+        })
+        .collect_view();
+    let ticks = x
+        .ticks(6)
+        .into_iter()
+        .map(|v| {
+            view! {
+                <line class="tick" x1=x.at(v) x2=x.at(v) y1="0" y2=axis_y/>
+                <text class="tick" x=x.at(v) y=axis_y + 14.0 text-anchor="middle">{format!("{v:.0}")}</text>
+            }
+        })
+        .collect_view();
+    view! {
+        <svg id="waterfall" class="chart" width=WIDTH height=height + 10.0
+            viewBox=format!("0 0 {WIDTH} {}", height + 10.0)>
+            {ticks}
+            {bars}
+        </svg>
+        <p class="legend">
+            "● client (page clock, ms since request start)  ○ server-reported counterpart; "
+            "gap = client − server"
+        </p>
+        <ServerTimings run/>
+    }
+}
+
+/// Everything the server reported, as the server named it.
+#[component]
+fn ServerTimings(run: Run) -> impl IntoView {
+    let items = run
+        .timeline
+        .server
+        .timings
+        .into_iter()
+        .map(|s| {
+            let value = s.duration_ms.map(num).unwrap_or_else(|| "–".into());
+            view! { <li>{format!("{} = {value} ms ({})", s.name, wire_name(&s.source))}</li> }
+        })
+        .collect_view();
+    view! { <ul class="server-timings">{items}</ul> }
+}
+
+/// Every chunk at its arrival time, height by size; stall gaps shaded.
+#[component]
+fn ChunkStrip(run: Run) -> impl IntoView {
+    let chunks = run.timeline.chunks_by_time();
+    let end = chunks.last().map(|c| c.at_ms).unwrap_or(0.0);
+    let x = Scale::zero_to(end, LABEL_W, PLOT_R);
+    let max_bytes = chunks.iter().map(|c| c.bytes).max().unwrap_or(1).max(1) as f64;
+    let threshold = run.metrics.stalls.map(|s| s.threshold_ms);
+    let token_times: Vec<f64> = chunks
+        .iter()
+        .filter(|c| c.tokens() > 0)
+        .map(|c| c.at_ms)
+        .collect();
+    let stalls = threshold
+        .map(|limit| {
+            token_times
+                .windows(2)
+                .filter(|w| w[1] - w[0] > limit)
+                .map(|w| {
+                    view! {
+                        <rect class="stall" x=x.at(w[0]) y="0" width=x.at(w[1]) - x.at(w[0]) height="50"/>
+                    }
+                })
+                .collect_view()
+        })
+        .unwrap_or_default();
+    let bars = chunks
+        .iter()
+        .map(|c| {
+            let h = 4.0 + 40.0 * (c.bytes as f64 / max_bytes).sqrt();
+            let class = if c.visible_tokens > 0 {
+                "chunk visible"
+            } else if c.reasoning_tokens > 0 {
+                "chunk reasoning"
+            } else {
+                "chunk other"
+            };
+            view! {
+                <rect class=class x=x.at(c.at_ms) - 1.0 y=48.0 - h width="2" height=h>
+                    <title>{format!("{} ms · {} B", num(c.at_ms), c.bytes)}</title>
+                </rect>
+            }
+        })
+        .collect_view();
+    view! {
+        <svg id="chunk-strip" class="chart" width=WIDTH height="70" viewBox=format!("0 0 {WIDTH} 70")>
+            <text class="label" x="4" y="30">{format!("{} chunks", chunks.len())}</text>
+            {stalls}
+            {bars}
+            <text class="tick" x=PLOT_R y="64" text-anchor="end">{format!("{} ms", num(end))}</text>
+        </svg>
+        <p class="legend">"chunks: blue visible text, violet reasoning, grey other; height ∝ √bytes; red: stall"</p>
+    }
+}
