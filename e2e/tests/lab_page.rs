@@ -47,8 +47,15 @@ impl Lab {
         Ok(self.client.find(Locator::Css(css)).await?.text().await?)
     }
 
-    /// Runs `runs` requests to a simulated profile and waits until the batch has them all.
-    async fn run_sim(&self, profile: &str, runs: usize, concurrency: usize) -> anyhow::Result<()> {
+    /// Runs `runs` requests to a simulated profile and waits until the batch holds
+    /// `total` runs (the page keeps earlier runs).
+    async fn run_sim(
+        &self,
+        profile: &str,
+        runs: usize,
+        concurrency: usize,
+        total: usize,
+    ) -> anyhow::Result<()> {
         self.fill("#profile", profile).await?;
         self.fill("#runs", &runs.to_string()).await?;
         self.fill("#concurrency", &concurrency.to_string()).await?;
@@ -57,7 +64,7 @@ impl Lab {
             .await?
             .click()
             .await?;
-        let done = format!("//p[@id='outcomes' and starts-with(text(), '{runs} runs')]");
+        let done = format!("//p[@id='outcomes' and starts-with(text(), '{total} runs')]");
         self.client
             .wait()
             .at_most(Duration::from_secs(60))
@@ -151,7 +158,7 @@ async fn lab_page_renders_in_headless_chromium() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_simulated_batch_shows_tables_that_match_its_export() -> anyhow::Result<()> {
     let lab = Lab::open().await?;
-    lab.run_sim("default", 3, 2).await?;
+    lab.run_sim("default", 3, 2, 3).await?;
     let report = lab.exported().await?;
     let stats_rows = lab.rows("#stats").await?;
     let clock_rows = lab.rows("#clocks").await?;
@@ -172,9 +179,6 @@ async fn a_simulated_batch_shows_tables_that_match_its_export() -> anyhow::Resul
         .find_all(Locator::Css("#waterfall g.row"))
         .await?
         .len();
-    if let Ok(path) = std::env::var("TTFX_LAB_SCREENSHOT") {
-        std::fs::write(path, lab.client.screenshot().await?)?;
-    }
     lab.client.close().await?;
 
     // The export is a batch of the three runs, all measured to the end.
@@ -249,7 +253,7 @@ async fn a_simulated_batch_shows_tables_that_match_its_export() -> anyhow::Resul
 async fn markup_from_a_loaded_report_is_shown_as_text() -> anyhow::Result<()> {
     const MARKUP: &str = "<img src=x onerror=alert(1)>";
     let lab = Lab::open().await?;
-    lab.run_sim("default", 1, 1).await?;
+    lab.run_sim("default", 1, 1, 1).await?;
     // A real report, with a target name and a server timing that are markup.
     let mut report = lab.exported().await?;
     report["runs"][0]["target"] = Value::from(MARKUP);
@@ -276,5 +280,59 @@ async fn markup_from_a_loaded_report_is_shown_as_text() -> anyhow::Result<()> {
     assert!(alert.is_err(), "an alert opened: {alert:?}");
     assert!(bad.starts_with("broken.json: not a ttfx report"), "{bad}");
     assert_eq!(still, MARKUP);
+    Ok(())
+}
+
+/// n* from two targets' medians, as `ttfx_core::crossover` defines it.
+fn n_star(report: &Value, target: &str) -> (f64, f64) {
+    let median = |metric: &str| {
+        let mut v: Vec<f64> = report["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["target"] == target)
+            .filter_map(|r| r["metrics"][metric]["value"].as_f64())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        // numpy linear median: the mean of the middle two for an even count.
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    (median("ttft_ms"), median("decode_tokens_per_s"))
+}
+
+#[tokio::test]
+async fn two_targets_cross_where_their_medians_say() -> anyhow::Result<()> {
+    let lab = Lab::open().await?;
+    lab.run_sim("fast-start-slow-stream", 2, 2, 2).await?;
+    lab.run_sim("slow-start-fast-stream", 2, 2, 4).await?;
+    let crossover = lab.text("#crossover").await?;
+    let report = lab.exported().await?;
+    if let Ok(path) = std::env::var("TTFX_LAB_SCREENSHOT") {
+        // Tall enough for every panel: the README shows the whole page.
+        lab.client.set_window_size(1200, 2900).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::fs::write(path, lab.client.screenshot().await?)?;
+    }
+    lab.client.close().await?;
+
+    let (ttft_a, rate_a) = n_star(&report, "sim/fast-start-slow-stream");
+    let (ttft_b, rate_b) = n_star(&report, "sim/slow-start-fast-stream");
+    // ttft in ms, rates in tokens/s.
+    let expected = (ttft_b - ttft_a) / 1000.0 / (1.0 / rate_a - 1.0 / rate_b);
+    assert!(
+        crossover.starts_with(&format!("n* ≈ {expected:.1} tokens")),
+        "{crossover} (expected {expected:.1})"
+    );
+    // DESIGN.md's deployments A and B cross near 29 tokens; measured rates wander a bit.
+    assert!((20.0..40.0).contains(&expected), "n* = {expected}");
+    assert!(
+        crossover.ends_with("shorter answers finish first on A, longer ones on B"),
+        "{crossover}"
+    );
     Ok(())
 }
