@@ -204,7 +204,9 @@ fn a_missing_driver_and_a_bad_budget_exit_two_with_one_clear_line() -> anyhow::R
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("no chromedriver at /nonexistent/chromedriver"),
+        stderr.contains(
+            "no chromedriver at /nonexistent/chromedriver: --browser chromium is not installed"
+        ),
         "{stderr}"
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
@@ -297,5 +299,57 @@ fn the_plain_example_page_is_measured_through_url() -> anyhow::Result<()> {
     assert!((300.0..550.0).contains(&p50), "p50 {p50}\n{stdout}");
     // The label drops the page's query (it may carry a key).
     assert!(stdout.contains("/example.html: 2 run(s)"), "{stdout}");
+    Ok(())
+}
+
+/// Firefox through geckodriver, when `cargo xtask setup --browsers all` installed it;
+/// otherwise the test says so and passes (the tests' own stage installs Chromium only).
+#[test]
+fn firefox_is_measured_through_geckodriver_when_installed() -> anyhow::Result<()> {
+    let installed = ["/usr/bin/firefox-esr", "/usr/bin/firefox"]
+        .iter()
+        .any(|p| Path::new(p).is_file());
+    let probe = Command::new(paths::ttfx_bin()?)
+        .args(["run", "--browser", "firefox", "--runs", "1"])
+        .args(["--driver", "/nonexistent/geckodriver"])
+        .output()?;
+    // A missing driver names the browser and how to install it.
+    let stderr = text(&probe.stderr);
+    assert_eq!(probe.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--browser firefox is not installed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cargo xtask setup --browsers all"),
+        "{stderr}"
+    );
+
+    let gecko = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo/bin/geckodriver"))
+        .filter(|p| p.is_file());
+    let (true, Some(gecko)) = (installed, gecko) else {
+        eprintln!("skipped: Firefox or geckodriver is not installed");
+        return Ok(());
+    };
+    let out = ttfx_run(&[
+        "--browser",
+        "firefox",
+        "--driver",
+        gecko.to_str().unwrap(),
+        "--target",
+        TARGET,
+        "--runs",
+        "2",
+        "--budget",
+        "ttft_visible.p90<=3s",
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // Firefox coarsens performance.now() to 1 ms; the bounds are the Chromium test's.
+    let p50 = table_value(&stdout, "ttft_visible_ms", "p50").unwrap();
+    assert!((400.0..650.0).contains(&p50), "p50 {p50}\n{stdout}");
+    // No DevTools performance log in geckodriver: no ground-truth line.
+    assert!(!stdout.contains("ground truth"), "{stdout}");
     Ok(())
 }

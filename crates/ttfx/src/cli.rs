@@ -83,9 +83,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub webdriver: Option<String>,
 
-    /// The chromedriver to start (default $CHROMEDRIVER, else chromedriver on the PATH).
-    #[arg(long, value_name = "PATH")]
-    pub chromedriver: Option<PathBuf>,
+    /// The browser: chromium (chromedriver), firefox (geckodriver) or webkit
+    /// (WebKitWebDriver).
+    #[arg(long, value_enum, default_value = "chromium")]
+    pub browser: crate::run_cmd::Browser,
+
+    /// The WebDriver server to start (default $CHROMEDRIVER / $GECKODRIVER /
+    /// $WEBKITWEBDRIVER, else the driver on the PATH).
+    #[arg(long, alias = "chromedriver", value_name = "PATH")]
+    pub driver: Option<PathBuf>,
 
     /// The built probe package (default target/probe-pkg, from `cargo xtask probe-pkg`).
     #[arg(long, value_name = "DIR")]

@@ -15,7 +15,7 @@ pub fn out_dir() -> PathBuf {
 }
 
 pub fn run() -> anyhow::Result<()> {
-    setup::run(&setup::SetupArgs {})?;
+    setup::run(&setup::SetupArgs::default())?;
     build()?;
     eprintln!("xtask probe-pkg: wrote {}", out_dir().display());
     Ok(())

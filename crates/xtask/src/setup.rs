@@ -19,16 +19,79 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
-#[derive(Debug, Args)]
-pub struct SetupArgs {}
+/// geckodriver for `ttfx run --browser firefox`, built by `cargo install` (Debian has no
+/// package of it).
+const GECKODRIVER_VERSION: &str = "0.37.1";
 
-pub fn run(_args: &SetupArgs) -> anyhow::Result<()> {
+#[derive(Debug, Default, Args)]
+pub struct SetupArgs {
+    /// `chromium` (what the tests need) or `all`: also Firefox + geckodriver and
+    /// WebKitGTK + WebKitWebDriver, for `ttfx run --browser firefox|webkit`.
+    #[arg(long, value_enum, default_value = "chromium")]
+    pub browsers: Browsers,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Browsers {
+    #[default]
+    Chromium,
+    All,
+}
+
+pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_wasm_bindgen_cli()?;
     ensure_trunk()?;
     ensure_chromium()?;
+    if args.browsers == Browsers::All {
+        ensure_firefox_and_webkit()?;
+    }
     eprintln!("xtask setup: all tools present");
     Ok(())
+}
+
+fn ensure_firefox_and_webkit() -> anyhow::Result<()> {
+    let debs = [
+        ("/usr/bin/firefox-esr", "firefox-esr"),
+        ("/usr/bin/WebKitWebDriver", "webkit2gtk-driver"),
+    ];
+    let missing: Vec<&str> = debs
+        .iter()
+        .filter(|(bin, _)| !Path::new(bin).is_file())
+        .map(|(_, deb)| *deb)
+        .collect();
+    if !missing.is_empty() {
+        if !is_root() {
+            bail!(
+                "missing {}; install them as root with apt-get",
+                missing.join(", ")
+            );
+        }
+        eprintln!("xtask setup: installing Debian's {}", missing.join(", "));
+        cmd::run(Command::new("apt-get").arg("update").arg("-qq"))?;
+        cmd::run(
+            Command::new("apt-get")
+                .args(["install", "-y", "-qq"])
+                .args(&missing)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
+    } else {
+        eprintln!("xtask setup: firefox-esr and WebKitWebDriver present");
+    }
+    if installed_version("geckodriver").is_some_and(|v| v == GECKODRIVER_VERSION) {
+        eprintln!("xtask setup: geckodriver {GECKODRIVER_VERSION} present");
+        return Ok(());
+    }
+    eprintln!(
+        "xtask setup: installing geckodriver {GECKODRIVER_VERSION} (a few minutes on 2 cores)"
+    );
+    cmd::run(Command::new("cargo").args([
+        "install",
+        "--locked",
+        "geckodriver",
+        "--version",
+        GECKODRIVER_VERSION,
+    ]))
 }
 
 fn ensure_wasm_target() -> anyhow::Result<()> {

@@ -28,15 +28,97 @@ pub const CHROMIUM_ARGS: &[&str] = &[
     "--autoplay-policy=no-user-gesture-required",
 ];
 
+/// The browser engines `ttfx run` drives, each through its own WebDriver server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Browser {
+    /// Headless Chromium through chromedriver (with DevTools ground truth).
+    Chromium,
+    /// Headless Firefox through geckodriver.
+    Firefox,
+    /// WebKitGTK's MiniBrowser through WebKitWebDriver.
+    Webkit,
+}
+
+impl Browser {
+    /// The driver's name, the environment variable that may name its path, and where
+    /// `cargo xtask setup --browsers all` (or Debian) puts it.
+    fn driver(self) -> (&'static str, &'static str, &'static [&'static str]) {
+        match self {
+            Browser::Chromium => ("chromedriver", "CHROMEDRIVER", &["/usr/bin/chromedriver"]),
+            Browser::Firefox => (
+                "geckodriver",
+                "GECKODRIVER",
+                &["/root/.cargo/bin/geckodriver"],
+            ),
+            Browser::Webkit => (
+                "WebKitWebDriver",
+                "WEBKITWEBDRIVER",
+                &["/usr/bin/WebKitWebDriver"],
+            ),
+        }
+    }
+
+    /// Capabilities for a headless session; `extra` are the user's browser flags.
+    fn capabilities(self, extra: &[String]) -> serde_json::Map<String, Value> {
+        let mut caps = serde_json::Map::new();
+        match self {
+            Browser::Chromium => {
+                let args: Vec<&str> = CHROMIUM_ARGS
+                    .iter()
+                    .copied()
+                    .chain(extra.iter().map(String::as_str))
+                    .collect();
+                caps.insert("browserName".into(), json!("chrome"));
+                caps.insert("goog:chromeOptions".into(), json!({ "args": args }));
+                // DevTools Network events, read after each run (ground truth).
+                caps.insert("goog:loggingPrefs".into(), json!({ "performance": "ALL" }));
+            }
+            Browser::Firefox => {
+                let mut args = vec!["-headless".to_owned()];
+                args.extend(extra.iter().cloned());
+                caps.insert("browserName".into(), json!("firefox"));
+                caps.insert(
+                    "moz:firefoxOptions".into(),
+                    // Autoplay allowed, as Chromium's flag does, for voice pages.
+                    json!({ "args": args, "prefs": { "media.autoplay.default": 0 } }),
+                );
+            }
+            Browser::Webkit => {
+                let mut args = vec!["--automation".to_owned(), "--headless".to_owned()];
+                args.extend(extra.iter().cloned());
+                caps.insert("browserName".into(), json!("MiniBrowser"));
+                let mut options = json!({ "args": args });
+                if let Some(binary) = minibrowser() {
+                    options["binary"] = json!(binary);
+                }
+                caps.insert("webkitgtk:browserOptions".into(), options);
+            }
+        }
+        caps
+    }
+}
+
+/// Debian ships WebKitGTK's MiniBrowser outside the PATH.
+fn minibrowser() -> Option<String> {
+    [
+        "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser",
+        "/usr/lib/aarch64-linux-gnu/webkit2gtk-4.1/MiniBrowser",
+    ]
+    .iter()
+    .find(|p| std::path::Path::new(p).is_file())
+    .map(|p| (*p).to_owned())
+}
+
 /// Where sessions come from.
 pub struct Endpoint {
     pub url: String,
-    /// The chromedriver this run started, killed when dropped; `None` for `--webdriver`.
+    pub browser: Browser,
+    /// The driver this run started, killed when dropped; `None` for `--webdriver`.
     child: Option<Child>,
 }
 
 impl Endpoint {
-    pub fn remote(url: &str) -> anyhow::Result<Endpoint> {
+    pub fn remote(url: &str, browser: Browser) -> anyhow::Result<Endpoint> {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             bail!("--webdriver {url}: expected an http(s):// WebDriver URL");
         }
@@ -46,27 +128,37 @@ impl Endpoint {
         }
         Ok(Endpoint {
             url: url.trim_end_matches('/').to_owned(),
+            browser,
             child: None,
         })
     }
 
-    /// Starts chromedriver (`--chromedriver`, else `$CHROMEDRIVER`, else
-    /// `/usr/bin/chromedriver`, else `chromedriver` on the PATH).
-    pub fn local(bin: Option<PathBuf>) -> anyhow::Result<Endpoint> {
+    /// Starts the browser's driver (`--driver`, else its environment variable, else on
+    /// the PATH, else where setup installs it) on a free loopback port.
+    pub fn local(browser: Browser, bin: Option<PathBuf>) -> anyhow::Result<Endpoint> {
+        let (name, env, installed) = browser.driver();
         let bin = bin
-            .or_else(|| std::env::var_os("CHROMEDRIVER").map(PathBuf::from))
-            .or_else(|| find_on_path("chromedriver"))
-            .unwrap_or_else(|| PathBuf::from("/usr/bin/chromedriver"));
+            .or_else(|| std::env::var_os(env).map(PathBuf::from))
+            .or_else(|| find_on_path(name))
+            .or_else(|| installed.iter().map(PathBuf::from).find(|p| p.is_file()))
+            // `cargo install` (how setup gets geckodriver) puts it here.
+            .or_else(|| Some(cargo_bin()?.join(name)).filter(|p| p.is_file()))
+            .unwrap_or_else(|| PathBuf::from(name));
         if !bin.is_file() {
+            let place = if bin.as_os_str() == name {
+                "on the PATH".to_owned()
+            } else {
+                format!("at {}", bin.display())
+            };
             bail!(
-                "no chromedriver at {} (install Chromium and its driver with `cargo xtask \
-                 setup`, set CHROMEDRIVER or --chromedriver, or use --webdriver URL)",
-                bin.display()
+                "no {name} {place}: --browser {} is not installed (`cargo xtask setup \
+                 --browsers all` installs it; or set {env} or --driver, or use --webdriver URL)",
+                browser_name(browser)
             );
         }
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
-            .context("cannot find a free port for chromedriver")?
+            .with_context(|| format!("cannot find a free port for {name}"))?
             .port();
         let child = Command::new(&bin)
             .arg(format!("--port={port}"))
@@ -77,49 +169,47 @@ impl Endpoint {
             .with_context(|| format!("cannot start {}", bin.display()))?;
         let mut endpoint = Endpoint {
             url: format!("http://127.0.0.1:{port}"),
+            browser,
             child: Some(child),
         };
-        endpoint.wait_ready(Duration::from_secs(20))?;
+        endpoint.wait_ready(name, Duration::from_secs(20))?;
         Ok(endpoint)
     }
 
-    fn wait_ready(&mut self, limit: Duration) -> anyhow::Result<()> {
+    fn wait_ready(&mut self, name: &str, limit: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + limit;
         let addr = self.url.trim_start_matches("http://").to_owned();
         while Instant::now() < deadline {
             if let Some(child) = &mut self.child
                 && let Some(status) = child.try_wait()?
             {
-                bail!("chromedriver exited with {status} before listening on {addr}");
+                bail!("{name} exited with {status} before listening on {addr}");
             }
             if std::net::TcpStream::connect(&addr).is_ok() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        bail!("chromedriver did not listen on {addr} within {limit:?}")
+        bail!("{name} did not listen on {addr} within {limit:?}")
     }
 
-    /// A new headless Chromium session with the performance log on.
+    /// A new headless session (Chromium: with the performance log on).
     pub async fn session(
         &self,
         extra_args: &[String],
         timeout: Duration,
     ) -> anyhow::Result<Client> {
-        let args: Vec<&str> = CHROMIUM_ARGS
-            .iter()
-            .copied()
-            .chain(extra_args.iter().map(String::as_str))
-            .collect();
-        let mut caps = serde_json::Map::new();
-        caps.insert("browserName".into(), json!("chrome"));
-        caps.insert("goog:chromeOptions".into(), json!({ "args": args }));
-        caps.insert("goog:loggingPrefs".into(), json!({ "performance": "ALL" }));
         let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(caps)
+            .capabilities(self.browser.capabilities(extra_args))
             .connect(&self.url)
             .await
-            .with_context(|| format!("cannot open a headless Chromium session at {}", self.url))?;
+            .with_context(|| {
+                format!(
+                    "cannot open a headless {} session at {}",
+                    browser_name(self.browser),
+                    self.url
+                )
+            })?;
         // A run's script waits for the whole stream; page loads get the same bound.
         client
             .update_timeouts(TimeoutConfiguration::new(
@@ -133,6 +223,14 @@ impl Endpoint {
     }
 }
 
+pub fn browser_name(browser: Browser) -> &'static str {
+    match browser {
+        Browser::Chromium => "chromium",
+        Browser::Firefox => "firefox",
+        Browser::Webkit => "webkit",
+    }
+}
+
 impl Drop for Endpoint {
     fn drop(&mut self) {
         if let Some(child) = &mut self.child {
@@ -140,6 +238,13 @@ impl Drop for Endpoint {
             let _ = child.wait();
         }
     }
+}
+
+fn cargo_bin() -> Option<PathBuf> {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .map(|c| c.join("bin"))
 }
 
 fn find_on_path(name: &str) -> Option<PathBuf> {

@@ -63,8 +63,8 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         None => None,
     };
     let endpoint = match &args.webdriver {
-        Some(url) => Endpoint::remote(url)?,
-        None => Endpoint::local(args.chromedriver.clone())?,
+        Some(url) => Endpoint::remote(url, args.browser)?,
+        None => Endpoint::local(args.browser, args.driver.clone())?,
     };
 
     let pid = std::process::id();
@@ -88,11 +88,27 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         browser_args: scenario.browser_args.clone(),
         timeout: scenario.timeout,
         warmup: scenario.warmup,
+        // Only chromedriver has the performance log of DevTools Network events.
+        ground_truth: args.browser == driver::Browser::Chromium,
         prompt: scenario.prompts[0].clone(),
     });
     let mut workers = Vec::new();
     for w in 0..scenario.concurrency.min(total) {
-        let client = endpoint.session(&ctx.browser_args, ctx.timeout).await?;
+        // Bounded: a driver whose browser cannot start (no display for WebKitGTK, a
+        // grid without free nodes) may otherwise never answer.
+        let client = tokio::time::timeout(
+            SESSION_LIMIT,
+            endpoint.session(&ctx.browser_args, ctx.timeout),
+        )
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "no browser session within {} s at {} (--browser {})",
+                SESSION_LIMIT.as_secs(),
+                endpoint.url,
+                driver::browser_name(endpoint.browser)
+            )
+        })??;
         let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
         workers.push(tokio::spawn(async move {
             let result = worker(w, &client, &ctx, &queue, &progress).await;
@@ -139,8 +155,12 @@ struct Context_ {
     browser_args: Vec<String>,
     timeout: Duration,
     warmup: usize,
+    ground_truth: bool,
     prompt: String,
 }
+
+/// How long opening one browser session may take.
+const SESSION_LIMIT: Duration = Duration::from_secs(60);
 
 type Done = (Job, Run, Option<GroundTruth>);
 
@@ -167,7 +187,10 @@ async fn worker(
                 .with_context(|| format!("warm-up run against {}", target.label()))?;
         }
     }
-    let _ = driver::network_events(client).await;
+    if ctx.ground_truth {
+        // Drop the warm-ups' events: the log returns what gathered since the last read.
+        let _ = driver::network_events(client).await;
+    }
     let mut done = Vec::new();
     loop {
         let next = queue.lock().ok().and_then(|mut q| q.pop_front());
@@ -176,8 +199,12 @@ async fn worker(
         let run = one_run(client, ctx, target, &job, &mut page)
             .await
             .with_context(|| format!("run {} against {}", job.index + 1, target.label()))?;
-        let events = driver::network_events(client).await;
-        let truth = ground_truth(&run, &job, target, &events);
+        let truth = if ctx.ground_truth {
+            let events = driver::network_events(client).await;
+            ground_truth(&run, &job, target, &events)
+        } else {
+            None
+        };
         progress.inc(1);
         done.push((job, run, truth));
     }
@@ -232,17 +259,18 @@ async fn one_run(
         Target::Page { url, .. } => {
             // A fresh load per run: the page may measure on load, and its queue starts empty.
             page.runner_open = false;
+            // Errors name the label: the URL's query may hold a key.
             client
                 .goto(url)
                 .await
-                .with_context(|| format!("cannot load {url}"))?;
+                .with_context(|| format!("cannot load {}", target.label()))?;
             client
                 .execute_async(
                     PAGE_SCRIPT,
                     vec![json!(job.prompt), json!(ctx.timeout.as_millis() as u64)],
                 )
                 .await
-                .with_context(|| format!("the page {url} did not run"))?
+                .with_context(|| format!("the page {} did not run", target.label()))?
         }
     };
     if let Some(e) = out.get("runnerError") {

@@ -19,6 +19,8 @@ mod output;
 mod scenario;
 mod site;
 
+pub use driver::Browser;
+
 pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
     // Everything that can be wrong with the input is found before a browser starts.
     let scenario = scenario::Scenario::from_args(&args)?;
