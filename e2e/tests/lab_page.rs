@@ -162,7 +162,7 @@ async fn a_simulated_batch_shows_tables_that_match_its_export() -> anyhow::Resul
     let report = lab.exported().await?;
     let stats_rows = lab.rows("#stats").await?;
     let clock_rows = lab.rows("#clocks").await?;
-    let run_rows = lab.rows("#runs").await?;
+    let run_rows = lab.rows("#run-table").await?;
     let replies: Vec<String> = {
         let mut texts = Vec::new();
         for el in lab
@@ -261,7 +261,7 @@ async fn markup_from_a_loaded_report_is_shown_as_text() -> anyhow::Result<()> {
         timings.push(serde_json::json!({"name": MARKUP, "duration_ms": 1.0, "source": "server_timing_header"}));
     }
     let loaded = lab.import("markup.json", &report.to_string()).await?;
-    let target_cell = lab.text("#runs tbody tr td.target").await?;
+    let target_cell = lab.text("#run-table tbody tr td.target").await?;
     let timings = lab.text(".server-timings").await?;
     let images = lab.client.find_all(Locator::Css("img")).await?.len();
     let alert = lab.client.get_alert_text().await;
@@ -270,7 +270,7 @@ async fn markup_from_a_loaded_report_is_shown_as_text() -> anyhow::Result<()> {
     let bad = lab
         .import("broken.json", "{\"schema_version\": 1, \"kind\": \"batch\"")
         .await?;
-    let still = lab.text("#runs tbody tr td.target").await?;
+    let still = lab.text("#run-table tbody tr td.target").await?;
     lab.client.close().await?;
 
     assert_eq!(loaded, "markup.json: loaded 1 run(s)");
@@ -314,7 +314,7 @@ async fn two_targets_cross_where_their_medians_say() -> anyhow::Result<()> {
     let report = lab.exported().await?;
     if let Ok(path) = std::env::var("TTFX_LAB_SCREENSHOT") {
         // Tall enough for every panel: the README shows the whole page.
-        lab.client.set_window_size(1200, 2900).await?;
+        lab.client.set_window_size(1200, 3500).await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         std::fs::write(path, lab.client.screenshot().await?)?;
     }
@@ -333,6 +333,48 @@ async fn two_targets_cross_where_their_medians_say() -> anyhow::Result<()> {
     assert!(
         crossover.ends_with("shorter answers finish first on A, longer ones on B"),
         "{crossover}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn stalls_and_a_buffered_reply_are_flagged() -> anyhow::Result<()> {
+    let lab = Lab::open().await?;
+    // A pause of 900 ms before token 10 of a 40 tok/s stream (25 ms gaps).
+    lab.fill("#overrides", "stall_at=10&stall_ms=900").await?;
+    lab.run_sim("default", 1, 1, 1).await?;
+    let stall_badge = lab.text("#stall-verdict").await?;
+    let stall_marks = lab
+        .client
+        .find_all(Locator::Css("#chunk-strip rect.stall"))
+        .await?
+        .len();
+    // The whole reply at the end: every visible token in one burst.
+    lab.fill("#overrides", "").await?;
+    lab.run_sim("buffered-pipeline", 1, 1, 2).await?;
+    lab.client
+        .find(Locator::Css("#run-table tbody tr:nth-child(2)"))
+        .await?
+        .click()
+        .await?;
+    let buffered_badge = lab.text("#buffered-verdict").await?;
+    let report = lab.exported().await?;
+    lab.client.close().await?;
+
+    let stalls = &report["runs"][0]["metrics"]["stalls"];
+    assert_eq!(stalls["count"], 1, "{stalls}");
+    assert!(
+        stall_badge.starts_with(&format!("1 stall(s), {} ms", shown(&stalls["stalled_ms"]))),
+        "{stall_badge}"
+    );
+    assert_eq!(stall_marks, 1);
+    assert_eq!(
+        report["runs"][1]["metrics"]["buffered"]["verdict"],
+        "buffered"
+    );
+    assert!(
+        buffered_badge.starts_with("buffered: 120 visible tokens · 100 % in one 100 ms window"),
+        "{buffered_badge}"
     );
     Ok(())
 }

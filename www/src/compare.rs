@@ -135,8 +135,15 @@ fn CompareChart(a: Target, b: Target, comparison: Comparison) -> impl IntoView {
     let (ca, cb) = (a.clone(), b.clone());
     let path_a = line(&|n| ca.completion_ms(n));
     let path_b = line(&|n| cb.completion_ms(n));
-    // Past the chart's top the reading line is clipped: it is a reference, not data.
-    let reading = line(&|n| n * 1000.0 / READING_TOKENS_PER_S);
+    // The reading line is a reference, not data: it stops where it leaves the chart.
+    let read_end = max_n.min(y.d1 * READING_TOKENS_PER_S / 1000.0);
+    let reading = format!(
+        "{:.1},{:.1} {:.1},{:.1}",
+        x.at(0.0),
+        y.at(0.0),
+        x.at(read_end),
+        y.at(read_end * 1000.0 / READING_TOKENS_PER_S)
+    );
     let n_star = match comparison.crossover {
         Crossover::At { tokens, .. } => Some(tokens),
         Crossover::Never { .. } => None,

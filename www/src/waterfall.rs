@@ -58,7 +58,7 @@ pub fn RunList() -> impl IntoView {
             .collect_view()
     };
     view! {
-        <table id="runs" class="runs">
+        <table id="run-table" class="runs">
             <thead><tr>
                 <th>"#"</th><th>"target"</th><th>"outcome"</th><th>"first visible ms"</th>
                 <th>"e2e ms"</th><th>"tokens"</th><th>"buffered"</th><th>"stalls"</th>
@@ -148,6 +148,12 @@ fn Waterfall(run: Run) -> impl IntoView {
         .map(|(i, (m, at))| {
             let y = ROW_H * i as f64 + ROW_H / 2.0;
             let gap = run.metrics.gaps.iter().find(|g| g.milestone == *m).cloned();
+            // Labels of late milestones go left of the marks, so they stay on the chart.
+            let late = *at > end * 0.55;
+            let label_x = |lo: f64, hi: f64| if late { x.at(lo) - 8.0 } else { x.at(hi) + 8.0 };
+            let anchor = if late { "end" } else { "start" };
+            // Left of the marks the client bar runs under the text: lift it above the bar.
+            let label_y = if late { y - 5.0 } else { y + 4.0 };
             let server = gap.map(|g| {
                 let label = format!(
                     "server {} ms · gap {} ms ({})",
@@ -155,10 +161,11 @@ fn Waterfall(run: Run) -> impl IntoView {
                     num(g.gap_ms),
                     wire_name(&g.source)
                 );
+                let (lo, hi) = (g.server_ms.min(*at), g.server_ms.max(*at));
                 view! {
                     <line class="gap" x1=x.at(g.server_ms) x2=x.at(*at) y1=y y2=y/>
                     <circle class="server" cx=x.at(g.server_ms) cy=y r="5"/>
-                    <text class="gap-label" x=x.at(*at) + 8.0 y=y + 4.0>{label}</text>
+                    <text class="gap-label" x=label_x(lo, hi) y=label_y text-anchor=anchor>{label}</text>
                 }
             });
             let plain = format!("{} ms", num(*at));
@@ -170,7 +177,7 @@ fn Waterfall(run: Run) -> impl IntoView {
                     <circle class="client" cx=x.at(*at) cy=y r="4"/>
                     {server}
                     {(!has_gap).then(|| view! {
-                        <text class="value" x=x.at(*at) + 8.0 y=y + 4.0>{plain.clone()}</text>
+                        <text class="value" x=label_x(*at, *at) y=label_y text-anchor=anchor>{plain.clone()}</text>
                     })}
                 </g>
             }
