@@ -378,3 +378,26 @@ async fn stalls_and_a_buffered_reply_are_flagged() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_failed_request_is_counted_and_said() -> anyhow::Result<()> {
+    let lab = Lab::open().await?;
+    lab.fill("#overrides", "fail=500").await?;
+    lab.run_sim("default", 1, 1, 1).await?;
+    let outcomes = lab.text("#outcomes").await?;
+    let row = lab.rows("#run-table").await?;
+    let error = lab.text(".exchange .error").await?;
+    let report = lab.exported().await?;
+    lab.client.close().await?;
+
+    assert_eq!(
+        outcomes,
+        "1 runs: 0 completed, 1 failed, 0 aborted, 0 incomplete"
+    );
+    assert_eq!(row[0][2], "failed");
+    assert!(error.starts_with("HTTP 500"), "{error}");
+    let failure = &report["runs"][0]["timeline"]["failure"];
+    assert_eq!(failure["class"], "http_status", "{failure}");
+    assert_eq!(failure["http_status"], 500, "{failure}");
+    Ok(())
+}
