@@ -20,18 +20,30 @@ pub fn run() -> anyhow::Result<()> {
     probe_cost(&pkg)
 }
 
-/// Where the probe's bytes go: twiggy's largest items of the wasm before wasm-bindgen
-/// (it still has function names there).
+/// Where the probe's bytes go: twiggy's largest items of a wasm-bindgen build that keeps
+/// function names (the shipped package drops them; the input to wasm-bindgen is dominated
+/// by its own metadata section, which it removes).
 fn probe_size_breakdown() -> anyhow::Result<()> {
+    println!("\n## probe wasm: largest items (twiggy top, names kept)");
+    let (Some(twiggy), Some(bindgen)) =
+        (setup::tool_path("twiggy"), setup::tool_path("wasm-bindgen"))
+    else {
+        println!("twiggy is not installed; `cargo install twiggy` to see the breakdown");
+        return Ok(());
+    };
     let wasm = paths::target().join("wasm32-unknown-unknown/release/ttfx_probe.wasm");
-    println!("\n## probe wasm: largest items (twiggy top, before wasm-bindgen)");
-    match setup::tool_path("twiggy") {
-        Some(twiggy) => cmd::run(Command::new(twiggy).args(["top", "-n", "20"]).arg(&wasm)),
-        None => {
-            println!("twiggy is not installed; `cargo install twiggy` to see the breakdown");
-            Ok(())
-        }
-    }
+    let out = paths::target().join("probe-pkg-names");
+    cmd::run(
+        Command::new(bindgen)
+            .args(["--target", "web", "--out-dir"])
+            .arg(&out)
+            .arg(&wasm),
+    )?;
+    cmd::run(
+        Command::new(twiggy)
+            .args(["top", "-n", "25"])
+            .arg(out.join("ttfx_probe_bg.wasm")),
+    )
 }
 
 /// The probe's main-thread cost and its effect on the app, in headless Chromium.
