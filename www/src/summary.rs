@@ -10,27 +10,35 @@ use ttfx_core::stats::{Budget, Summary, percentile};
 use crate::fmt::{Scale, num};
 use crate::lab;
 
+/// The batch panel. The budget field and the histogram's metric live outside the parts
+/// that re-render on every new run, so a run landing does not reset what the user picked.
 #[component]
 pub fn BatchSummary() -> impl IntoView {
     let lab = lab();
-    move || {
+    let has_runs = move || lab.batch.with(|b| !b.runs.is_empty());
+    let outcomes = move || {
+        let o = lab.batch.with(|b| b.outcomes);
+        format!(
+            "{} runs: {} completed, {} failed, {} aborted, {} incomplete",
+            o.total, o.completed, o.failed, o.aborted, o.incomplete
+        )
+    };
+    let tables = move || {
         let batch = lab.batch.get();
-        if batch.runs.is_empty() {
-            return view! { <p class="empty">"No runs yet: run a target or load a report."</p> }
-                .into_any();
-        }
-        let o = batch.outcomes;
         view! {
-            <p id="outcomes">{format!(
-                "{} runs: {} completed, {} failed, {} aborted, {} incomplete",
-                o.total, o.completed, o.failed, o.aborted, o.incomplete
-            )}</p>
-            <GoodputPanel/>
             <ClockTable batch=batch.clone()/>
-            <StatsTable batch=batch.clone()/>
-            <Histogram batch/>
+            <StatsTable batch/>
         }
-        .into_any()
+    };
+    view! {
+        <Show when=has_runs fallback=|| view! {
+            <p class="empty">"No runs yet: run a target or load a report."</p>
+        }>
+            <p id="outcomes">{outcomes}</p>
+            <GoodputPanel/>
+            {tables}
+            <Histogram/>
+        </Show>
     }
 }
 
@@ -185,34 +193,46 @@ const BINS: usize = 12;
 
 /// A histogram of one per-request metric with its p50/p90/p99 marked.
 #[component]
-fn Histogram(batch: BatchReport) -> impl IntoView {
-    let names: Vec<String> = batch
-        .statistics
-        .keys()
-        .filter(|n| n.as_str() != "icl_ms")
-        .cloned()
-        .collect();
-    let first = ["ttft_visible_ms", "ttft_ms"]
-        .into_iter()
-        .find(|n| names.iter().any(|m| m == n))
-        .map(str::to_owned)
-        .or_else(|| names.first().cloned())
-        .unwrap_or_default();
-    let metric = RwSignal::new(first);
-    let runs = batch.runs;
+fn Histogram() -> impl IntoView {
+    let lab = lab();
+    let names = Memo::new(move |_| {
+        lab.batch.with(|b| {
+            b.statistics
+                .keys()
+                .filter(|n| n.as_str() != "icl_ms")
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    });
+    let metric = RwSignal::new(String::new());
+    // Start on the first visible token (or what there is) until the user picks.
+    Effect::new(move |_| {
+        let names = names.get();
+        if !names.contains(&metric.get_untracked()) {
+            let first = ["ttft_visible_ms", "ttft_ms"]
+                .into_iter()
+                .find(|n| names.iter().any(|m| m == n))
+                .map(str::to_owned)
+                .or_else(|| names.first().cloned())
+                .unwrap_or_default();
+            metric.set(first);
+        }
+    });
     let chart = move || {
         let name = metric.get();
-        let values: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| r.metrics.scalar(&name))
-            .collect();
+        let values: Vec<f64> = lab.batch.with(|b| {
+            b.runs
+                .iter()
+                .filter_map(|r| r.metrics.scalar(&name))
+                .collect()
+        });
         histogram_svg(&values)
     };
     view! {
         <h3>"Distribution "
             <select id="hist-metric" prop:value=move || metric.get()
                 on:change=move |ev| metric.set(event_target_value(&ev))>
-                {names.into_iter().map(|n| view! { <option value=n.clone()>{n.clone()}</option> }).collect_view()}
+                {move || names.get().into_iter().map(|n| view! { <option value=n.clone()>{n.clone()}</option> }).collect_view()}
             </select>
         </h3>
         {chart}
