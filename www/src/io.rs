@@ -100,7 +100,7 @@ fn save(text: &str, filename: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -112,6 +112,21 @@ mod tests {
         );
         let e = import_json(r#"{"schema_version": 9, "kind": "batch"}"#).unwrap_err();
         assert!(e.contains("unsupported schema_version 9"), "{e}");
+    }
+
+    /// The run report example in docs/report.md (its first JSON block).
+    pub(crate) fn documented_run() -> String {
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("```json\n").map(|i| i + 8).unwrap();
+        let end = start + doc[start..].find("```").unwrap();
+        doc[start..end].to_owned()
+    }
+
+    #[test]
+    fn a_run_report_from_elsewhere_loads() {
+        let file = import_json(&documented_run()).unwrap();
+        assert_eq!(file.runs().len(), 1);
+        assert_eq!(file.runs()[0].target.as_deref(), Some("sim/reasoning"));
     }
 
     #[test]

@@ -178,3 +178,42 @@ fn js_text(value: &JsValue) -> String {
         })
         .unwrap_or_else(|| format!("{value:?}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use ttfx_core::ServerTiming;
+    use ttfx_core::TimingSource;
+
+    use super::*;
+
+    #[test]
+    fn a_joined_record_pairs_with_the_client_milestones() {
+        let file = crate::io::import_json(&crate::io::tests::documented_run()).unwrap();
+        let mut run = file.into_runs().remove(0);
+        // Start from the client's side only, then join a record like the simulator's.
+        run.timeline.server = ServerData::default();
+        let record = ServerData {
+            timings: vec![ServerTiming {
+                name: "first_visible_token".into(),
+                duration_ms: Some(400.0),
+                description: Some("ttfx sim record".into()),
+                source: TimingSource::InBand,
+            }],
+            ..ServerData::default()
+        };
+        let joined = join_server(run.clone(), &record).unwrap();
+        let gap = joined
+            .metrics
+            .gaps
+            .iter()
+            .find(|g| g.milestone.as_str() == "first_visible_token")
+            .unwrap();
+        assert_eq!(
+            (gap.client_ms, gap.server_ms, gap.gap_ms),
+            (412.0, 400.0, 12.0)
+        );
+        // Joining twice adds nothing.
+        let twice = join_server(joined.clone(), &record).unwrap();
+        assert_eq!(twice.timeline.server.timings.len(), 1);
+    }
+}
