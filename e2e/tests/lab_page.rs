@@ -361,13 +361,24 @@ async fn stalls_and_a_buffered_reply_are_flagged() -> anyhow::Result<()> {
     let report = lab.exported().await?;
     lab.client.close().await?;
 
+    // The injected pause is a stall; a loaded machine can add more (the page's own
+    // clock sees the browser's hiccups too), so the badge and the shading must agree
+    // with the export's count rather than with a fixed one.
     let stalls = &report["runs"][0]["metrics"]["stalls"];
-    assert_eq!(stalls["count"], 1, "{stalls}");
+    let count = stalls["count"].as_u64().unwrap_or(0);
+    assert!(count >= 1, "{stalls}");
     assert!(
-        stall_badge.starts_with(&format!("1 stall(s), {} ms", shown(&stalls["stalled_ms"]))),
+        stalls["longest_gap_ms"].as_f64().unwrap_or(0.0) >= 900.0,
+        "{stalls}"
+    );
+    assert!(
+        stall_badge.starts_with(&format!(
+            "{count} stall(s), {} ms",
+            shown(&stalls["stalled_ms"])
+        )),
         "{stall_badge}"
     );
-    assert_eq!(stall_marks, 1);
+    assert_eq!(stall_marks as u64, count);
     assert_eq!(
         report["runs"][1]["metrics"]["buffered"]["verdict"],
         "buffered"
