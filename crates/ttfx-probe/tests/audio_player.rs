@@ -45,6 +45,13 @@ fn options(use_worklet: bool, use_output_timestamp: bool) -> PlayerOptions {
 /// taken just before the player was made) and when, on the same scale, the simulator
 /// actually enqueued its first chunk.
 async fn measure(opts: PlayerOptions, sim: SimTts) -> (AudioMeasurement, f64) {
+    let (m, enqueued) = measure_with_times(opts, sim).await;
+    (m, enqueued[0])
+}
+
+/// The measurement and the times (ms since the origin) at which the simulated stream
+/// actually enqueued each chunk.
+async fn measure_with_times(opts: PlayerOptions, sim: SimTts) -> (AudioMeasurement, Vec<f64>) {
     let origin = page_now();
     let opts = PlayerOptions {
         request_start_ms: Some(origin),
@@ -64,8 +71,8 @@ async fn measure(opts: PlayerOptions, sim: SimTts) -> (AudioMeasurement, f64) {
     JsFuture::from(player.context().close().unwrap())
         .await
         .unwrap();
-    let first_enqueue = enqueued.borrow()[0] - origin;
-    (m, first_enqueue)
+    let times = enqueued.borrow().iter().map(|t| t - origin).collect();
+    (m, times)
 }
 
 fn at(m: &AudioMeasurement, milestone: Milestone) -> f64 {
@@ -160,7 +167,7 @@ async fn ttfa_without_a_worklet_uses_the_scheduled_sample() {
 async fn a_stream_faster_than_real_time_plays_gaplessly_and_its_rate_is_measured() {
     let injected_rtf = 0.5;
     let s = sim(100, injected_rtf, 12);
-    let (m, _) = measure(options(true, true), s).await;
+    let (m, enqueued) = measure_with_times(options(true, true), s).await;
     let mut t = Timeline::default();
     t.milestones.set(Milestone::RequestStart, 0.0);
     m.apply_to(&mut t);
@@ -177,14 +184,24 @@ async fn a_stream_faster_than_real_time_plays_gaplessly_and_its_rate_is_measured
         m.audio.audio_ms
     );
     // The stream never runs faster than injected (timers are chained, so lateness only
-    // slows it): 1 / rate ≥ 0.5. Timer slack of up to 6 ms per 30 ms interval keeps it
-    // within 20 % of the injected RTF.
+    // slows it): 1 / rate ≥ 0.5.
     assert!(
         1.0 / rate >= injected_rtf - 1e-3,
         "steady RTF {}",
         1.0 / rate
     );
-    assert!(1.0 / rate < injected_rtf * 1.2, "steady RTF {}", 1.0 / rate);
+    // How much slower it ran depends on the machine's load, so the measured rate is held
+    // against the stream's actual pace: the probe timestamps each chunk when it reads it,
+    // a task after the enqueue, so the measured span differs from the enqueue span by the
+    // difference of two such delays (≤ 10 ms even on a loaded 2-core machine).
+    let (first, last) = (enqueued[0], enqueued[enqueued.len() - 1]);
+    let after_first_ms = 11.0 * 60.0;
+    let measured_span = after_first_ms / rate;
+    assert!(
+        (measured_span - (last - first)).abs() <= 10.0,
+        "measured span {measured_span} ms vs enqueued span {} ms",
+        last - first
+    );
     // Each chunk arrives 30 ms after the previous one while that one plays for 60 ms:
     // playback never catches up (a 30 ms margin at the second chunk, growing after).
     assert!(m.audio.underruns.is_empty(), "{:?}", m.audio.underruns);

@@ -65,14 +65,35 @@ pub fn run_tests(cmd: &mut Command) -> anyhow::Result<TestCounts> {
         .wait()
         .with_context(|| format!("`{line}` did not finish"))?;
     if !status.success() {
-        bail!(
-            "`{line}` failed ({status}); {} passed, {} failed",
-            counts.passed,
-            counts.failed
-        );
+        return Err(TestsFailed {
+            command: line,
+            status: status.to_string(),
+            counts,
+        }
+        .into());
     }
     Ok(counts)
 }
+
+/// A test command failed; carries what it counted so the summary still adds it up.
+#[derive(Debug)]
+pub struct TestsFailed {
+    pub command: String,
+    pub status: String,
+    pub counts: TestCounts,
+}
+
+impl std::fmt::Display for TestsFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` failed ({}); {} passed, {} failed",
+            self.command, self.status, self.counts.passed, self.counts.failed
+        )
+    }
+}
+
+impl std::error::Error for TestsFailed {}
 
 /// Parses `test result: ok. 3 passed; 0 failed; 1 ignored; ...`.
 pub fn parse_test_result(line: &str) -> Option<TestCounts> {

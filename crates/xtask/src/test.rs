@@ -66,6 +66,11 @@ pub fn run() -> anyhow::Result<()> {
             Ok(None) => println!("xtask test: {:<32} ok   ({:.1} s)", o.stage, o.seconds),
             Err(e) => {
                 broken += 1;
+                if let Some(t) = e.downcast_ref::<cmd::TestsFailed>() {
+                    passed += t.counts.passed;
+                    // A runner that died without a result line still failed something.
+                    failed += t.counts.failed.max(1);
+                }
                 println!(
                     "xtask test: {:<32} FAIL {e:#} ({:.1} s)",
                     o.stage, o.seconds
