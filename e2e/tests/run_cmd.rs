@@ -353,3 +353,117 @@ fn firefox_is_measured_through_geckodriver_when_installed() -> anyhow::Result<()
     assert!(!stdout.contains("ground truth"), "{stdout}");
     Ok(())
 }
+
+/// WebKitGTK through WebKitWebDriver, when installed. MiniBrowser has no headless mode:
+/// without DISPLAY the runner starts Xvfb (itself installed by `setup --browsers all`),
+/// and the display is gone again after the run.
+#[test]
+fn webkit_is_measured_through_webkitwebdriver_on_xvfb_when_installed() -> anyhow::Result<()> {
+    let driver = Path::new("/usr/bin/WebKitWebDriver");
+    let xvfb = Path::new("/usr/bin/Xvfb");
+    if !(driver.is_file() && (xvfb.is_file() || std::env::var_os("DISPLAY").is_some())) {
+        eprintln!("skipped: WebKitWebDriver or Xvfb is not installed");
+        return Ok(());
+    }
+    let displays = || -> Vec<String> {
+        std::fs::read_dir("/tmp/.X11-unix")
+            .map(|d| {
+                d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let json = temp("webkit.json");
+    let before = displays();
+    let out = ttfx_run(&[
+        "--browser",
+        "webkit",
+        "--driver",
+        "/usr/bin/WebKitWebDriver",
+        "--target",
+        TARGET,
+        "--runs",
+        "2",
+        "--budget",
+        "ttft_visible.p90<=3s",
+        "--json",
+        json.to_str().unwrap(),
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let p50 = table_value(&stdout, "ttft_visible_ms", "p50").unwrap();
+    assert!((400.0..650.0).contains(&p50), "p50 {p50}\n{stdout}");
+    // The server's records reach the page: the gaps are filled.
+    assert!(
+        table_value(&stdout, "gap.first_byte_ms", "p50").is_some(),
+        "{stdout}"
+    );
+    // No DevTools performance log in WebKitWebDriver: no ground truth.
+    assert!(!stdout.contains("ground truth"), "{stdout}");
+    let batch: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let _ = std::fs::remove_file(&json);
+    // No Element Timing in WebKit: the paint is estimated from animation frames.
+    for run in batch["runs"].as_array().unwrap() {
+        assert_eq!(run["timeline"]["paint_method"], "raf_estimate", "{run}");
+    }
+    // The Xvfb the runner started is gone with its socket.
+    let left: Vec<String> = displays()
+        .into_iter()
+        .filter(|d| !before.contains(d))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    Ok(())
+}
+
+/// `--voice`: the runner's page speaks the first sentence through the simulator's TTS
+/// and plays it; the batch then has the audio metrics, ordered on one clock.
+#[test]
+fn voice_runs_report_time_to_first_audio() -> anyhow::Result<()> {
+    let json = temp("voice.json");
+    let out = ttfx_run(&[
+        "--voice",
+        "--target",
+        "sim/default?ttft_ms=300&tokens_per_second=100&output_tokens=40&seed=7&ttfa_ms=200&rtf=0.25",
+        "--runs",
+        "2",
+        "--budget",
+        "ttfa.p90<=5s",
+        "--json",
+        json.to_str().unwrap(),
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let batch: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let _ = std::fs::remove_file(&json);
+    let stats = &batch["statistics"];
+    let ttfa = &stats["ttfa_ms"];
+    assert_eq!(ttfa["count"], 2, "{stats}");
+    // Heard no earlier than the first sentence plus the TTS server's injected 200 ms
+    // to first audio; the TTS leg alone is at least that.
+    let ttfa_p50 = ttfa["p50"].as_f64().unwrap();
+    let from_tts = stats["ttfa_from_tts_ms"]["p50"].as_f64().unwrap();
+    let ttft = stats["ttft_visible_ms"]["p50"].as_f64().unwrap();
+    assert!((200.0..1500.0).contains(&from_tts), "{stats}");
+    assert!(ttfa_p50 >= ttft + 200.0, "{stats}");
+    assert!(stats["rtf"]["count"] == 2, "{stats}");
+    // The table shows the same figure.
+    let table = table_value(&stdout, "ttfa_ms", "p50").unwrap();
+    assert!(
+        (table - ttfa_p50).abs() < 0.01,
+        "{table} vs {ttfa_p50}\n{stdout}"
+    );
+    // The first sentence went to TTS while the reply was still streaming.
+    for run in batch["runs"].as_array().unwrap() {
+        assert_eq!(run["metrics"]["handoff"]["verdict"], "streaming", "{run}");
+    }
+
+    // Voice needs the simulator's TTS: another target is refused before a browser starts.
+    let refused = ttfx_run(&["--voice", "--target", "http://127.0.0.1:9/v1/chat"])?;
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--voice needs sim/PROFILE targets"),
+        "{stderr}"
+    );
+    Ok(())
+}

@@ -108,6 +108,12 @@ pub struct RunArgs {
     /// `ttfx serve --config` file for the runner's server (proxy upstreams, profiles).
     #[arg(long)]
     pub config: Option<PathBuf>,
+
+    /// Voice turns: the reply's first sentence goes to the simulator's TTS
+    /// (`/sim/PROFILE/v1/audio/speech`) and plays; the table adds ttfa_ms, rtf, …
+    /// (sim/ targets only).
+    #[arg(long)]
+    pub voice: bool,
 }
 
 #[derive(Debug, Args)]

@@ -54,6 +54,8 @@ fn ensure_firefox_and_webkit() -> anyhow::Result<()> {
     let debs = [
         ("/usr/bin/firefox-esr", "firefox-esr"),
         ("/usr/bin/WebKitWebDriver", "webkit2gtk-driver"),
+        // A virtual display: `ttfx run --browser webkit` starts one when DISPLAY is unset.
+        ("/usr/bin/Xvfb", "xvfb"),
     ];
     let missing: Vec<&str> = debs
         .iter()
@@ -76,7 +78,7 @@ fn ensure_firefox_and_webkit() -> anyhow::Result<()> {
                 .env("DEBIAN_FRONTEND", "noninteractive"),
         )?;
     } else {
-        eprintln!("xtask setup: firefox-esr and WebKitWebDriver present");
+        eprintln!("xtask setup: firefox-esr, WebKitWebDriver and Xvfb present");
     }
     if installed_version("geckodriver").is_some_and(|v| v == GECKODRIVER_VERSION) {
         eprintln!("xtask setup: geckodriver {GECKODRIVER_VERSION} present");

@@ -13,6 +13,8 @@ use fantoccini::{Client, ClientBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
+use super::display::{self, Xvfb};
+
 /// Chromium's flags: headless, no sandbox (CI runs as root), no GPU, no background
 /// traffic, audio without a gesture. The same list as `e2e::CHROMIUM_ARGS` (a test in
 /// this crate checks they agree).
@@ -58,6 +60,11 @@ impl Browser {
         }
     }
 
+    /// Whether the browser needs an X display (no headless mode).
+    fn needs_display(self) -> bool {
+        self == Browser::Webkit
+    }
+
     /// Capabilities for a headless session; `extra` are the user's browser flags.
     fn capabilities(self, extra: &[String]) -> serde_json::Map<String, Value> {
         let mut caps = serde_json::Map::new();
@@ -84,7 +91,9 @@ impl Browser {
                 );
             }
             Browser::Webkit => {
-                let mut args = vec!["--automation".to_owned(), "--headless".to_owned()];
+                // MiniBrowser has no headless mode (2.50 refuses `--headless`): it needs a
+                // display, which `Endpoint::local` provides with Xvfb when DISPLAY is unset.
+                let mut args = vec!["--automation".to_owned()];
                 args.extend(extra.iter().cloned());
                 caps.insert("browserName".into(), json!("MiniBrowser"));
                 let mut options = json!({ "args": args });
@@ -115,6 +124,9 @@ pub struct Endpoint {
     pub browser: Browser,
     /// The driver this run started, killed when dropped; `None` for `--webdriver`.
     child: Option<Child>,
+    /// The virtual display the driver's browser uses, killed after the driver (fields
+    /// drop after `Drop::drop`).
+    _display: Option<Xvfb>,
 }
 
 impl Endpoint {
@@ -130,6 +142,7 @@ impl Endpoint {
             url: url.trim_end_matches('/').to_owned(),
             browser,
             child: None,
+            _display: None,
         })
     }
 
@@ -160,7 +173,17 @@ impl Endpoint {
             .and_then(|l| l.local_addr())
             .with_context(|| format!("cannot find a free port for {name}"))?
             .port();
-        let child = Command::new(&bin)
+        // WebKitGTK's MiniBrowser needs an X display; without one it never opens a session.
+        let display = if browser.needs_display() && !display::has_display() {
+            Some(Xvfb::start()?)
+        } else {
+            None
+        };
+        let mut command = Command::new(&bin);
+        if let Some(x) = &display {
+            command.env("DISPLAY", &x.display);
+        }
+        let child = command
             .arg(format!("--port={port}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -171,6 +194,7 @@ impl Endpoint {
             url: format!("http://127.0.0.1:{port}"),
             browser,
             child: Some(child),
+            _display: display,
         };
         endpoint.wait_ready(name, Duration::from_secs(20))?;
         Ok(endpoint)

@@ -91,6 +91,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         // Only chromedriver has the performance log of DevTools Network events.
         ground_truth: args.browser == driver::Browser::Chromium,
         prompt: scenario.prompts[0].clone(),
+        voice: scenario.voice,
     });
     let mut workers = Vec::new();
     for w in 0..scenario.concurrency.min(total) {
@@ -157,6 +158,7 @@ struct Context_ {
     warmup: usize,
     ground_truth: bool,
     prompt: String,
+    voice: bool,
 }
 
 /// How long opening one browser session may take.
@@ -250,6 +252,7 @@ async fn one_run(
                 "requestId": job.request_id,
                 "timeoutMs": ctx.timeout.as_millis() as u64,
                 "recordUrl": record_url,
+                "ttsUrl": if ctx.voice { target.tts_url() } else { None },
             });
             client
                 .execute_async(RUN_SCRIPT, vec![spec])

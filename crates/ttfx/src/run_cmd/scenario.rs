@@ -28,6 +28,7 @@ struct ScenarioFile {
     browser_args: Vec<String>,
     timeout_s: Option<f64>,
     config: Option<PathBuf>,
+    voice: Option<bool>,
 }
 
 /// One thing to measure.
@@ -94,6 +95,24 @@ impl Target {
     pub fn is_page(&self) -> bool {
         matches!(self, Target::Page { .. })
     }
+
+    /// The simulator's TTS for a `sim/PROFILE` target, with the target's overrides
+    /// (`ttfa_ms`, `rtf`, `seed`, … apply to it too); `None` for every other target.
+    pub fn tts_url(&self) -> Option<String> {
+        let Target::Endpoint { url, .. } = self else {
+            return None;
+        };
+        let rest = url.strip_prefix("/sim/")?;
+        let (path, query) = match rest.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (rest, None),
+        };
+        let profile = path.split('/').next().filter(|p| !p.is_empty())?;
+        Some(match query {
+            Some(q) => format!("/sim/{profile}/v1/audio/speech?{q}"),
+            None => format!("/sim/{profile}/v1/audio/speech"),
+        })
+    }
 }
 
 fn without_query(url: &str) -> &str {
@@ -114,6 +133,8 @@ pub struct Scenario {
     pub timeout: Duration,
     /// `ttfx serve --config` for the runner's own server (proxy upstreams, profiles).
     pub config: Option<PathBuf>,
+    /// Voice turns: each target's TTS URL (`Target::tts_url`), checked to exist.
+    pub voice: bool,
 }
 
 const DEFAULT_PROMPT: &str = "Why does streaming feel fast?";
@@ -173,6 +194,14 @@ impl Scenario {
             .chain(&args.budget)
             .map(|b| RunBudget::parse(b))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let voice = args.voice || file.voice.unwrap_or(false);
+        if voice && let Some(t) = targets.iter().find(|t| t.tts_url().is_none()) {
+            bail!(
+                "--voice needs sim/PROFILE targets (their TTS is /sim/PROFILE/v1/audio/speech); \
+                 `{}` has none",
+                t.label()
+            );
+        }
         let mut browser_args = file.browser_args;
         browser_args.extend(args.browser_arg.iter().cloned());
         Ok(Scenario {
@@ -185,6 +214,7 @@ impl Scenario {
             browser_args,
             timeout: Duration::from_secs_f64(timeout_s),
             config: args.config.clone().or(file.config),
+            voice,
         })
     }
 }
@@ -229,6 +259,29 @@ mod tests {
         for bad in ["", "sim", "sim/", "foo/bar", "sim/a/b", "page:ftp://x"] {
             assert!(Target::parse(bad, "v1").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn sim_targets_have_a_tts_url_with_their_overrides_and_others_none() {
+        let t = Target::parse("sim/default?ttfa_ms=150&seed=1", "v1/chat/completions").unwrap();
+        assert_eq!(
+            t.tts_url().as_deref(),
+            Some("/sim/default/v1/audio/speech?ttfa_ms=150&seed=1")
+        );
+        let plain = Target::parse("sim/fast", "v1/chat/completions").unwrap();
+        assert_eq!(
+            plain.tts_url().as_deref(),
+            Some("/sim/fast/v1/audio/speech")
+        );
+        for other in ["proxy/up", "http://h/v1/chat", "page:http://h/app"] {
+            assert_eq!(
+                Target::parse(other, "v1").unwrap().tts_url(),
+                None,
+                "{other}"
+            );
+        }
+        let voice: ScenarioFile = toml::from_str("voice = true").unwrap();
+        assert_eq!(voice.voice, Some(true));
     }
 
     #[test]
