@@ -31,6 +31,20 @@ fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("ttfx-run-test-{}-{name}", std::process::id()))
 }
 
+/// `ttfx run ARGS --json TEMP`, which must exit 0: the table (stdout) and the batch.
+fn run_ok_with_batch(name: &str, args: &[&str]) -> anyhow::Result<(String, Value)> {
+    let json = temp(name);
+    let path = json.to_string_lossy().into_owned();
+    let mut full = args.to_vec();
+    full.extend(["--json", path.as_str()]);
+    let out = ttfx_run(&full)?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let batch: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let _ = std::fs::remove_file(&json);
+    Ok((stdout, batch))
+}
+
 /// The table's value of `stat` (p50, p90, …) on the row of `metric`.
 fn table_value(stdout: &str, metric: &str, stat: &str) -> Option<f64> {
     let column = ["count", "mean", "p50", "p90", "p95", "p99", "min", "max"]
@@ -373,24 +387,22 @@ fn webkit_is_measured_through_webkitwebdriver_on_xvfb_when_installed() -> anyhow
             })
             .unwrap_or_default()
     };
-    let json = temp("webkit.json");
     let before = displays();
-    let out = ttfx_run(&[
-        "--browser",
-        "webkit",
-        "--driver",
-        "/usr/bin/WebKitWebDriver",
-        "--target",
-        TARGET,
-        "--runs",
-        "2",
-        "--budget",
-        "ttft_visible.p90<=3s",
-        "--json",
-        json.to_str().unwrap(),
-    ])?;
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (stdout, batch) = run_ok_with_batch(
+        "webkit.json",
+        &[
+            "--browser",
+            "webkit",
+            "--driver",
+            "/usr/bin/WebKitWebDriver",
+            "--target",
+            TARGET,
+            "--runs",
+            "2",
+            "--budget",
+            "ttft_visible.p90<=3s",
+        ],
+    )?;
     let p50 = table_value(&stdout, "ttft_visible_ms", "p50").unwrap();
     assert!((400.0..650.0).contains(&p50), "p50 {p50}\n{stdout}");
     // The server's records reach the page: the gaps are filled.
@@ -400,8 +412,6 @@ fn webkit_is_measured_through_webkitwebdriver_on_xvfb_when_installed() -> anyhow
     );
     // No DevTools performance log in WebKitWebDriver: no ground truth.
     assert!(!stdout.contains("ground truth"), "{stdout}");
-    let batch: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
-    let _ = std::fs::remove_file(&json);
     // No Element Timing in WebKit: the paint is estimated from animation frames.
     for run in batch["runs"].as_array().unwrap() {
         assert_eq!(run["timeline"]["paint_method"], "raf_estimate", "{run}");
@@ -419,22 +429,18 @@ fn webkit_is_measured_through_webkitwebdriver_on_xvfb_when_installed() -> anyhow
 /// and plays it; the batch then has the audio metrics, ordered on one clock.
 #[test]
 fn voice_runs_report_time_to_first_audio() -> anyhow::Result<()> {
-    let json = temp("voice.json");
-    let out = ttfx_run(&[
-        "--voice",
-        "--target",
-        "sim/default?ttft_ms=300&tokens_per_second=100&output_tokens=40&seed=7&ttfa_ms=200&rtf=0.25",
-        "--runs",
-        "2",
-        "--budget",
-        "ttfa.p90<=5s",
-        "--json",
-        json.to_str().unwrap(),
-    ])?;
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let batch: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
-    let _ = std::fs::remove_file(&json);
+    let (stdout, batch) = run_ok_with_batch(
+        "voice.json",
+        &[
+            "--voice",
+            "--target",
+            "sim/default?ttft_ms=300&tokens_per_second=100&output_tokens=40&seed=7&ttfa_ms=200&rtf=0.25",
+            "--runs",
+            "2",
+            "--budget",
+            "ttfa.p90<=5s",
+        ],
+    )?;
     let stats = &batch["statistics"];
     let ttfa = &stats["ttfa_ms"];
     assert_eq!(ttfa["count"], 2, "{stats}");
