@@ -323,10 +323,15 @@ fn firefox_is_measured_through_geckodriver_when_installed() -> anyhow::Result<()
     let installed = ["/usr/bin/firefox-esr", "/usr/bin/firefox"]
         .iter()
         .any(|p| Path::new(p).is_file());
-    let probe = Command::new(paths::ttfx_bin()?)
-        .args(["run", "--browser", "firefox", "--runs", "1"])
-        .args(["--driver", "/nonexistent/geckodriver"])
-        .output()?;
+    // With the probe package given, so the driver is what is missing.
+    let probe = ttfx_run(&[
+        "--browser",
+        "firefox",
+        "--runs",
+        "1",
+        "--driver",
+        "/nonexistent/geckodriver",
+    ])?;
     // A missing driver names the browser and how to install it.
     let stderr = text(&probe.stderr);
     assert_eq!(probe.status.code(), Some(2), "{stderr}");
