@@ -77,6 +77,11 @@ impl Chromedriver {
         bail!("chromedriver did not listen on {addr} within {limit:?}")
     }
 
+    /// The driver's base URL (`http://127.0.0.1:PORT`), for clients that connect themselves.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// Opens a new headless Chromium session.
     pub async fn session(&self) -> anyhow::Result<Client> {
         let mut caps = serde_json::Map::new();

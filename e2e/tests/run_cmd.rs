@@ -181,6 +181,42 @@ fn a_loose_budget_passes_a_tight_one_fails_and_the_outputs_agree() -> anyhow::Re
 }
 
 #[test]
+fn a_remote_webdriver_endpoint_is_used_instead_of_a_local_driver() -> anyhow::Result<()> {
+    // A driver the test started stands in for a remote endpoint or a Grid: the runner must
+    // use it (and start no driver of its own) and still produce the batch.
+    let driver = ttfx_e2e::Chromedriver::start()?;
+    let json = temp("remote.json");
+    let out = ttfx_run(&[
+        "--target",
+        TARGET,
+        "--runs",
+        "2",
+        "--webdriver",
+        driver.url(),
+        "--json",
+        json.to_str().unwrap(),
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let batch: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    assert_eq!(batch["runs"].as_array().map(Vec::len), Some(2), "{batch}");
+
+    // A remote endpoint that does not answer is a clear exit 2.
+    let out = ttfx_run(&[
+        "--target",
+        TARGET,
+        "--runs",
+        "1",
+        "--webdriver",
+        "http://127.0.0.1:9",
+    ])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    Ok(())
+}
+
+#[test]
 fn a_scenario_file_with_loose_budgets_exits_zero() -> anyhow::Result<()> {
     // The file holds the target, the counts and the gate; a flag adds one more budget.
     let scenario = temp("scenario.toml");
