@@ -412,3 +412,63 @@ async fn a_failed_request_is_counted_and_said() -> anyhow::Result<()> {
     assert_eq!(failure["http_status"], 500, "{failure}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_voice_turn_puts_first_audio_on_the_waterfall() -> anyhow::Result<()> {
+    let lab = Lab::open().await?;
+    // The simulator's TTS sends its first audio 200 ms after the request arrives.
+    lab.fill("#overrides", "ttfa_ms=200").await?;
+    lab.client
+        .find(Locator::Css("#voice"))
+        .await?
+        .click()
+        .await?;
+    lab.run_sim("default", 1, 1, 1).await?;
+    let rows: Vec<String> = {
+        let mut names = Vec::new();
+        for row in lab
+            .client
+            .find_all(Locator::Css("#waterfall g.row"))
+            .await?
+        {
+            names.push(row.attr("data-milestone").await?.unwrap_or_default());
+        }
+        names
+    };
+    let stats = lab.rows("#stats").await?;
+    let report = lab.exported().await?;
+    lab.client.close().await?;
+
+    let anomalies = &report["runs"][0]["timeline"]["anomalies"];
+    assert!(
+        !anomalies.to_string().contains("voice_"),
+        "a voice part went missing: {anomalies}"
+    );
+    assert!(
+        stats
+            .iter()
+            .any(|r| r.first().is_some_and(|c| c == "ttfa_ms")),
+        "no ttfa_ms row in {stats:?}"
+    );
+    let milestones = &report["runs"][0]["timeline"]["milestones"];
+    let at = |name: &str| milestones[name].as_f64();
+    let (Some(sentence), Some(request), Some(out)) = (
+        at("first_sentence"),
+        at("tts_request"),
+        at("first_audio_out"),
+    ) else {
+        panic!("voice milestones missing: {milestones}");
+    };
+    assert!(sentence <= request, "{milestones}");
+    assert!(out >= request + 200.0, "{milestones}");
+    for name in [
+        "first_sentence",
+        "tts_request",
+        "first_audio_byte",
+        "first_audio_scheduled",
+        "first_audio_out",
+    ] {
+        assert!(rows.iter().any(|r| r == name), "{name} not in {rows:?}");
+    }
+    Ok(())
+}

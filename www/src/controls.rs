@@ -9,10 +9,12 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use ttfx_core::decode::DialectKind;
 use ttfx_probe::{Probe, ProbeOptions};
+use web_sys::AudioContext;
 
 use crate::chat::Message;
 use crate::measure::{ReplySink, measure};
 use crate::target::{CHAT_DIALECTS, SIM_PROFILES, Target};
+use crate::voice::audio_context;
 use crate::{Lab, lab};
 
 const MAX_RUNS: usize = 500;
@@ -25,6 +27,8 @@ pub struct Plan {
     pub prompt: String,
     pub runs: usize,
     pub concurrency: usize,
+    /// Speak each reply (simulated targets only: their TTS is on the same server).
+    pub voice: bool,
 }
 
 /// The form's fields as typed.
@@ -39,6 +43,7 @@ pub struct Fields {
     pub prompt: String,
     pub runs: String,
     pub concurrency: String,
+    pub voice: bool,
 }
 
 impl Fields {
@@ -60,11 +65,13 @@ impl Fields {
         target.validate()?;
         let runs = count("runs", &self.runs, MAX_RUNS)?;
         let concurrency = count("concurrency", &self.concurrency, MAX_CONCURRENCY)?.min(runs);
+        let voice = self.voice && target.tts_url().is_some();
         Ok(Plan {
             target,
             prompt: self.prompt.clone(),
             runs,
             concurrency,
+            voice,
         })
     }
 }
@@ -90,6 +97,7 @@ pub fn RunForm() -> impl IntoView {
     let prompt = RwSignal::new("Why does the first word matter more than the last?".to_owned());
     let runs = RwSignal::new("5".to_owned());
     let concurrency = RwSignal::new("2".to_owned());
+    let voice = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
 
     let start = move |_| {
@@ -102,12 +110,19 @@ pub fn RunForm() -> impl IntoView {
             prompt: prompt.get_untracked(),
             runs: runs.get_untracked(),
             concurrency: concurrency.get_untracked(),
+            voice: voice.get_untracked(),
         }
         .plan();
         match checked {
             Ok(plan) => {
                 problem.set(None);
-                if let Err(e) = launch(lab, plan) {
+                // Created in the click (the gesture autoplay wants), before any request.
+                let started = match plan.voice {
+                    true => audio_context().map(Some),
+                    false => Ok(None),
+                }
+                .and_then(|ctx| launch(lab, plan, ctx));
+                if let Err(e) = started {
                     problem.set(Some(e));
                 }
             }
@@ -152,6 +167,12 @@ pub fn RunForm() -> impl IntoView {
             <label class="wide">"prompt " <textarea id="prompt" rows="2" bind:value=prompt></textarea></label>
             <label>"runs " <input id="runs" type="number" min="1" max=MAX_RUNS bind:value=runs/></label>
             <label>"concurrency " <input id="concurrency" type="number" min="1" max=MAX_CONCURRENCY bind:value=concurrency/></label>
+            <label title="speak each reply: the first sentence goes to the simulator's TTS and plays here">
+                <input id="voice" type="checkbox" bind:checked=voice/>" voice"
+            </label>
+            {move || (voice.get() && !is_sim()).then(|| view! {
+                <span class="note" id="voice-note">"voice applies to simulated profiles only; this target runs without it"</span>
+            })}
             <button id="run" type="button" on:click=start>"Run"</button>
             <button id="clear" type="button" on:click=clear>"Clear"</button>
             <span id="in-flight">{move || match lab.in_flight.get() {
@@ -164,7 +185,7 @@ pub fn RunForm() -> impl IntoView {
 }
 
 /// Starts `plan.concurrency` workers that share one queue of `plan.runs` requests.
-fn launch(lab: Lab, plan: Plan) -> Result<(), String> {
+fn launch(lab: Lab, plan: Plan, voice: Option<AudioContext>) -> Result<(), String> {
     let probe = Probe::new(ProbeOptions {
         label: Some(plan.target.label()),
         ..ProbeOptions::default()
@@ -174,13 +195,19 @@ fn launch(lab: Lab, plan: Plan) -> Result<(), String> {
     let plan = Rc::new(plan);
     lab.in_flight.update(|n| *n += plan.runs);
     for _ in 0..plan.concurrency {
-        let (probe, next, plan) = (probe.clone(), next.clone(), plan.clone());
-        spawn_local(async move { worker(lab, probe, &plan, &next).await });
+        let (probe, next, plan, voice) = (probe.clone(), next.clone(), plan.clone(), voice.clone());
+        spawn_local(async move { worker(lab, probe, &plan, &next, voice.as_ref()).await });
     }
     Ok(())
 }
 
-async fn worker(lab: Lab, probe: Probe, plan: &Plan, next: &Cell<usize>) {
+async fn worker(
+    lab: Lab,
+    probe: Probe,
+    plan: &Plan,
+    next: &Cell<usize>,
+    voice: Option<&AudioContext>,
+) {
     static KEYS: AtomicU64 = AtomicU64::new(0);
     while next.get() < plan.runs {
         next.set(next.get() + 1);
@@ -195,7 +222,7 @@ async fn worker(lab: Lab, probe: Probe, plan: &Plan, next: &Cell<usize>) {
         gloo_timers::future::TimeoutFuture::new(0).await;
         match document().get_element_by_id(&message.reply_id()) {
             Some(reply) => {
-                match measure(&probe, &plan.target, &plan.prompt, &reply, &message).await {
+                match measure(&probe, &plan.target, &plan.prompt, &reply, &message, voice).await {
                     Ok(run) => lab.runs.update(|r| r.push(run)),
                     Err(e) => message.error(&e),
                 }
@@ -241,5 +268,27 @@ mod tests {
             .plan()
             .unwrap_err();
         assert!(e.contains("ftp://x"), "{e}");
+    }
+
+    #[test]
+    fn voice_is_for_simulated_targets_only() {
+        let mut f = fields("sim", "default", "openai-chat", "1", "1");
+        f.voice = true;
+        assert!(f.plan().unwrap().voice);
+        let mut f = fields(
+            "url",
+            "/proxy/local/v1/chat/completions",
+            "openai-chat",
+            "1",
+            "1",
+        );
+        f.voice = true;
+        assert!(!f.plan().unwrap().voice);
+        assert!(
+            !fields("sim", "default", "openai-chat", "1", "1")
+                .plan()
+                .unwrap()
+                .voice
+        );
     }
 }

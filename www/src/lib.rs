@@ -16,6 +16,7 @@ mod io;
 pub mod measure;
 mod summary;
 pub mod target;
+mod voice;
 mod waterfall;
 
 /// The page's state, shared through Leptos context.

@@ -9,9 +9,10 @@ use ttfx_core::timeline::ServerData;
 use ttfx_probe::Probe;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Element, ReadableStreamDefaultReader, RequestInit, Response};
+use web_sys::{AudioContext, Element, ReadableStreamDefaultReader, RequestInit, Response};
 
 use crate::target::{Target, request_body};
+use crate::voice::{Voice, VoicedSink};
 
 /// Where the page shows a reply while it streams.
 pub trait ReplySink {
@@ -21,13 +22,16 @@ pub trait ReplySink {
 }
 
 /// Measures one request to `target`; `reply` is the element the text lands in (watched
-/// for render timing). Returns the run with the server's record joined when one exists.
+/// for render timing). With `voice` (an AudioContext, created before the request) and a
+/// simulated target, the reply is also spoken (see `voice`). Returns the run with the
+/// server's record joined when one exists.
 pub async fn measure(
     probe: &Probe,
     target: &Target,
     prompt: &str,
     reply: &Element,
     sink: &dyn ReplySink,
+    voice: Option<&AudioContext>,
 ) -> Result<Run, String> {
     let run = probe.start(Some(target.label()));
     if let Err(e) = run.watch(reply) {
@@ -40,22 +44,39 @@ pub async fn measure(
     let _ = Reflect::set(&headers, &"content-type".into(), &"application/json".into());
     init.set_headers(&headers);
     let mut request_id = None;
+    let mut turn = None;
     match run.fetch(&JsValue::from_str(&target.url()), &init).await {
         Ok(response) => {
             request_id = response.headers().get("x-request-id").ok().flatten();
             if !response.ok() {
                 sink.error(&format!("HTTP {}", response.status()));
             }
-            if let Err(e) = read_reply(&response, target, sink).await {
+            // A failed request has no reply to speak.
+            if let (Some(ctx), Some(tts_url), true) = (voice, target.tts_url(), response.ok()) {
+                match Voice::start(&run, ctx, tts_url).await {
+                    Ok(v) => turn = Some(v),
+                    Err(e) => sink.error(&e),
+                }
+            }
+            let voiced = VoicedSink {
+                inner: sink,
+                voice: turn.as_ref(),
+            };
+            if let Err(e) = read_reply(&response, target, &voiced).await {
+                sink.error(&e);
+            }
+            if let Some(Err(e)) = turn.as_ref().map(Voice::finish) {
                 sink.error(&e);
             }
         }
         Err(e) => sink.error(&format!("fetch failed: {}", js_text(&e))),
     }
-    let report = run
-        .finished()
-        .await
-        .ok_or_else(|| "the probe gave no report (switched off after a fault)".to_owned())?;
+    let report = run.finished().await;
+    if let Some(problem) = turn.as_ref().and_then(Voice::stop) {
+        sink.error(&problem);
+    }
+    let report =
+        report.ok_or_else(|| "the probe gave no report (switched off after a fault)".to_owned())?;
     let mut record = report.run;
     if let Some(id) = request_id.filter(|_| same_origin(&target.url())) {
         if let Some(server) = fetch_record(&id).await {

@@ -89,6 +89,24 @@ impl Target {
         }
     }
 
+    /// The simulator's TTS endpoint for a voice turn, with the same override query (so
+    /// `ttfa_ms`, `rtf`, … apply); `None` for other targets, which have no TTS here.
+    pub fn tts_url(&self) -> Option<String> {
+        match self {
+            Target::Sim {
+                profile, overrides, ..
+            } => {
+                let query = overrides.trim().trim_start_matches('?');
+                Some(if query.is_empty() {
+                    format!("/sim/{profile}/v1/audio/speech")
+                } else {
+                    format!("/sim/{profile}/v1/audio/speech?{query}")
+                })
+            }
+            Target::Direct { .. } => None,
+        }
+    }
+
     pub fn dialect(&self) -> DialectKind {
         match self {
             Target::Sim { dialect, .. } | Target::Direct { dialect, .. } => *dialect,
@@ -161,6 +179,10 @@ mod tests {
         };
         assert_eq!(t.url(), "/sim/default/v1/messages?stall_at=5&stall_ms=900");
         assert_eq!(t.label(), "sim/default?stall_at=5&stall_ms=900");
+        assert_eq!(
+            t.tts_url().as_deref(),
+            Some("/sim/default/v1/audio/speech?stall_at=5&stall_ms=900")
+        );
         assert!(t.validate().is_ok());
     }
 
@@ -186,6 +208,7 @@ mod tests {
             dialect: DialectKind::OpenAiChat,
         };
         assert_eq!(d.label(), "http://h/v1/chat/completions");
+        assert_eq!(d.tts_url(), None);
     }
 
     #[test]

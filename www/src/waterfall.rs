@@ -11,13 +11,17 @@ use crate::fmt::{Scale, num, opt, wire_name};
 use crate::lab;
 
 /// The milestones a user meets, in order; absent ones are skipped.
-const ROWS: [Milestone; 11] = [
+const ROWS: [Milestone; 15] = [
     Milestone::Headers,
     Milestone::FirstByte,
     Milestone::FirstToken,
     Milestone::FirstVisibleToken,
     Milestone::FirstDom,
     Milestone::FirstPaint,
+    Milestone::FirstSentence,
+    Milestone::TtsRequest,
+    Milestone::FirstAudioByte,
+    Milestone::FirstAudioScheduled,
     Milestone::FirstAudioOut,
     Milestone::LastToken,
     Milestone::Done,
