@@ -4,6 +4,7 @@
 //! WebKitWebDriver; a CDP-only client would tie the tests to Chromium.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -48,6 +49,9 @@ impl Chromedriver {
         }
         let port = free_port()?;
         let child = Command::new(&bin)
+            // Its own process group, so dropping it also ends the browsers it started
+            // (killing chromedriver alone orphans them).
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -99,9 +103,19 @@ impl Chromedriver {
 
 impl Drop for Chromedriver {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_group(&mut self.child);
     }
+}
+
+/// Kills a child started with `process_group(0)` and everything in its group.
+pub fn kill_group(child: &mut Child) {
+    let group = format!("-{}", child.id());
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &group])
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// A port the OS says is free now. Chromedriver cannot report a port it chose itself, so

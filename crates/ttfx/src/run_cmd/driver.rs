@@ -3,6 +3,7 @@
 //! chromedriver's performance log (DevTools Network events) switched on.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -184,6 +185,10 @@ impl Endpoint {
             command.env("DISPLAY", &x.display);
         }
         let child = command
+            // Its own process group, so stopping the run also ends the browsers the
+            // driver started even if a session was not closed (killing the driver alone
+            // orphans them).
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -258,6 +263,11 @@ pub fn browser_name(browser: Browser) -> &'static str {
 impl Drop for Endpoint {
     fn drop(&mut self) {
         if let Some(child) = &mut self.child {
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &group])
+                .stderr(Stdio::null())
+                .status();
             let _ = child.kill();
             let _ = child.wait();
         }
