@@ -65,7 +65,7 @@ pub struct RenderWatch {
     pub times: Rc<RefCell<RenderTimes>>,
     observer: MutationObserver,
     stop_paints: Option<Function>,
-    _on_mutation: Closure<dyn FnMut(Array)>,
+    _on_mutation: Closure<dyn FnMut(Array, MutationObserver)>,
     _on_paint: Closure<dyn FnMut(f64)>,
     _on_frame: Rc<Closure<dyn FnMut(f64)>>,
 }
@@ -93,30 +93,35 @@ impl RenderWatch {
         let watched = element.clone();
         let frame_cb = on_frame.clone();
         let mut baseline = baseline;
-        let on_mutation = Closure::<dyn FnMut(Array)>::new(move |records: Array| {
-            let at = clock::now_ms().unwrap_or(f64::NAN);
-            let Ok(mut t) = mutation_times.try_borrow_mut() else {
-                return;
-            };
-            if t.first_dom.is_some() {
-                return;
-            }
-            let text = watched.text_content().unwrap_or_default();
-            let started = t.not_before.is_some_and(|start| at >= start);
-            if !started {
-                // Changes before the request (a placeholder, the user's own message)
-                // are not the reply: they become the new baseline.
-                baseline = text;
-                return;
-            }
-            if text.trim().is_empty() || text == baseline {
-                return;
-            }
-            t.first_dom = Some(at);
-            drop(t);
-            mark_text_parents(&records);
-            let _ = glue::after_next_frame((*frame_cb).as_ref().unchecked_ref());
-        });
+        let on_mutation = Closure::<dyn FnMut(Array, MutationObserver)>::new(
+            move |records: Array, observer: MutationObserver| {
+                let Ok(mut t) = mutation_times.try_borrow_mut() else {
+                    return;
+                };
+                if t.first_dom.is_some() {
+                    return;
+                }
+                let at = clock::now_ms().unwrap_or(f64::NAN);
+                let text = watched.text_content().unwrap_or_default();
+                let started = t.not_before.is_some_and(|start| at >= start);
+                if !started {
+                    // Changes before the request (a placeholder, the user's own message)
+                    // are not the reply: they become the new baseline.
+                    baseline = text;
+                    return;
+                }
+                if text.trim().is_empty() || text == baseline {
+                    return;
+                }
+                t.first_dom = Some(at);
+                drop(t);
+                mark_text_parents(&records);
+                let _ = glue::after_next_frame((*frame_cb).as_ref().unchecked_ref());
+                // The first text is all this observer is for: stop it, so the rest of
+                // the reply streams into the host page with no probe work per insertion.
+                observer.disconnect();
+            },
+        );
         let observer = MutationObserver::new(on_mutation.as_ref().unchecked_ref())
             .map_err(|e| ProbeError::browser("MutationObserver", &e))?;
         let init = MutationObserverInit::new();
