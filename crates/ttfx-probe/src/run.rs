@@ -647,6 +647,19 @@ impl Run {
             *slot = Some(report);
         }
         let _ = resolve.call1(&JsValue::NULL, &value);
+        // The body hooks and the abort listener hold clones of this run, and the run holds
+        // them: a cycle that would keep every finished run (its timeline, its closures)
+        // alive for the life of the host page. The stream is over, so let them go; a late
+        // call from JS finds no closure and is caught in glue.js.
+        if let Ok(mut hooks) = self.inner.hooks.try_borrow_mut() {
+            hooks.clear();
+        }
+        if let Ok(mut state) = self.inner.state.try_borrow_mut()
+            && let Some((signal, listener)) = state.abort_listener.take()
+        {
+            let _ = signal
+                .remove_event_listener_with_callback("abort", listener.as_ref().unchecked_ref());
+        }
     }
 }
 
@@ -760,5 +773,46 @@ fn merge_voice(timeline: &mut Timeline, part: VoicePart, value: &JsValue) {
             class: "voice_unreadable".into(),
             detail: format!("{part:?} result: {e}"),
         });
+    }
+}
+
+#[cfg(all(test, target_arch = "wasm32"))]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use wasm_bindgen_test::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    /// A host page makes a run per request for as long as it lives: a finished run must
+    /// be freed once the page lets go of it.
+    #[wasm_bindgen_test]
+    async fn a_finished_run_is_freed() {
+        let probe = Probe::new(ProbeOptions::default()).unwrap();
+        let run = probe.start(None);
+        let weak = Rc::downgrade(&run.inner);
+        // A data: URL is a real fetch with a streamed body, and needs no server.
+        let url = "data:text/event-stream,data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}%0A%0Adata: [DONE]%0A%0A";
+        let response = run
+            .fetch(&JsValue::from_str(url), &JsValue::UNDEFINED)
+            .await
+            .unwrap();
+        let text = JsFuture::from(response.text().unwrap()).await.unwrap();
+        assert!(text.as_string().unwrap().contains("Hi"));
+        let report = run.finished().await.unwrap();
+        let first = report
+            .run
+            .timeline
+            .milestones
+            .get(Milestone::FirstVisibleToken);
+        assert!(first.is_some(), "{:?}", report.run.timeline);
+        drop(run);
+        // The settle path runs inside a task the run spawned; let it unwind.
+        gloo_timers::future::TimeoutFuture::new(50).await;
+        assert!(
+            weak.upgrade().is_none(),
+            "the run is still alive after it finished"
+        );
     }
 }
