@@ -57,10 +57,16 @@ async function measure({ url, init = {}, options = {}, watch = true, abortAfterM
   document.body.append(element);
   if (watch) run.watch(element);
   const controller = new AbortController();
-  if (abortAfterMs !== null) setTimeout(() => controller.abort(), abortAfterMs);
   const out = { appError: null, status: null, bytes: 0, sha256: null };
+  // The abort timer is armed before the fetch starts; the test needs to know by how much,
+  // to place the abort on the run's own clock.
+  const armedAt = performance.now();
+  if (abortAfterMs !== null) setTimeout(() => controller.abort(), abortAfterMs);
   try {
-    const response = await run.fetch(url, { ...init, signal: controller.signal });
+    const fetching = run.fetch(url, { ...init, signal: controller.signal });
+    await Promise.resolve();
+    out.armedBeforeStartMs = run.requestStart - armedAt;
+    const response = await fetching;
     out.status = response.status;
     Object.assign(out, await consume(response, element));
   } catch (e) {
