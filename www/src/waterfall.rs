@@ -10,24 +10,12 @@ use ttfx_core::report::Run;
 use crate::fmt::{Scale, num, opt, wire_name};
 use crate::lab;
 
-/// The milestones a user meets, in order; absent ones are skipped.
-const ROWS: [Milestone; 15] = [
-    Milestone::Headers,
-    Milestone::FirstByte,
-    Milestone::FirstToken,
-    Milestone::FirstVisibleToken,
-    Milestone::FirstDom,
-    Milestone::FirstPaint,
-    Milestone::FirstSentence,
-    Milestone::TtsRequest,
-    Milestone::FirstAudioByte,
-    Milestone::FirstAudioScheduled,
-    Milestone::FirstAudioOut,
-    Milestone::LastToken,
-    Milestone::Done,
-    Milestone::Error,
-    Milestone::Aborted,
-];
+/// Milestones with no bar of their own: the origin, and the framing step between the first
+/// byte and the first token. Every other milestone is a row, in the order a user meets them
+/// (`Milestone::ALL`); absent ones are skipped.
+fn has_row(m: Milestone) -> bool {
+    !matches!(m, Milestone::RequestStart | Milestone::FirstEvent)
+}
 
 const WIDTH: f64 = 760.0;
 const LABEL_W: f64 = 150.0;
@@ -134,9 +122,10 @@ fn Verdicts(run: Run) -> impl IntoView {
 #[component]
 fn Waterfall(run: Run) -> impl IntoView {
     let t = &run.timeline;
-    let rows: Vec<(Milestone, f64)> = ROWS
-        .iter()
-        .filter_map(|m| t.milestones.get(*m).map(|at| (*m, at)))
+    let rows: Vec<(Milestone, f64)> = Milestone::ALL
+        .into_iter()
+        .filter(|m| has_row(*m))
+        .filter_map(|m| t.milestones.get(m).map(|at| (m, at)))
         .collect();
     let end = rows
         .iter()
