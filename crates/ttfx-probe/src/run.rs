@@ -74,7 +74,7 @@ impl Probe {
                 state: RefCell::new(RunState::default()),
                 render: RefCell::new(None),
                 done: promise,
-                resolve: RefCell::new(Some(resolve)),
+                resolve: RefCell::new(resolve),
                 report: RefCell::new(None),
                 voice: RefCell::new(Vec::new()),
                 hooks: RefCell::new(Vec::new()),
@@ -667,17 +667,12 @@ fn plain_response(body: &ReadableStream) -> Option<Response> {
     Response::new_with_opt_readable_stream(Some(body)).ok()
 }
 
-/// A promise and its resolve function.
-fn deferred() -> (Promise, Function) {
-    let slot = Rc::new(RefCell::new(None));
-    let keep = slot.clone();
-    let promise = Promise::new(&mut |resolve, _reject| {
-        *keep.borrow_mut() = Some(resolve);
-    });
-    let resolve = slot
-        .borrow_mut()
-        .take()
-        .unwrap_or_else(|| Function::new_no_args(""));
+/// A promise and its resolve function. The executor runs synchronously, so the function
+/// is always there; `None` is kept rather than faking one (a `new Function` would also
+/// break pages with a strict Content-Security-Policy).
+fn deferred() -> (Promise, Option<Function>) {
+    let mut resolve = None;
+    let promise = Promise::new(&mut |res, _reject| resolve = Some(res));
     (promise, resolve)
 }
 
