@@ -262,7 +262,8 @@ enum Word {
 
 /// What a `.` after `word` means; `first` says the word opens the segment.
 fn classify_word(word: &str, first: bool) -> Word {
-    let lower = word.to_lowercase();
+    // The word lists are ASCII; ASCII folding also keeps Unicode case tables out of the probe.
+    let lower = word.to_ascii_lowercase();
     let mut chars = word.chars();
     let initial = matches!((chars.next(), chars.next()), (Some(c), None) if c.is_uppercase());
     let list_marker = first && !word.is_empty() && word.chars().all(|c| c.is_ascii_digit());

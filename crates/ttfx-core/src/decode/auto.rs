@@ -2,7 +2,7 @@
 //! or frames. Every rule here looks only at what the stream has already delivered, so
 //! detection is as chunk-proof as the decoding that follows.
 
-use serde_json::Value;
+use crate::decode::json::{self, JsonExt, Value};
 
 use crate::decode::dialect::{DialectKind, Framing};
 use crate::decode::sse::SseEvent;
@@ -97,7 +97,7 @@ pub fn dialect_of_sse(event: &SseEvent) -> Option<DialectKind> {
     if data == "[DONE]" {
         return Some(DialectKind::OpenAiChat);
     }
-    let value: Value = serde_json::from_str(data).ok()?;
+    let value = json::parse(data)?;
     if let Some(kind) = value
         .get("type")
         .and_then(Value::as_str)

@@ -19,6 +19,7 @@ pub mod decoder;
 pub mod dialect;
 pub mod event;
 pub mod framing;
+pub mod json;
 mod lines;
 pub mod ndjson;
 pub mod server_timing_header;

@@ -6,7 +6,7 @@
 //! Usage arrives in pieces (input counts in `message_start`, the cumulative output count
 //! in `message_delta`); each usage event carries everything known so far.
 
-use serde_json::Value;
+use crate::decode::json::{JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
     Progress, SseDialect, push_reasoning, push_text, server_error, str_field, typed_payload,
@@ -34,7 +34,7 @@ impl SseDialect for Anthropic {
                 self.merge_usage(usage, out);
             }
             "content_block_start" => {
-                let block = payload.get("content_block").unwrap_or(&Value::Null);
+                let block = payload.get("content_block").unwrap_or(&NULL);
                 let index = u64_field(&payload, "index").unwrap_or(0);
                 match str_field(block, "type") {
                     Some("tool_use" | "server_tool_use") => out.push(Event::ToolCall {
@@ -53,7 +53,7 @@ impl SseDialect for Anthropic {
                 }
             }
             "content_block_delta" => {
-                let delta = payload.get("delta").unwrap_or(&Value::Null);
+                let delta = payload.get("delta").unwrap_or(&NULL);
                 let index = u64_field(&payload, "index").unwrap_or(0);
                 match str_field(delta, "type").unwrap_or("") {
                     "text_delta" => push_text(str_field(delta, "text"), out),

@@ -4,7 +4,7 @@
 //! the last chunk of llama.cpp's OpenAI-compatible endpoint, so the OpenAI dialect uses
 //! [`push_timings`] too.
 
-use serde_json::Value;
+use crate::decode::json::{JsonExt, Value};
 
 use crate::decode::dialect::{
     Progress, SseDialect, f64_field, parse_json, push_text, server_error, str_field, u64_field,

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde_json::Value;
+use crate::decode::json::{self, JsonExt, Value};
 
 use crate::decode::event::{ErrorClass, Event};
 use crate::decode::sse::SseEvent;
@@ -197,16 +197,14 @@ impl Progress {
 
 /// Parses a frame's JSON; malformed JSON becomes an error event.
 pub(crate) fn parse_json(text: &str, out: &mut Vec<Event>) -> Option<Value> {
-    match serde_json::from_str(text) {
-        Ok(value) => Some(value),
-        Err(e) => {
-            out.push(Event::error(
-                ErrorClass::MalformedJson,
-                format!("{e} in {}", snippet(text)),
-            ));
-            None
-        }
+    let value = json::parse(text);
+    if value.is_none() {
+        out.push(Event::error(
+            ErrorClass::MalformedJson,
+            format!("not JSON: {}", snippet(text)),
+        ));
     }
+    value
 }
 
 /// The first 80 characters of a frame, for error messages.
@@ -263,7 +261,7 @@ pub(crate) struct UsageNames {
 pub(crate) fn openai_usage(usage: &Value, names: UsageNames) -> Usage {
     let details = |count: &str, field: &str| {
         usage
-            .get(format!("{count}_details"))
+            .get(&format!("{count}_details"))
             .and_then(|d| u64_field(d, field))
     };
     Usage {
@@ -303,11 +301,11 @@ pub(crate) fn server_error(error: &Value) -> Event {
         Value::String(s) => s.clone(),
         _ => str_field(error, "message")
             .map(str::to_owned)
-            .unwrap_or_else(|| error.to_string()),
+            .unwrap_or_else(|| json::to_string(error)),
     };
     let code = ["code", "type"]
         .iter()
-        .find_map(|key| match error.get(*key) {
+        .find_map(|key| match error.get(key) {
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Number(n)) => Some(n.to_string()),
             _ => None,
@@ -408,7 +406,8 @@ mod tests {
     #[test]
     fn server_errors_take_message_and_code_or_type() {
         let e = server_error(
-            &serde_json::json!({"message": "slow down", "type": "rate_limit", "code": null}),
+            &json::parse(r#"{"message": "slow down", "type": "rate_limit", "code": null}"#)
+                .unwrap(),
         );
         assert_eq!(
             e,
@@ -418,7 +417,7 @@ mod tests {
                 message: "slow down".into()
             }
         );
-        let e = server_error(&serde_json::json!("model not found"));
+        let e = server_error(&json::parse(r#""model not found""#).unwrap());
         assert!(
             matches!(e, Event::Error { code: None, message, .. } if message == "model not found")
         );

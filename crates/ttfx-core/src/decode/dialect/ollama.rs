@@ -7,7 +7,7 @@
 //! `prompt_eval_duration`, `eval_duration` in nanoseconds (converted to ms here). A
 //! failure is `{"error": "..."}`.
 
-use serde_json::Value;
+use crate::decode::json::{JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
     LineDialect, Progress, parse_json, push_reasoning, push_text, server_error, str_field,
@@ -51,7 +51,7 @@ impl LineDialect for Ollama {
             ));
             return;
         }
-        let message = message.unwrap_or(&Value::Null);
+        let message = message.unwrap_or(&NULL);
         push_reasoning(
             str_field(message, "thinking").or(str_field(&object, "thinking")),
             out,
@@ -62,12 +62,12 @@ impl LineDialect for Ollama {
         );
         if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
             for call in calls {
-                let function = call.get("function").unwrap_or(&Value::Null);
+                let function = call.get("function").unwrap_or(&NULL);
                 // Ollama sends arguments as a JSON object, whole; the normalized event
                 // carries JSON text like every other dialect.
                 let arguments = match function.get("arguments") {
                     Some(Value::String(s)) => s.clone(),
-                    Some(v) => v.to_string(),
+                    Some(v) => crate::decode::json::to_string(v),
                     None => String::new(),
                 };
                 out.push(Event::ToolCall {
@@ -102,7 +102,7 @@ impl Ollama {
         let timings: Vec<ServerTiming> = DURATIONS
             .iter()
             .filter_map(|name| {
-                let ns = object.get(*name)?.as_f64()?;
+                let ns = object.get(name)?.as_f64()?;
                 Some(ServerTiming {
                     name: (*name).to_owned(),
                     duration_ms: Some(ns / 1e6),

@@ -12,7 +12,7 @@
 //! - `data: [DONE]` ends the stream; `{"error": {...}}` (or vLLM's `"object": "error"`)
 //!   reports a failure. Only choice 0 is decoded: a chat UI shows one answer.
 
-use serde_json::Value;
+use crate::decode::json::{JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
     Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, llamacpp, openai_usage,
@@ -109,7 +109,7 @@ impl OpenAiChat {
             push_text(str_field(delta, "refusal"), out);
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for (position, call) in calls.iter().enumerate() {
-                    let function = call.get("function").unwrap_or(&Value::Null);
+                    let function = call.get("function").unwrap_or(&NULL);
                     out.push(Event::ToolCall {
                         index: u64_field(call, "index").unwrap_or(position as u64),
                         id: str_field(call, "id").map(str::to_owned),

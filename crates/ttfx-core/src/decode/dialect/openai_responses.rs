@@ -8,7 +8,7 @@
 //! `response.incomplete` carry usage and end the stream; `response.failed` and `error`
 //! report failures. Lifecycle events and hosted-tool progress are known and skipped.
 
-use serde_json::Value;
+use crate::decode::json::{JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
     Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, openai_usage, push_reasoning,
@@ -76,7 +76,7 @@ impl SseDialect for OpenAiResponses {
                 }
             }
             "response.output_item.added" => {
-                let item = payload.get("item").unwrap_or(&Value::Null);
+                let item = payload.get("item").unwrap_or(&NULL);
                 if str_field(item, "type") == Some("function_call") {
                     out.push(Event::ToolCall {
                         index: u64_field(&payload, "output_index").unwrap_or(0),
@@ -93,7 +93,7 @@ impl SseDialect for OpenAiResponses {
                 arguments: delta().unwrap_or("").to_owned(),
             }),
             "response.completed" | "response.incomplete" => {
-                let response = payload.get("response").unwrap_or(&Value::Null);
+                let response = payload.get("response").unwrap_or(&NULL);
                 if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
                     let usage = openai_usage(
                         usage,
@@ -120,7 +120,7 @@ impl SseDialect for OpenAiResponses {
                 });
             }
             "response.failed" => {
-                let response = payload.get("response").unwrap_or(&Value::Null);
+                let response = payload.get("response").unwrap_or(&NULL);
                 let error = response.get("error").filter(|e| !e.is_null());
                 self.progress = Progress::Failed;
                 out.push(server_error(error.unwrap_or(response)));

@@ -11,6 +11,7 @@ use crate::decode::dialect::{
     Progress, SseDialect, server_error, str_field, typed_payload, u64_field, unknown_event,
 };
 use crate::decode::event::{ErrorClass, Event};
+use crate::decode::json::JsonExt;
 use crate::decode::sse::SseEvent;
 use crate::server_timing::Usage;
 
