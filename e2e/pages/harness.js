@@ -4,6 +4,24 @@ import init, * as ttfx from "./pkg/ttfx_probe.js";
 
 await init();
 
+// The voice API (TtsPlayer, VoiceHandoff) is in the package's voice build, a second module
+// loaded only by the voice test, as an app that speaks would load it.
+let voiceBuild = null;
+async function voiceApi() {
+  if (!voiceBuild) {
+    voiceBuild = await import("./pkg/voice/ttfx_probe.js");
+    await voiceBuild.default();
+  }
+  return voiceBuild;
+}
+
+// Which API each build exports, for the test that the text build leaves voice out.
+async function exportsOf() {
+  const voice = await voiceApi();
+  const names = (m) => Object.keys(m).filter((k) => k !== "default" && k !== "initSync").sort();
+  return { text: names(ttfx), voice: names(voice) };
+}
+
 function hex(buffer) {
   return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -158,15 +176,16 @@ async function bench({ url, init = {}, runs = 10 }) {
 // sentence goes to TTS as soon as it is complete, the audio plays through Web Audio, and
 // the run's report includes the audio measurement and the handoff record.
 async function voice({ llmUrl, llmInit = {}, ttsUrl }) {
-  const probe = new ttfx.Probe({});
+  const voiceTtfx = await voiceApi();
+  const probe = new voiceTtfx.Probe({});
   const run = probe.start();
   const element = document.createElement("p");
   document.body.append(element);
   run.watch(element);
   const response = await run.fetch(llmUrl, llmInit);
   const requestStart = run.requestStart;
-  const player = await ttfx.TtsPlayer.create({ format: "pcm16", sampleRate: 24000, requestStart });
-  const handoff = new ttfx.VoiceHandoff({ requestStart });
+  const player = await voiceTtfx.TtsPlayer.create({ format: "pcm16", sampleRate: 24000, requestStart });
+  const handoff = new voiceTtfx.VoiceHandoff({ requestStart });
   run.includeAudio(player.result(10000));
   let handoffDone;
   run.includeHandoff(new Promise((resolve) => { handoffDone = resolve; }));
@@ -199,5 +218,5 @@ async function voice({ llmUrl, llmInit = {}, ttsUrl }) {
   return { report, text: element.textContent };
 }
 
-window.harness = { measure, direct, instrumented, bench, voice, ttfx };
+window.harness = { measure, direct, instrumented, bench, voice, exportsOf, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

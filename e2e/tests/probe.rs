@@ -428,6 +428,43 @@ async fn a_voice_run_reports_text_and_audio_on_one_clock() -> anyhow::Result<()>
     Ok(())
 }
 
+#[tokio::test]
+async fn the_text_build_leaves_the_voice_api_out_and_the_voice_build_has_both() -> anyhow::Result<()>
+{
+    let f = Fixture::new().await?;
+    let out = page::call(&f.client, "exportsOf", json!({})).await?;
+    let names = |build: &str| -> Vec<String> {
+        out[build]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (text, voice) = (names("text"), names("voice"));
+    for api in ["Probe", "FetchHandle", "version", "now"] {
+        assert!(
+            text.iter().any(|n| n == api),
+            "text build lacks {api}: {out}"
+        );
+    }
+    for api in ["TtsPlayer", "AudioTap", "VoiceHandoff"] {
+        assert!(
+            !text.iter().any(|n| n == api),
+            "text build has {api}: {out}"
+        );
+        assert!(
+            voice.iter().any(|n| n == api),
+            "voice build lacks {api}: {out}"
+        );
+    }
+    // The voice build is the text build plus the voice API.
+    assert!(text.iter().all(|n| voice.contains(n)), "{out}");
+    Ok(())
+}
+
 fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(data)

@@ -12,7 +12,7 @@ use leptos::task::spawn_local;
 use ttfx_core::segment::{Segment, SegmenterConfig};
 use ttfx_probe::Run;
 use ttfx_probe::audio::{HandoffRecorder, PlayerOptions, TtsFormat, TtsPlayer};
-use ttfx_probe::run::VoicePart;
+use ttfx_probe::voice::VoicePart;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{JsFuture, future_to_promise};
 use web_sys::{AudioContext, ReadableStream, RequestInit, Response};

@@ -64,6 +64,22 @@ export interface Timeline {
   handoff?: { segments: unknown[]; [key: string]: unknown };
 }
 
+/** A TTS stream's audio side (TtsPlayer/AudioTap `result()`, voice build); voice runs
+ *  carry it in their timeline. */
+export interface AudioMeasurement {
+  milestones: Partial<Record<"tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out", number>>;
+  audio: {
+    audio_ms: number; last_byte_at_ms: number;
+    underruns: { at_ms: number; silence_ms: number }[];
+    chunks?: { at_ms: number; audio_ms: number }[];
+    output?: { sample_rate: number; state_at_first_schedule?: "running" | "suspended" | "closed" | "interrupted";
+      resumed_at_ms?: number; output_latency_ms?: number; base_latency_ms?: number; latency_added_ms: number;
+      output_timestamp?: { context_time_s: number; performance_time_ms: number }; first_audible_context_s?: number };
+  };
+  audio_out_method?: "output_timestamp" | "worklet_plus_latency" | "scheduled_plus_latency";
+  notes?: string[];
+}
+
 /** One measured request (schema in docs/report.md). */
 export interface RunReport {
   schema_version: number;
@@ -87,6 +103,11 @@ extern "C" {
     pub type JsResponsePromise;
     #[wasm_bindgen(typescript_type = "Promise<RunReport>")]
     pub type JsReportPromise;
+}
+
+#[cfg(feature = "voice")]
+#[wasm_bindgen]
+extern "C" {
     #[wasm_bindgen(typescript_type = "Promise<AudioMeasurement> | AudioMeasurement")]
     pub type JsAudioResult;
     #[wasm_bindgen(
@@ -195,18 +216,20 @@ impl ProbeRun {
 
     /// The report waits (at most 15 s after the stream ends) for this TTS measurement
     /// (`player.result()`) and merges it. Call before the stream ends.
+    #[cfg(feature = "voice")]
     #[wasm_bindgen(js_name = includeAudio)]
     pub fn include_audio(&self, result: JsAudioResult) {
         self.run
-            .include_voice(crate::run::VoicePart::Audio, result.into());
+            .include_voice(crate::voice::VoicePart::Audio, result.into());
     }
 
     /// The report waits for this handoff result (`handoff.result()` after `llmDone()`,
     /// or a promise of it) and merges it. Call before the stream ends.
+    #[cfg(feature = "voice")]
     #[wasm_bindgen(js_name = includeHandoff)]
     pub fn include_handoff(&self, result: JsHandoffResult) {
         self.run
-            .include_voice(crate::run::VoicePart::Handoff, result.into());
+            .include_voice(crate::voice::VoicePart::Handoff, result.into());
     }
 
     /// Times the reply's render in `element`; call before the first token lands.

@@ -11,6 +11,7 @@
 //! let report = run.finished().await;
 //! ```
 
+#[cfg(feature = "voice")]
 pub mod audio;
 pub mod clock;
 mod env;
@@ -24,6 +25,8 @@ mod output;
 pub mod render;
 pub mod run;
 mod visibility;
+#[cfg(feature = "voice")]
+pub mod voice;
 
 pub use error::ProbeError;
 pub use options::ProbeOptions;

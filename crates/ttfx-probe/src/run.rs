@@ -18,6 +18,8 @@ use web_sys::{Element, ReadableStream, Response};
 use crate::options::{Fault, ProbeOptions};
 use crate::render::RenderWatch;
 use crate::visibility::VisibilityLog;
+#[cfg(feature = "voice")]
+use crate::voice::VoicePart;
 use crate::{ProbeError, clock, env, glue, guard, output};
 
 /// Creates runs that share options, the page's original `fetch` and the environment.
@@ -76,26 +78,13 @@ impl Probe {
                 done: promise,
                 resolve: RefCell::new(resolve),
                 report: RefCell::new(None),
+                #[cfg(feature = "voice")]
                 voice: RefCell::new(Vec::new()),
                 hooks: RefCell::new(Vec::new()),
             }),
         }
     }
 }
-
-/// A voice result a run waits for before it reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VoicePart {
-    /// An `AudioMeasurement` (TtsPlayer/AudioTap `result()`), relative to this run's
-    /// `request_start`.
-    Audio,
-    /// A `VoiceHandoff.result()` object.
-    Handoff,
-}
-
-/// Longest a run waits for included voice results after its stream ends: TTS of the first
-/// sentence plus device start, with room for a slow engine.
-const VOICE_TIMEOUT_MS: f64 = 15_000.0;
 
 /// A callback `tapBody` calls with (time, value).
 type Hook = Closure<dyn FnMut(JsValue, JsValue)>;
@@ -118,6 +107,7 @@ struct RunInner {
     resolve: RefCell<Option<Function>>,
     report: RefCell<Option<RunReport>>,
     /// Voice results the app asked the report to include (see `include_voice`).
+    #[cfg(feature = "voice")]
     voice: RefCell<Vec<(VoicePart, JsValue)>>,
     /// JS callbacks handed to the page; they live as long as the run.
     hooks: RefCell<Vec<Hook>>,
@@ -202,6 +192,7 @@ impl Run {
 
     /// Makes the report wait (at most 15 s after the stream ends) for a voice result, a
     /// promise or a value, and merge it. Call before the stream ends.
+    #[cfg(feature = "voice")]
     pub fn include_voice(&self, part: VoicePart, result: JsValue) {
         if let Ok(mut voice) = self.inner.voice.try_borrow_mut() {
             voice.push((part, result));
@@ -507,8 +498,17 @@ impl Run {
         wasm_bindgen_futures::spawn_local(async move {
             run.wait_for_paint().await;
             let resource = run.wait_for_resource_timing().await;
+            #[cfg(feature = "voice")]
             let voice = run.wait_for_voice().await;
-            if let Some(report) = run.build(resource, voice) {
+            let timeline = run.timeline(resource);
+            #[cfg(feature = "voice")]
+            let timeline = timeline.map(|mut timeline| {
+                for (part, value) in voice {
+                    crate::voice::merge(&mut timeline, part, &value);
+                }
+                timeline
+            });
+            if let Some(report) = timeline.and_then(|t| run.report(t)) {
                 run.settle(report);
             }
         });
@@ -535,6 +535,7 @@ impl Run {
         }
     }
 
+    #[cfg(feature = "voice")]
     async fn wait_for_voice(&self) -> Vec<(VoicePart, JsValue)> {
         let parts = self
             .inner
@@ -544,7 +545,8 @@ impl Run {
             .unwrap_or_default();
         let mut out = Vec::new();
         for (part, value) in parts {
-            let settled = JsFuture::from(glue::settle_within(&value, VOICE_TIMEOUT_MS)).await;
+            let settled =
+                JsFuture::from(glue::settle_within(&value, crate::voice::TIMEOUT_MS)).await;
             out.push((part, settled.unwrap_or(JsValue::NULL)));
         }
         out
@@ -566,7 +568,9 @@ impl Run {
         JsValue::NULL
     }
 
-    fn build(&self, resource: JsValue, voice: Vec<(VoicePart, JsValue)>) -> Option<RunReport> {
+    /// The run's timeline: the recorder's, with render times, visibility and Resource
+    /// Timing added.
+    fn timeline(&self, resource: JsValue) -> Option<Timeline> {
         let mut state = self.inner.state.try_borrow_mut().ok()?;
         let start = state.start_abs;
         let recorder = state.recorder.take()?;
@@ -603,9 +607,11 @@ impl Run {
             }
         }
         attach_resource_timing(&mut timeline, &resource, start);
-        for (part, value) in voice {
-            merge_voice(&mut timeline, part, &value);
-        }
+        Some(timeline)
+    }
+
+    /// The report of `timeline`, with its metrics.
+    fn report(&self, mut timeline: Timeline) -> Option<RunReport> {
         let id = Some(self.inner.id.clone());
         let label = self.inner.label.clone();
         match RunRecord::new(id.clone(), label.clone(), timeline.clone()) {
@@ -713,60 +719,6 @@ fn attach_resource_timing(timeline: &mut Timeline, entry: &JsValue, start: f64) 
             duration_ms: duration,
             description: text("description").filter(|d| !d.is_empty()),
             source: TimingSource::ResourceTiming,
-        });
-    }
-}
-
-/// Merges a voice result (a plain object from the audio API) into the timeline; one that
-/// did not arrive or does not parse becomes an anomaly, not a lost report.
-fn merge_voice(timeline: &mut Timeline, part: VoicePart, value: &JsValue) {
-    let json = if value.is_null() || value.is_undefined() {
-        None
-    } else {
-        js_sys::JSON::stringify(value)
-            .ok()
-            .and_then(|s| s.as_string())
-    };
-    let Some(json) = json else {
-        timeline.anomalies.push(Anomaly {
-            at_ms: 0.0,
-            class: "voice_missing".into(),
-            detail: format!("{part:?} result did not arrive within {VOICE_TIMEOUT_MS} ms"),
-        });
-        return;
-    };
-    let merged = match part {
-        VoicePart::Audio => {
-            serde_json::from_str::<crate::audio::AudioMeasurement>(&json).map(|m| {
-                m.apply_to(timeline);
-                for note in m.notes {
-                    timeline.anomalies.push(Anomaly {
-                        at_ms: 0.0,
-                        class: "audio_note".into(),
-                        detail: note,
-                    });
-                }
-            })
-        }
-        VoicePart::Handoff => {
-            #[derive(serde::Deserialize)]
-            struct HandoffResult {
-                record: ttfx_core::handoff::HandoffRecord,
-                milestones: ttfx_core::timeline::Milestones,
-            }
-            serde_json::from_str::<HandoffResult>(&json).map(|h| {
-                for (m, at) in h.milestones.iter() {
-                    timeline.milestones.set(m, at);
-                }
-                timeline.handoff = Some(h.record);
-            })
-        }
-    };
-    if let Err(e) = merged {
-        timeline.anomalies.push(Anomaly {
-            at_ms: 0.0,
-            class: "voice_unreadable".into(),
-            detail: format!("{part:?} result: {e}"),
         });
     }
 }

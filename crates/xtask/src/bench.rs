@@ -13,37 +13,168 @@ pub fn run() -> anyhow::Result<()> {
     serve_concurrency()?;
     setup::run(&setup::SetupArgs::default())?;
     build_lab_page(true)?;
-    size_table("lab page size (release)", &paths::lab_dist())?;
+    size_table("lab page size (release)", &paths::lab_dist(), None)?;
     let pkg = crate::probe_pkg::build()?;
-    size_table("probe package size (release; target 40 KB gzip)", &pkg)?;
+    size_table(
+        "probe package, text build (what a chat UI loads; target 40 KB gzip)",
+        &pkg,
+        Some("voice"),
+    )?;
+    size_table(
+        "probe package, voice build (`ttfx-probe/voice`)",
+        &pkg.join("voice"),
+        None,
+    )?;
     probe_size_breakdown()?;
     probe_cost(&pkg)
 }
 
-/// Where the probe's bytes go: twiggy's largest items of a wasm-bindgen build that keeps
-/// function names (the shipped package drops them; the input to wasm-bindgen is dominated
-/// by its own metadata section, which it removes).
+/// Where the text build's bytes go, by area, from twiggy on a wasm-bindgen build that
+/// keeps function names (the shipped package drops them), and how much of it the shared
+/// ttfx-core analysis alone takes (the `analysis_only` example: decode, timeline,
+/// metrics, report JSON, no browser code).
 fn probe_size_breakdown() -> anyhow::Result<()> {
-    println!("\n## probe wasm: largest items (twiggy top, names kept)");
     let (Some(twiggy), Some(bindgen)) =
         (setup::tool_path("twiggy"), setup::tool_path("wasm-bindgen"))
     else {
         println!("twiggy is not installed; `cargo install twiggy` to see the breakdown");
         return Ok(());
     };
-    let wasm = paths::target().join("wasm32-unknown-unknown/release/ttfx_probe.wasm");
+    let text = &crate::probe_pkg::VARIANTS[0];
+    let wasm = crate::probe_pkg::compile(text)?;
     let out = paths::target().join("probe-pkg-names");
     cmd::run(
-        Command::new(bindgen)
+        Command::new(&bindgen)
             .args(["--target", "web", "--out-dir"])
             .arg(&out)
             .arg(&wasm),
     )?;
+    let csv = Command::new(&twiggy)
+        .args(["top", "-n", "1000000", "-f", "csv"])
+        .arg(out.join("ttfx_probe_bg.wasm"))
+        .output()
+        .context("cannot run twiggy")?;
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    println!(
+        "\n## where the {} build's wasm bytes go (twiggy, names kept; raw bytes, by the \
+         crate that owns each function: generic code counts where it is defined)",
+        text.name
+    );
+    let mut areas: Vec<(&str, u64)> = AREAS.iter().map(|(name, _)| (*name, 0)).collect();
+    let mut total = 0;
+    for line in csv.lines().skip(1) {
+        let Some((name, size)) = twiggy_row(line) else {
+            continue;
+        };
+        // The name section is not shipped (the package strips it).
+        if name.contains("function names") {
+            continue;
+        }
+        total += size;
+        let area = AREAS
+            .iter()
+            .position(|(_, patterns)| patterns.iter().any(|p| name.contains(p)))
+            .unwrap_or(AREAS.len() - 1);
+        areas[area].1 += size;
+    }
+    areas.sort_by_key(|(_, size)| std::cmp::Reverse(*size));
+    for (name, size) in areas {
+        let share = 100.0 * size as f64 / total.max(1) as f64;
+        println!("{name:<58} {size:>8} B {share:>5.1} %");
+    }
+    println!("{:<58} {total:>8} B", "total (code + data)");
+
+    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
+        "build",
+        "--locked",
+        "--profile",
+        "probe",
+        "-p",
+        "ttfx-probe",
+        "--no-default-features",
+        "--example",
+        "analysis_only",
+        "--target",
+        "wasm32-unknown-unknown",
+    ]))?;
+    let floor = paths::target().join("probe-analysis-only");
     cmd::run(
-        Command::new(twiggy)
-            .args(["top", "-n", "25"])
-            .arg(out.join("ttfx_probe_bg.wasm")),
+        Command::new(&bindgen)
+            .args([
+                "--target",
+                "web",
+                "--remove-name-section",
+                "--remove-producers-section",
+                "--out-dir",
+            ])
+            .arg(&floor)
+            .arg(paths::target().join("wasm32-unknown-unknown/probe/examples/analysis_only.wasm")),
+    )?;
+    size_table(
+        "the shared analysis alone (ttfx-core decode + timeline + metrics + report JSON, \
+         no browser code; example analysis_only)",
+        &floor,
+        None,
     )
+}
+
+/// Areas of the probe's wasm, each with the name fragments that place an item in it; the
+/// first match wins, the last area takes the rest.
+const AREAS: &[(&str, &[&str])] = &[
+    ("static data (strings, number tables)", &["data segment"]),
+    (
+        "float <-> text (core fmt/parse, zmij)",
+        &["flt2dec", "dec2flt", "fmt::float", "zmij"],
+    ),
+    (
+        "report JSON (serde_json + derived Serialize)",
+        &["serde_json", "Serialize", "serialize"],
+    ),
+    ("frame JSON parser (miniserde)", &["miniserde"]),
+    (
+        "ttfx-core decode (framing, dialects)",
+        &["ttfx_core::decode"],
+    ),
+    (
+        "ttfx-core timeline, recorder, metrics, report",
+        &["ttfx_core"],
+    ),
+    (
+        "probe: browser side (run, render, instrument, ...)",
+        &["ttfx_probe"],
+    ),
+    (
+        "wasm-bindgen, js-sys, web-sys, futures",
+        &[
+            "wasm_bindgen",
+            "js_sys",
+            "web_sys",
+            "futures",
+            "__wbindgen",
+            "__wbg",
+        ],
+    ),
+    ("allocator (dlmalloc)", &["dlmalloc"]),
+    (
+        "Rust core/alloc/std (fmt, collections, panics, str)",
+        &[
+            "core[", "core::", "alloc[", "alloc::", "std[", "std::", "<str", "<char", "<[",
+            "__rust",
+        ],
+    ),
+    ("other", &[]),
+];
+
+/// (name, shallow size) of one twiggy CSV row; the name is quoted and may hold commas.
+fn twiggy_row(line: &str) -> Option<(&str, u64)> {
+    let (name, rest) = if let Some(quoted) = line.strip_prefix('"') {
+        let end = quoted.rfind("\",")?;
+        (&quoted[..end], &quoted[end + 2..])
+    } else {
+        line.split_once(',')?
+    };
+    let size = rest.split(',').next()?.parse().ok()?;
+    Some((name, size))
 }
 
 /// The probe's main-thread cost and its effect on the app, in headless Chromium.
@@ -102,12 +233,16 @@ fn serve_concurrency() -> anyhow::Result<()> {
     cmd::run(Command::new(release.join("examples").join("serve_bench")).arg(release.join("ttfx")))
 }
 
-/// Raw and gzip -9 size of every wasm and JS file in `dir` (and its subfolders).
-fn size_table(title: &str, dir: &Path) -> anyhow::Result<()> {
+/// Raw and gzip -9 size of every wasm and JS file in `dir` and its subfolders, but for
+/// the subfolder `skip`.
+fn size_table(title: &str, dir: &Path, skip: Option<&str>) -> anyhow::Result<()> {
     println!("\n## {title}: {}", dir.display());
     println!("{:<52} {:>10} {:>10}", "file", "raw B", "gzip -9 B");
     let mut files = Vec::new();
     collect(dir, &mut files)?;
+    if let Some(skip) = skip {
+        files.retain(|f| !f.starts_with(dir.join(skip)));
+    }
     files.sort();
     let (mut raw_total, mut gz_total) = (0, 0);
     for path in files {

@@ -21,39 +21,84 @@ pub fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds the package (release: what ships) and returns its folder.
+/// A build of the probe the package ships: its cargo features and its folder in the
+/// package.
+pub struct Variant {
+    pub name: &'static str,
+    /// Cargo feature flags.
+    features: &'static [&'static str],
+    /// Folder inside the package ("" for the root).
+    pub subdir: &'static str,
+}
+
+/// The text probe at the package root (`import … from "ttfx-probe"`), and the probe with
+/// the voice API (TtsPlayer, AudioTap, VoiceHandoff) under `voice/`
+/// (`"ttfx-probe/voice"`): a chat UI does not download the voice code.
+pub const VARIANTS: [Variant; 2] = [
+    Variant {
+        name: "text",
+        features: &["--no-default-features"],
+        subdir: "",
+    },
+    Variant {
+        name: "voice",
+        features: &[],
+        subdir: "voice",
+    },
+];
+
+/// The wasm file cargo writes for the probe (the `probe` profile: release, optimized for
+/// size).
+pub fn cargo_wasm() -> PathBuf {
+    paths::target().join("wasm32-unknown-unknown/probe/ttfx_probe.wasm")
+}
+
+/// Compiles one variant; returns the wasm cargo wrote (overwritten by the next variant).
+pub fn compile(variant: &Variant) -> anyhow::Result<PathBuf> {
+    cmd::run(
+        Command::new("cargo")
+            .current_dir(paths::root())
+            .args([
+                "build",
+                "--locked",
+                "--profile",
+                "probe",
+                "-p",
+                "ttfx-probe",
+                "--target",
+                "wasm32-unknown-unknown",
+            ])
+            .args(variant.features),
+    )?;
+    Ok(cargo_wasm())
+}
+
+/// Builds the package (both variants, as shipped) and returns its folder.
 pub fn build() -> anyhow::Result<PathBuf> {
-    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
-        "build",
-        "--locked",
-        "--release",
-        "-p",
-        "ttfx-probe",
-        "--target",
-        "wasm32-unknown-unknown",
-    ]))?;
-    let wasm = paths::target().join("wasm32-unknown-unknown/release/ttfx_probe.wasm");
     let out = out_dir();
     if out.exists() {
         std::fs::remove_dir_all(&out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
     let bindgen = setup::tool_path("wasm-bindgen")
         .context("wasm-bindgen is not installed (cargo xtask setup)")?;
-    cmd::run(
-        Command::new(bindgen)
-            .env("PATH", path_with_cargo_bin())
-            // The name and producers sections only help debuggers; they are bytes every
-            // user of the host page would download.
-            .args([
-                "--target",
-                "web",
-                "--remove-name-section",
-                "--remove-producers-section",
-                "--out-dir",
-            ])
-            .arg(&out)
-            .arg(&wasm),
-    )?;
+    for variant in &VARIANTS {
+        let wasm = compile(variant)?;
+        cmd::run(
+            Command::new(&bindgen)
+                .env("PATH", path_with_cargo_bin())
+                // The name and producers sections only help debuggers; they are bytes
+                // every user of the host page would download.
+                .args([
+                    "--target",
+                    "web",
+                    "--remove-name-section",
+                    "--remove-producers-section",
+                    "--out-dir",
+                ])
+                .arg(out.join(variant.subdir))
+                .arg(&wasm),
+        )?;
+    }
     let template = paths::root().join("crates/ttfx-probe/pkg-template");
     let readme = std::fs::read_to_string(template.join("README.md"))
         .context("cannot read crates/ttfx-probe/pkg-template/README.md")?;
@@ -73,7 +118,11 @@ fn package_json() -> String {
   "main": "ttfx_probe.js",
   "module": "ttfx_probe.js",
   "types": "ttfx_probe.d.ts",
-  "files": ["ttfx_probe.js", "ttfx_probe_bg.wasm", "ttfx_probe.d.ts", "ttfx_probe_bg.wasm.d.ts", "snippets/"],
+  "exports": {{
+    ".": {{ "types": "./ttfx_probe.d.ts", "default": "./ttfx_probe.js" }},
+    "./voice": {{ "types": "./voice/ttfx_probe.d.ts", "default": "./voice/ttfx_probe.js" }}
+  }},
+  "files": ["ttfx_probe.js", "ttfx_probe_bg.wasm", "ttfx_probe.d.ts", "ttfx_probe_bg.wasm.d.ts", "snippets/", "voice/"],
   "sideEffects": false,
   "license": "MIT OR Apache-2.0"
 }}

@@ -125,7 +125,15 @@ fn clippy_native() -> anyhow::Result<Option<TestCounts>> {
 }
 
 fn clippy_wasm() -> anyhow::Result<Option<TestCounts>> {
-    clippy(WASM)
+    clippy(WASM)?;
+    // The text-only probe the package ships at its root (see probe_pkg::VARIANTS).
+    clippy(&[
+        "-p",
+        "ttfx-probe",
+        "--no-default-features",
+        "--target",
+        "wasm32-unknown-unknown",
+    ])
 }
 
 fn native_tests() -> anyhow::Result<Option<TestCounts>> {

@@ -39,19 +39,6 @@ export interface TtsPlayerOptions {
   /** Map tap frames through getOutputTimestamp() when usable (default true). */
   outputTimestamp?: boolean;
 }
-export interface AudioMeasurement {
-  milestones: Partial<Record<"tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out", number>>;
-  audio: {
-    audio_ms: number; last_byte_at_ms: number;
-    underruns: { at_ms: number; silence_ms: number }[];
-    chunks?: { at_ms: number; audio_ms: number }[];
-    output?: { sample_rate: number; state_at_first_schedule?: "running" | "suspended" | "closed" | "interrupted";
-      resumed_at_ms?: number; output_latency_ms?: number; base_latency_ms?: number; latency_added_ms: number;
-      output_timestamp?: { context_time_s: number; performance_time_ms: number }; first_audible_context_s?: number };
-  };
-  audio_out_method?: "output_timestamp" | "worklet_plus_latency" | "scheduled_plus_latency";
-  notes?: string[];
-}
 export interface VoiceHandoffOptions {
   /** performance.now() of the LLM request's start (default: now). */
   requestStart?: number;

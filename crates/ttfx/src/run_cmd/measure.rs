@@ -233,7 +233,7 @@ async fn one_run(
                 .as_deref()
                 .context("the runner's server is not running")?;
             if !page.runner_open {
-                open_runner(client, base).await?;
+                open_runner(client, base, ctx.voice).await?;
                 page.runner_open = true;
             }
             let same_origin = url.starts_with('/');
@@ -333,8 +333,13 @@ fn ground_truth(
     })
 }
 
-async fn open_runner(client: &Client, base: &str) -> anyhow::Result<()> {
-    let url = format!("{base}/");
+/// Opens the runner page; `voice` makes it load the probe's voice build.
+async fn open_runner(client: &Client, base: &str, voice: bool) -> anyhow::Result<()> {
+    let url = if voice {
+        format!("{base}/?voice")
+    } else {
+        format!("{base}/")
+    };
     client
         .goto(&url)
         .await

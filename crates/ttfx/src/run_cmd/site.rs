@@ -13,9 +13,11 @@ pub struct Site {
 
 impl Site {
     pub fn assemble(probe_pkg: &Path) -> anyhow::Result<Site> {
-        if !probe_pkg.join("ttfx_probe.js").is_file() {
+        if !probe_pkg.join("ttfx_probe.js").is_file()
+            || !probe_pkg.join("voice/ttfx_probe.js").is_file()
+        {
             bail!(
-                "no probe package at {} (build it with `cargo xtask probe-pkg`, or pass \
+                "no probe package (text and voice builds) at {} (build it with `cargo xtask probe-pkg`, or pass \
                  --probe-pkg DIR)",
                 probe_pkg.display()
             );
