@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::decimal::Decimal;
 use crate::milestone::Milestone;
 use crate::server_timing::{ServerTiming, TimingSource};
 use crate::timeline::{Timeline, milestone_name};
@@ -144,12 +145,15 @@ impl fmt::Display for ClockOffsetError {
                 sent_unix_ms,
             } => write!(
                 f,
-                "the server reports sending ({sent_unix_ms}) before receiving ({received_unix_ms})"
+                "the server reports sending ({}) before receiving ({})",
+                Decimal(*sent_unix_ms),
+                Decimal(*received_unix_ms)
             ),
             ClockOffsetError::NegativeRoundTrip { round_trip_ms } => write!(
                 f,
                 "the server held the request longer than the client waited \
-                 (round trip {round_trip_ms} ms)"
+                 (round trip {} ms)",
+                Decimal(*round_trip_ms)
             ),
         }
     }

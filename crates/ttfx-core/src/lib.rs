@@ -4,6 +4,7 @@
 //! inside the browser probe (wasm32) and inside the native `ttfx` tools.
 
 pub mod crossover;
+pub mod decimal;
 pub mod decode;
 pub mod gap;
 pub mod handoff;

@@ -269,7 +269,7 @@ fn wall_clock(timings: &[ServerTiming]) -> Option<ServerWallClock> {
             .iter()
             .find(|t| t.name == name)
             .and_then(|t| t.description.as_deref())
-            .and_then(|d| d.trim().parse::<f64>().ok())
+            .and_then(|d| crate::decimal::parse(d.trim()))
             .filter(|v| v.is_finite())
     };
     Some(ServerWallClock {

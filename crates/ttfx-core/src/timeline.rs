@@ -10,6 +10,7 @@ use std::fmt;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::decimal::Decimal;
 use crate::handoff::HandoffRecord;
 use crate::milestone::Milestone;
 use crate::playback::OutputTimestamp;
@@ -434,12 +435,14 @@ impl fmt::Display for TimelineError {
         match self {
             TimelineError::NotFinite { field } => write!(f, "{field} is not a finite number"),
             TimelineError::BeforeRequestStart { field, at_ms } => {
-                write!(f, "{field} at {at_ms} ms lies before request_start")
+                let at = Decimal(*at_ms);
+                write!(f, "{field} at {at} ms lies before request_start")
             }
             TimelineError::RequestStartNotZero(at) => {
                 write!(
                     f,
-                    "request_start must be 0 (times are relative to it), found {at}"
+                    "request_start must be 0 (times are relative to it), found {}",
+                    Decimal(*at)
                 )
             }
             TimelineError::OutOfOrder { earlier, later } => {

@@ -1,6 +1,7 @@
 //! Probe options, read from a plain JS object or built in Rust.
 
 use js_sys::{Function, Reflect};
+use ttfx_core::decimal::Decimal;
 use ttfx_core::decode::DialectKind;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -73,7 +74,8 @@ impl ProbeOptions {
         if let Some(rate) = number(value, "sampleRate")? {
             if !(0.0..=1.0).contains(&rate) {
                 return Err(ProbeError::BadOption(format!(
-                    "sampleRate must be between 0 and 1, got {rate}"
+                    "sampleRate must be between 0 and 1, got {}",
+                    Decimal(rate)
                 )));
             }
             options.sample_rate = rate;
@@ -81,7 +83,8 @@ impl ProbeOptions {
         if let Some(ms) = number(value, "paintTimeoutMs")? {
             if !(0.0..=60_000.0).contains(&ms) {
                 return Err(ProbeError::BadOption(format!(
-                    "paintTimeoutMs must be between 0 and 60000, got {ms}"
+                    "paintTimeoutMs must be between 0 and 60000, got {}",
+                    Decimal(ms)
                 )));
             }
             options.paint_timeout_ms = ms;
