@@ -68,6 +68,11 @@ impl Milestone {
         Milestone::Error,
     ];
 
+    /// The milestone's position in [`Milestone::ALL`] (its declaration order).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// The snake_case name used in reports, beacons and the lab page.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -155,6 +160,9 @@ mod tests {
 
     #[test]
     fn all_is_in_the_order_a_user_meets_them() {
+        for (i, m) in Milestone::ALL.into_iter().enumerate() {
+            assert_eq!(m.index(), i, "{m}");
+        }
         let mut sorted = Milestone::ALL;
         sorted.sort();
         assert_eq!(sorted, Milestone::ALL);

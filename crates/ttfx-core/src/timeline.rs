@@ -65,53 +65,60 @@ pub struct Timeline {
 }
 
 /// Milestone → ms since `request_start`. Serialized as an object keyed by the milestone's
-/// report name, so the JSON reads `{"first_token": 412.5}`.
+/// report name, so the JSON reads `{"first_token": 412.5}`. One slot per milestone (a
+/// map's code would be generated for this one key type, in the probe's wasm too).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Milestones(BTreeMap<Milestone, f64>);
+pub struct Milestones([Option<f64>; Milestone::ALL.len()]);
 
 impl Milestones {
     /// The time of `m`, if it was observed.
     pub fn get(&self, m: Milestone) -> Option<f64> {
-        self.0.get(&m).copied()
+        self.0[m.index()]
     }
 
     /// Forgets `m` (an observer's value that turned out unusable).
     pub fn remove(&mut self, m: Milestone) -> Option<f64> {
-        self.0.remove(&m)
+        self.0[m.index()].take()
     }
 
     /// Records `m` at `at_ms`, replacing an earlier value.
     pub fn set(&mut self, m: Milestone, at_ms: f64) {
-        self.0.insert(m, at_ms);
+        self.0[m.index()] = Some(at_ms);
     }
 
     /// Observed milestones in the order a user meets them.
     pub fn iter(&self) -> impl Iterator<Item = (Milestone, f64)> + '_ {
-        self.0.iter().map(|(m, t)| (*m, *t))
+        Milestone::ALL
+            .into_iter()
+            .filter_map(|m| self.get(m).map(|t| (m, t)))
     }
 }
 
 impl<const N: usize> From<[(Milestone, f64); N]> for Milestones {
     fn from(entries: [(Milestone, f64); N]) -> Self {
-        Milestones(entries.into_iter().collect())
+        let mut milestones = Milestones::default();
+        for (m, at) in entries {
+            milestones.set(m, at);
+        }
+        milestones
     }
 }
 
 impl Serialize for Milestones {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(m, t)| (m.as_str(), t)))
+        serializer.collect_map(self.iter().map(|(m, t)| (m.as_str(), t)))
     }
 }
 
 impl<'de> Deserialize<'de> for Milestones {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = BTreeMap::<String, f64>::deserialize(deserializer)?;
-        let mut out = BTreeMap::new();
+        let mut out = Milestones::default();
         for (name, at) in raw {
             let m = name.parse::<Milestone>().map_err(D::Error::custom)?;
-            out.insert(m, at);
+            out.set(m, at);
         }
-        Ok(Milestones(out))
+        Ok(out)
     }
 }
 
@@ -530,16 +537,13 @@ impl Timeline {
     /// The chunk series in time order. Chunks are recorded as they arrive, but a merged or
     /// hand-edited timeline may not keep that order, and every series metric needs it.
     pub fn chunks_by_time(&self) -> Vec<Chunk> {
-        let mut chunks = self.chunks.clone();
-        chunks.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
-        chunks
+        crate::stats::sorted_by_key(&self.chunks, |c| c.at_ms)
     }
 
     /// Was the page hidden at any moment between `request_start` and `until_ms`?
     pub fn hidden_before(&self, until_ms: f64) -> bool {
-        let mut changes = self.environment.visibility_changes.clone();
-        changes.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
-        changes
+        self.environment
+            .visibility_changes
             .iter()
             .any(|c| c.state == Visibility::Hidden && c.at_ms <= until_ms)
     }

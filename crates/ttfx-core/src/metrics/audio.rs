@@ -63,9 +63,8 @@ pub fn underruns(t: &Timeline) -> Option<Underruns> {
 /// inverse of a steady-state RTF. Absent with fewer than two audio chunks or when they
 /// all arrived at once.
 pub fn arrival_rate(t: &Timeline) -> Option<Measured> {
-    let mut chunks = t.audio.as_ref()?.chunks.clone();
+    let mut chunks = crate::stats::sorted_by_key(&t.audio.as_ref()?.chunks, |c| c.at_ms);
     chunks.retain(|c| c.audio_ms > 0.0);
-    chunks.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
     let (first, last) = (chunks.first()?, chunks.last()?);
     let wall_ms = last.at_ms - first.at_ms;
     let after_first: f64 = chunks.iter().skip(1).fold(0.0, |sum, c| sum + c.audio_ms);
