@@ -57,3 +57,24 @@ pub fn probe_pkg() -> anyhow::Result<PathBuf> {
     }
     Ok(path)
 }
+
+/// TypeScript's compiler (`bin/tsc`, run with node): `$TTFX_TSC`, else where `cargo xtask
+/// setup` installs it.
+pub fn tsc() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("TTFX_TSC").map(PathBuf::from).or_else(|| {
+        let home = PathBuf::from(std::env::var_os("HOME")?);
+        let cache = home.join(".cache/ttfx");
+        std::fs::read_dir(&cache)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("typescript-"))
+            })
+            .map(|p| p.join("node_modules/typescript/bin/tsc"))
+    });
+    match path {
+        Some(path) if path.is_file() => Ok(path),
+        _ => bail!("no TypeScript compiler (run `cargo xtask test`, whose setup installs it)"),
+    }
+}

@@ -48,7 +48,8 @@ impl Drop for Site {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
+/// Copies the folder `from` (recursively) to `to`.
+pub fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
     if !from.is_dir() {
         bail!("{} is not a folder", from.display());
     }

@@ -28,3 +28,14 @@ pub fn cargo_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".cargo"))
         .join("bin")
 }
+
+/// TypeScript's compiler, installed by `cargo xtask setup` into a per-user cache (shared by
+/// every checkout, so a warm machine does not install it again).
+pub fn tsc() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(".cache/ttfx")
+        .join(format!("typescript-{}", crate::setup::TYPESCRIPT_VERSION))
+        .join("node_modules/typescript/bin/tsc")
+}

@@ -19,6 +19,11 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
+/// TypeScript for the e2e test that type-checks the probe package's `.d.ts` files the way
+/// an app would. 5.x: the compiler is plain JavaScript on Node.js (7.x ships native
+/// binaries per platform).
+pub const TYPESCRIPT_VERSION: &str = "5.9.3";
+
 /// geckodriver for `ttfx run --browser firefox`, built by `cargo install` (Debian has no
 /// package of it).
 const GECKODRIVER_VERSION: &str = "0.37.1";
@@ -43,6 +48,7 @@ pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
     ensure_wasm_bindgen_cli()?;
     ensure_trunk()?;
     ensure_chromium()?;
+    ensure_typescript()?;
     if args.browsers == Browsers::All {
         ensure_firefox_and_webkit()?;
     }
@@ -170,6 +176,48 @@ fn ensure_chromium() -> anyhow::Result<()> {
     )?;
     if !Path::new(CHROMEDRIVER).is_file() {
         bail!("apt-get installed chromium-driver but {CHROMEDRIVER} is still missing");
+    }
+    Ok(())
+}
+
+fn ensure_typescript() -> anyhow::Result<()> {
+    let tsc = paths::tsc();
+    if tsc.is_file() {
+        eprintln!("xtask setup: typescript {TYPESCRIPT_VERSION} present");
+        return Ok(());
+    }
+    if tool_path("node").is_none() || tool_path("npm").is_none() {
+        let install = "apt-get update && apt-get install -y nodejs npm";
+        if !is_root() {
+            bail!("Node.js and npm are missing; install them as root with:\n  {install}");
+        }
+        eprintln!("xtask setup: installing Debian's nodejs and npm");
+        cmd::run(Command::new("apt-get").arg("update").arg("-qq"))?;
+        cmd::run(
+            Command::new("apt-get")
+                .args(["install", "-y", "-qq", "nodejs", "npm"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
+    }
+    // The prefix holds node_modules/typescript/bin/tsc.
+    let prefix = tsc
+        .ancestors()
+        .nth(4)
+        .context("the TypeScript install folder has no parent")?;
+    eprintln!(
+        "xtask setup: installing typescript {TYPESCRIPT_VERSION} into {}",
+        prefix.display()
+    );
+    std::fs::create_dir_all(prefix)
+        .with_context(|| format!("cannot create {}", prefix.display()))?;
+    cmd::run(
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(prefix)
+            .arg(format!("typescript@{TYPESCRIPT_VERSION}")),
+    )?;
+    if !tsc.is_file() {
+        bail!("npm installed typescript but {} is missing", tsc.display());
     }
     Ok(())
 }

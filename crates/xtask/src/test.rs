@@ -176,6 +176,7 @@ fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
             .env("TTFX_BIN", ttfx)
             .env("TTFX_DIST", paths::lab_dist())
             .env("TTFX_PROBE_PKG", probe_pkg)
+            .env("TTFX_TSC", paths::tsc())
             .env("CHROMEDRIVER", CHROMEDRIVER),
     )
     .map(Some)
