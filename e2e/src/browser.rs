@@ -3,11 +3,12 @@
 //! fantoccini speaks plain W3C WebDriver, so the same code later drives geckodriver and
 //! WebKitWebDriver; a CDP-only client would tie the tests to Chromium.
 
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use fantoccini::{Client, ClientBuilder};
@@ -36,7 +37,10 @@ pub struct Chromedriver {
 }
 
 impl Chromedriver {
-    /// Starts `$CHROMEDRIVER` (default `/usr/bin/chromedriver`) and waits until it answers.
+    /// Starts `$CHROMEDRIVER` (default `/usr/bin/chromedriver`) on a port it picks itself
+    /// and waits until it says which. Picking a free port first and passing it raced
+    /// with the other tests' servers: one could take the port in between, chromedriver
+    /// then exited, and the readiness check had connected to that other server.
     pub fn start() -> anyhow::Result<Self> {
         let bin = std::env::var_os("CHROMEDRIVER")
             .map(PathBuf::from)
@@ -47,38 +51,33 @@ impl Chromedriver {
                 bin.display()
             );
         }
-        let port = free_port()?;
-        let child = Command::new(&bin)
+        let mut child = Command::new(&bin)
             // Its own process group, so dropping it also ends the browsers it started
             // (killing chromedriver alone orphans them).
             .process_group(0)
-            .arg(format!("--port={port}"))
+            .arg("--port=0")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .with_context(|| format!("cannot start {}", bin.display()))?;
+        let Some(stdout) = child.stdout.take() else {
+            kill_group(&mut child);
+            bail!("chromedriver's stdout was not captured");
+        };
+        let port = announced_port(stdout, Duration::from_secs(20));
         let mut driver = Chromedriver {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            url: String::new(),
         };
-        driver.wait_ready(Duration::from_secs(20))?;
-        Ok(driver)
-    }
-
-    fn wait_ready(&mut self, limit: Duration) -> anyhow::Result<()> {
-        let deadline = Instant::now() + limit;
-        let addr = self.url.trim_start_matches("http://").to_owned();
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait()? {
-                bail!("chromedriver exited with {status} before listening on {addr}");
-            }
-            if std::net::TcpStream::connect(&addr).is_ok() {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        match port {
+            Some(port) => driver.url = format!("http://127.0.0.1:{port}"),
+            None => match driver.child.try_wait()? {
+                Some(status) => bail!("chromedriver exited with {status} before listening"),
+                None => bail!("chromedriver did not say its port within 20 s"),
+            },
         }
-        bail!("chromedriver did not listen on {addr} within {limit:?}")
+        Ok(driver)
     }
 
     /// The driver's base URL (`http://127.0.0.1:PORT`), for clients that connect themselves.
@@ -118,17 +117,49 @@ pub fn kill_group(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// A port the OS says is free now. Chromedriver cannot report a port it chose itself, so
-/// there is a short window in which another process could take it; loopback tests on one
-/// machine make that rare enough, and a clash makes chromedriver exit, which `wait_ready` reports.
-fn free_port() -> anyhow::Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
-    Ok(listener.local_addr()?.port())
+/// The port in chromedriver's "ChromeDriver was started successfully on port N." line;
+/// `None` if the line does not come within `limit`. The rest of its output is drained on
+/// a thread: a full pipe would block chromedriver.
+fn announced_port(stdout: ChildStdout, limit: Duration) -> Option<u16> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        for line in lines.by_ref() {
+            let Ok(line) = line else { return };
+            if let Some(port) = port_of(&line) {
+                let _ = tx.send(port);
+                break;
+            }
+        }
+        lines.for_each(drop);
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+fn port_of(line: &str) -> Option<u16> {
+    let (_, rest) = line.split_once("started successfully on port ")?;
+    rest.trim_end().trim_end_matches('.').parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_port_chromedriver_announces() {
+        assert_eq!(
+            port_of("ChromeDriver was started successfully on port 33493."),
+            Some(33493)
+        );
+        assert_eq!(
+            port_of("Starting ChromeDriver 156.0.8078.108 (…) on port 0"),
+            None
+        );
+        assert_eq!(
+            port_of("ChromeDriver was started successfully on port x."),
+            None
+        );
+    }
 
     /// wasm-bindgen-test-runner reads Chromium's flags from a `webdriver.json` beside each
     /// wasm test crate; they must not drift from the flags the e2e sessions use.

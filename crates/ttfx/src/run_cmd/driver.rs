@@ -170,41 +170,54 @@ impl Endpoint {
                 browser_name(browser)
             );
         }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .with_context(|| format!("cannot find a free port for {name}"))?
-            .port();
         // WebKitGTK's MiniBrowser needs an X display; without one it never opens a session.
         let display = if browser.needs_display() && !display::has_display() {
             Some(Xvfb::start()?)
         } else {
             None
         };
-        let mut command = Command::new(&bin);
-        if let Some(x) = &display {
-            command.env("DISPLAY", &x.display);
+        // The driver is given a port that was free a moment ago; another process can take
+        // it in between, and then the driver exits. A fresh port next time.
+        let mut last_error = None;
+        for _ in 0..3 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .with_context(|| format!("cannot find a free port for {name}"))?
+                .port();
+            let mut command = Command::new(&bin);
+            if let Some(x) = &display {
+                command.env("DISPLAY", &x.display);
+            }
+            let child = command
+                // Its own process group, so stopping the run also ends the browsers the
+                // driver started even if a session was not closed (killing the driver
+                // alone orphans them).
+                .process_group(0)
+                .arg(format!("--port={port}"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .with_context(|| format!("cannot start {}", bin.display()))?;
+            let mut endpoint = Endpoint {
+                url: format!("http://127.0.0.1:{port}"),
+                browser,
+                child: Some(child),
+                _display: None,
+            };
+            match endpoint.wait_ready(name, Duration::from_secs(20)) {
+                Ok(()) => {
+                    endpoint._display = display;
+                    return Ok(endpoint);
+                }
+                Err(e) => last_error = Some(e),
+            }
         }
-        let child = command
-            // Its own process group, so stopping the run also ends the browsers the
-            // driver started even if a session was not closed (killing the driver alone
-            // orphans them).
-            .process_group(0)
-            .arg(format!("--port={port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("cannot start {}", bin.display()))?;
-        let mut endpoint = Endpoint {
-            url: format!("http://127.0.0.1:{port}"),
-            browser,
-            child: Some(child),
-            _display: display,
-        };
-        endpoint.wait_ready(name, Duration::from_secs(20))?;
-        Ok(endpoint)
+        Err(last_error.unwrap_or_else(|| anyhow::anyhow!("{name} did not start")))
     }
 
+    /// Waits until the driver answers WebDriver's `GET /status` on its port. A bare TCP
+    /// connect is not enough: it also succeeds when another process holds the port.
     fn wait_ready(&mut self, name: &str, limit: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + limit;
         let addr = self.url.trim_start_matches("http://").to_owned();
@@ -214,12 +227,12 @@ impl Endpoint {
             {
                 bail!("{name} exited with {status} before listening on {addr}");
             }
-            if std::net::TcpStream::connect(&addr).is_ok() {
+            if answers_webdriver_status(&addr) {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        bail!("{name} did not listen on {addr} within {limit:?}")
+        bail!("{name} did not answer WebDriver's /status on {addr} within {limit:?}")
     }
 
     /// A new headless session (Chromium: with the performance log on).
@@ -258,6 +271,38 @@ pub fn browser_name(browser: Browser) -> &'static str {
         Browser::Firefox => "firefox",
         Browser::Webkit => "webkit",
     }
+}
+
+/// Whether a WebDriver server answers `GET /status` at `addr`: its W3C body names
+/// `ready`. Plain HTTP/1.1 over a short-lived connection; loopback only.
+fn answers_webdriver_status(addr: &str) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET /status HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut response = Vec::new();
+    let _ = stream.take(64 * 1024).read_to_end(&mut response);
+    is_webdriver_status(&String::from_utf8_lossy(&response))
+}
+
+/// A 200 response whose JSON body has `value.ready` (any driver, ready or busy).
+fn is_webdriver_status(response: &str) -> bool {
+    let Some((head, body)) = response.split_once("\r\n\r\n") else {
+        return false;
+    };
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        return false;
+    }
+    // Drivers answer with Content-Length; a chunked body would start with its size line.
+    let json = body.find('{').map_or("", |start| &body[start..]);
+    let json = json.rfind('}').map_or("", |end| &json[..=end]);
+    serde_json::from_str::<Value>(json)
+        .is_ok_and(|v| v.get("value").and_then(|v| v.get("ready")).is_some())
 }
 
 impl Drop for Endpoint {
@@ -381,6 +426,43 @@ pub fn network_times(events: &[(String, Value)], request_id: &str) -> Option<Net
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A loopback server that answers every connection with `response`.
+    fn answering(response: &'static str) -> String {
+        use std::io::{Read, Write};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let mut request = [0u8; 1024];
+                let _ = stream.read(&mut request);
+                let _ = stream.write_all(response.as_bytes());
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn readiness_needs_a_webdriver_status_not_just_a_listener() {
+        let driver = answering(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 61\r\n\r\n\
+             {\"value\":{\"message\":\"ready for new sessions\",\"ready\":true}}",
+        );
+        assert!(answers_webdriver_status(&driver));
+        let busy = answering("HTTP/1.1 200 OK\r\n\r\n{\"value\":{\"ready\":false}}");
+        assert!(
+            answers_webdriver_status(&busy),
+            "a busy driver is still ours"
+        );
+        let other = answering("HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found");
+        assert!(!answers_webdriver_status(&other));
+        let html = answering("HTTP/1.1 200 OK\r\n\r\n<html>{\"ready\": 1}</html>");
+        assert!(!answers_webdriver_status(&html));
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap().to_string();
+        drop(closed);
+        assert!(!answers_webdriver_status(&addr));
+    }
 
     #[test]
     fn the_chromium_args_are_the_e2e_harness_s() {
