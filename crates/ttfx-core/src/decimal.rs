@@ -23,8 +23,6 @@ impl fmt::Display for Decimal {
         if v.is_infinite() {
             return f.write_str(if v > 0.0 { "inf" } else { "-inf" });
         }
-        // From 2^53 up every double is an integer: write it whole (scaling it by 1000
-        // would round it).
         // Far past any time in ms, only the magnitude is told (64-bit integers keep
         // 128-bit formatting out of the probe).
         if v.abs() >= 1e18 {

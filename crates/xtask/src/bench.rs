@@ -84,32 +84,8 @@ fn probe_size_breakdown() -> anyhow::Result<()> {
     }
     println!("{:<58} {total:>8} B", "total (code + data)");
 
-    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
-        "build",
-        "--locked",
-        "--profile",
-        "probe",
-        "-p",
-        "ttfx-probe",
-        "--no-default-features",
-        "--example",
-        "analysis_only",
-        "--target",
-        "wasm32-unknown-unknown",
-    ]))?;
     let floor = paths::target().join("probe-analysis-only");
-    cmd::run(
-        Command::new(&bindgen)
-            .args([
-                "--target",
-                "web",
-                "--remove-name-section",
-                "--remove-producers-section",
-                "--out-dir",
-            ])
-            .arg(&floor)
-            .arg(paths::target().join("wasm32-unknown-unknown/probe/examples/analysis_only.wasm")),
-    )?;
+    crate::probe_pkg::bindgen(&crate::probe_pkg::compile_example("analysis_only")?, &floor)?;
     size_table(
         "the shared analysis alone (ttfx-core decode + timeline + metrics + report JSON, \
          no browser code; example analysis_only)",

@@ -1,7 +1,7 @@
 //! `cargo xtask probe-pkg`: the probe as an npm-style package folder (ES module built by
 //! wasm-bindgen `--target web`, its `.d.ts`, package.json and README).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
@@ -47,14 +47,13 @@ pub const VARIANTS: [Variant; 2] = [
     },
 ];
 
-/// The wasm file cargo writes for the probe (the `probe` profile: release, optimized for
-/// size).
-pub fn cargo_wasm() -> PathBuf {
-    paths::target().join("wasm32-unknown-unknown/probe/ttfx_probe.wasm")
+/// Where cargo writes the probe's wasm (the `probe` profile: release, optimized for size).
+fn cargo_out() -> PathBuf {
+    paths::target().join("wasm32-unknown-unknown/probe")
 }
 
-/// Compiles one variant; returns the wasm cargo wrote (overwritten by the next variant).
-pub fn compile(variant: &Variant) -> anyhow::Result<PathBuf> {
+/// `cargo build` of ttfx-probe for the browser with the `probe` profile, plus `extra`.
+fn cargo_build(extra: &[&str]) -> anyhow::Result<()> {
     cmd::run(
         Command::new("cargo")
             .current_dir(paths::root())
@@ -68,9 +67,42 @@ pub fn compile(variant: &Variant) -> anyhow::Result<PathBuf> {
                 "--target",
                 "wasm32-unknown-unknown",
             ])
-            .args(variant.features),
-    )?;
-    Ok(cargo_wasm())
+            .args(extra),
+    )
+}
+
+/// Compiles one variant; returns the wasm cargo wrote (overwritten by the next variant).
+pub fn compile(variant: &Variant) -> anyhow::Result<PathBuf> {
+    cargo_build(variant.features)?;
+    Ok(cargo_out().join("ttfx_probe.wasm"))
+}
+
+/// Compiles one of ttfx-probe's cdylib examples without the voice feature; returns its
+/// wasm.
+pub fn compile_example(name: &str) -> anyhow::Result<PathBuf> {
+    cargo_build(&["--no-default-features", "--example", name])?;
+    Ok(cargo_out().join("examples").join(format!("{name}.wasm")))
+}
+
+/// wasm-bindgen's ES module for `wasm` in `out`, as the package ships it.
+pub fn bindgen(wasm: &Path, out: &Path) -> anyhow::Result<()> {
+    let bindgen = setup::tool_path("wasm-bindgen")
+        .context("wasm-bindgen is not installed (cargo xtask setup)")?;
+    cmd::run(
+        Command::new(bindgen)
+            .env("PATH", path_with_cargo_bin())
+            // The name and producers sections only help debuggers; they are bytes every
+            // user of the host page would download.
+            .args([
+                "--target",
+                "web",
+                "--remove-name-section",
+                "--remove-producers-section",
+                "--out-dir",
+            ])
+            .arg(out)
+            .arg(wasm),
+    )
 }
 
 /// Builds the package (both variants, as shipped) and returns its folder.
@@ -79,25 +111,8 @@ pub fn build() -> anyhow::Result<PathBuf> {
     if out.exists() {
         std::fs::remove_dir_all(&out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
-    let bindgen = setup::tool_path("wasm-bindgen")
-        .context("wasm-bindgen is not installed (cargo xtask setup)")?;
     for variant in &VARIANTS {
-        let wasm = compile(variant)?;
-        cmd::run(
-            Command::new(&bindgen)
-                .env("PATH", path_with_cargo_bin())
-                // The name and producers sections only help debuggers; they are bytes
-                // every user of the host page would download.
-                .args([
-                    "--target",
-                    "web",
-                    "--remove-name-section",
-                    "--remove-producers-section",
-                    "--out-dir",
-                ])
-                .arg(out.join(variant.subdir))
-                .arg(&wasm),
-        )?;
+        bindgen(&compile(variant)?, &out.join(variant.subdir))?;
     }
     let template = paths::root().join("crates/ttfx-probe/pkg-template");
     let readme = std::fs::read_to_string(template.join("README.md"))
