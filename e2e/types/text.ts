@@ -26,6 +26,14 @@ const clock: number = now();
 const probeVersion: string = version();
 console.log(response, firstToken, method, started, restored, clock, probeVersion);
 
+// docs/probe.md "Load it only where you measure": the import happens only when sampled.
+if (Math.random() < 0.05) {
+  const { default: lateInit, Probe: LateProbe } = await import("ttfx-probe");
+  await lateInit();
+  const sampled: Probe = new LateProbe({ label: "prod", collectorUrl: "/ttfx" });
+  console.log(sampled);
+}
+
 // @ts-expect-error: not a dialect the decoder knows
 new Probe({ dialect: "gemini" });
 // @ts-expect-error: sampleRate is a number
