@@ -17,6 +17,7 @@ use crate::cli::ServeArgs;
 
 pub mod arrival;
 pub mod config;
+pub mod isolation;
 mod proxy;
 pub mod records;
 pub mod sim;
@@ -75,6 +76,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs, config: config::Config) -> anyhow::Result<()> {
     let app = router(args.dist.as_deref(), config)?;
+    let app = if args.cross_origin_isolated {
+        isolation::isolate(app)
+    } else {
+        app
+    };
     let listener = bind(args.addr).await?;
     let local = listener
         .local_addr()
