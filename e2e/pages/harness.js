@@ -50,8 +50,10 @@ function sseText() {
   };
 }
 
-// Reads a Response the way an app would, rendering text into `element`.
-async function consume(response, element) {
+// Reads a Response the way an app would, rendering text into `element`. With
+// `transferChunks`, the app moves each chunk's buffer away (as to a worker) as soon as it
+// has it, so the chunk is detached before the probe's task reads it.
+async function consume(response, element, transferChunks = false) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   const extract = sseText();
@@ -59,7 +61,12 @@ async function consume(response, element) {
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    parts.push(value);
+    if (transferChunks) {
+      parts.push(value.slice());
+      structuredClone(value, { transfer: [value.buffer] });
+    } else {
+      parts.push(value);
+    }
     const text = extract(decoder.decode(value, { stream: true }));
     if (text && element) element.textContent += text;
   }
@@ -67,7 +74,7 @@ async function consume(response, element) {
   return { bytes: all.length, sha256: hex(await crypto.subtle.digest("SHA-256", all)) };
 }
 
-async function measure({ url, init = {}, options = {}, watch = true, abortAfterMs = null, throwInCallback = false }) {
+async function measure({ url, init = {}, options = {}, watch = true, abortAfterMs = null, throwInCallback = false, transferChunks = false }) {
   if (throwInCallback) options.onReport = () => { throw new Error("app callback failed"); };
   const probe = new ttfx.Probe(options);
   const run = probe.start();
@@ -86,7 +93,7 @@ async function measure({ url, init = {}, options = {}, watch = true, abortAfterM
     out.armedBeforeStartMs = run.requestStart - armedAt;
     const response = await fetching;
     out.status = response.status;
-    Object.assign(out, await consume(response, element));
+    Object.assign(out, await consume(response, element, transferChunks));
   } catch (e) {
     out.appError = String((e && e.name) || e);
   }
@@ -120,47 +127,80 @@ async function instrumented({ url, init = {} }) {
   return { wrapped, restored, back: window.fetch === original, app, unmatched, reports: window.__ttfx.slice(before) };
 }
 
-// A/B on the same stream: the app's time from request start to each token's DOM update,
-// without and with the probe, interleaved so drift hits both alike; plus the probe's own
-// main-thread time per hook call (chunk processing) during the probed runs.
+// One request of the A/B below, read and rendered the way a chat app does. Returns, for
+// each DOM update, the app's chunk-to-DOM time: from the server sending the newest chunk
+// in that read (its record, GET /records/{id}) to the app's DOM write, both on the wall
+// clock of this one machine; and, for a probed request, the report's environment.
+async function chunkToDom(url, init, run) {
+  const element = document.createElement("p");
+  document.body.append(element);
+  const extract = sseText();
+  const decoder = new TextDecoder();
+  let response;
+  if (run) {
+    run.watch(element);
+    response = await run.fetch(url, init);
+  } else {
+    response = await fetch(url, init);
+  }
+  const writes = []; // [bytes read so far, wall-clock ms of the DOM write]
+  let bytes = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    bytes += value.length;
+    const text = extract(decoder.decode(value, { stream: true }));
+    if (text) {
+      element.textContent += text;
+      writes.push([bytes, performance.timeOrigin + performance.now()]);
+    }
+  }
+  element.remove();
+  const report = run ? await run.finished() : null;
+  const id = response.headers.get("x-request-id");
+  const record = await (await fetch(`/records/${encodeURIComponent(id)}`)).json();
+  // The newest server chunk with bytes in a read is the first whose end reaches past the
+  // bytes read: the read could not complete before that chunk was sent.
+  const latencies = [];
+  let chunk = 0;
+  let end = 0;
+  for (const [read, wall] of writes) {
+    while (chunk < record.chunks.length && end + record.chunks[chunk].bytes < read) {
+      end += record.chunks[chunk].bytes;
+      chunk++;
+    }
+    if (chunk >= record.chunks.length) break;
+    latencies.push(wall - (record.received_unix_ms + record.chunks[chunk].at_ms));
+  }
+  return { latencies, environment: report?.run?.timeline?.environment };
+}
+
+// A/B on the same stream: the app's chunk-to-DOM time per DOM update, without and with
+// the probe, in pairs whose order alternates (ABBA…) so drift and warm-up hit both arms
+// alike; plus the probe's own main-thread time during the probed runs, by piece of work
+// (glue.js and run.rs name them: chunk, onChunks, onEnd, report). One Probe serves every
+// run, as in an app.
 async function bench({ url, init = {}, runs = 10 }) {
+  const probe = new ttfx.Probe({ label: "bench" });
   const differences = [];
   const without = [];
   const withProbe = [];
-  const cost = [];
+  const cost = {};
+  let environment = {};
   for (let i = 0; i < runs; i++) {
     const times = {};
-    for (const probed of [false, true]) {
-      const element = document.createElement("p");
-      document.body.append(element);
-      const extract = sseText();
-      const decoder = new TextDecoder();
-      const start = performance.now();
-      let run = null;
-      let response;
+    for (const probed of i % 2 === 0 ? [false, true] : [true, false]) {
       if (probed) {
         globalThis.__ttfxCostSamples = [];
-        run = new ttfx.Probe({}).start();
-        run.watch(element);
-        response = await run.fetch(url, init);
-      } else {
-        response = await fetch(url, init);
-      }
-      const domAt = [];
-      const reader = response.body.getReader();
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        const text = extract(decoder.decode(value, { stream: true }));
-        if (text) { element.textContent += text; domAt.push(performance.now() - start); }
-      }
-      if (run) {
-        await run.finished();
-        cost.push(...globalThis.__ttfxCostSamples);
+        const measured = await chunkToDom(url, init, probe.start());
+        times[probed] = measured.latencies;
+        environment = measured.environment || environment;
+        for (const [hook, ms] of globalThis.__ttfxCostSamples) (cost[hook] ||= []).push(ms);
         globalThis.__ttfxCostSamples = null;
+      } else {
+        times[probed] = (await chunkToDom(url, init, null)).latencies;
       }
-      times[probed] = domAt;
-      element.remove();
     }
     const n = Math.min(times[false].length, times[true].length);
     for (let k = 0; k < n; k++) {
@@ -169,7 +209,10 @@ async function bench({ url, init = {}, runs = 10 }) {
       withProbe.push(times[true][k]);
     }
   }
-  return { differences, without, withProbe, cost };
+  return {
+    differences, without, withProbe, cost,
+    isolated: environment.cross_origin_isolated, clockStepMs: environment.timer_resolution_ms,
+  };
 }
 
 // A voice turn as an app would build it: the LLM reply streams into the page, its first

@@ -291,6 +291,15 @@ async fn the_app_gets_exact_bytes_even_when_the_probe_fails_inside() -> anyhow::
     assert_eq!(thrown["sha256"], expected.as_str(), "{thrown}");
     let anomalies = thrown["report"]["run"]["timeline"]["anomalies"].to_string();
     assert!(anomalies.contains("callback_threw"), "{thrown}");
+    // Every byte reached the decoder, in arrival order, through several 16 KiB batches.
+    let chunks = thrown["report"]["run"]["timeline"]["chunks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let decoded: u64 = chunks.iter().filter_map(|c| c["bytes"].as_u64()).sum();
+    assert_eq!(decoded, len as u64, "{thrown}");
+    let times: Vec<f64> = chunks.iter().filter_map(|c| c["at_ms"].as_f64()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
 
     // A probe whose decoder panics on the first chunk.
     let panicked = f
@@ -310,6 +319,36 @@ async fn the_app_gets_exact_bytes_even_when_the_probe_fails_inside() -> anyhow::
     assert!(
         anomalies.contains("probe_fault"),
         "a disabled probe still settles: {after}"
+    );
+    let alive: Value = f.client.execute("return 6 * 7", vec![]).await?;
+    assert_eq!(alive, 42);
+    Ok(())
+}
+
+/// An app that moves each chunk's buffer away as soon as it reads it (to a worker, say)
+/// leaves the probe nothing to decode: the report says so, and the app's bytes and the
+/// page are untouched.
+#[tokio::test]
+async fn chunks_the_app_transfers_away_are_reported_detached() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let bytes = byte_server::start().await?.addr;
+    let (seed, len) = (7u64, 20_000usize);
+    let expected = sha256_hex(&byte_server::bytes(seed, len));
+    let url = format!("http://{bytes}/bytes?seed={seed}&len={len}&chunk=5000&gap_ms=2");
+    let out = f
+        .measure(json!({ "url": url, "watch": false, "transferChunks": true }))
+        .await?;
+    assert_eq!(out["appError"], Value::Null, "{out}");
+    assert_eq!(out["sha256"], expected.as_str(), "{out}");
+    let timeline = &out["report"]["run"]["timeline"];
+    assert!(
+        timeline["anomalies"].to_string().contains("chunk_detached"),
+        "{out}"
+    );
+    assert_eq!(
+        timeline["chunks"].as_array().map_or(0, Vec::len),
+        0,
+        "{out}"
     );
     let alive: Value = f.client.execute("return 6 * 7", vec![]).await?;
     assert_eq!(alive, 42);

@@ -70,4 +70,8 @@ extern "C" {
 
     #[wasm_bindgen(js_name = sendBeacon)]
     pub fn send_beacon(url: &str, body: &str) -> bool;
+
+    /// Hands `cargo xtask bench` one main-thread cost sample (a no-op otherwise).
+    #[wasm_bindgen(js_name = costSample)]
+    pub fn cost_sample(name: &str, ms: f64);
 }

@@ -3,7 +3,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
+use js_sys::{Float64Array, Function, Object, Promise, Reflect, Uint8Array};
 use ttfx_core::decode::Limits;
 use ttfx_core::milestone::Milestone;
 use ttfx_core::recorder::{Recorder, url_without_query};
@@ -355,8 +355,14 @@ impl Run {
         };
         let run = self.clone();
         add(
-            "onChunk",
-            Closure::new(move |at: JsValue, chunk: JsValue| run.on_chunk(at, chunk)),
+            "onChunks",
+            Closure::new(move |meta: JsValue, bytes: JsValue| run.on_chunks(meta, bytes)),
+            &mut keep,
+        );
+        let run = self.clone();
+        add(
+            "onOddChunk",
+            Closure::new(move |at: JsValue, kind: JsValue| run.on_odd_chunk(at, kind)),
             &mut keep,
         );
         let run = self.clone();
@@ -391,16 +397,24 @@ impl Run {
         hooks
     }
 
-    fn on_chunk(&self, at: JsValue, chunk: JsValue) {
+    /// A batch of body chunks from `glue.js`: `meta` holds [arrival time, length] per
+    /// chunk, `bytes` their bytes end to end.
+    fn on_chunks(&self, meta: JsValue, bytes: JsValue) {
         if guard::is_disabled() {
             return;
         }
-        let at = at.as_f64().unwrap_or(f64::NAN);
-        let Ok(chunk) = chunk.dyn_into::<Uint8Array>() else {
-            self.note("non_byte_chunk", "a body chunk was not a Uint8Array");
+        let (Ok(meta), Ok(bytes)) = (
+            meta.dyn_into::<Float64Array>(),
+            bytes.dyn_into::<Uint8Array>(),
+        ) else {
+            self.note(
+                "chunk_batch_invalid",
+                "glue.js passed a chunk batch of the wrong types",
+            );
             return;
         };
-        let bytes = chunk.to_vec();
+        let meta = meta.to_vec();
+        let bytes = bytes.to_vec();
         let Ok(mut state) = self.inner.state.try_borrow_mut() else {
             return;
         };
@@ -408,18 +422,47 @@ impl Run {
         let Some(recorder) = state.recorder.as_mut() else {
             return;
         };
-        if bytes.is_empty() && chunk.buffer().byte_length() == 0 {
-            // The app transferred the chunk's buffer before the probe's task ran.
-            recorder.anomaly(
-                at - start,
-                "chunk_detached",
-                "a chunk's buffer was detached before the probe read it",
-            );
-        }
         if self.inner.probe.options.fault == Some(Fault::DecoderPanic) {
             panic!("ttfx fault injection: decoder forced to fail");
         }
-        recorder.chunk(at - start, &bytes);
+        let mut rest = bytes.as_slice();
+        for pair in meta.chunks_exact(2) {
+            let (at, len) = (pair[0], pair[1] as usize);
+            let Some((chunk, after)) = rest.split_at_checked(len) else {
+                recorder.anomaly(
+                    at - start,
+                    "chunk_batch_invalid",
+                    "a chunk batch held fewer bytes than its lengths say",
+                );
+                return;
+            };
+            recorder.chunk(at - start, chunk);
+            rest = after;
+        }
+    }
+
+    /// A chunk the probe could not read: not bytes, or its buffer was transferred away
+    /// before the probe's task ran.
+    fn on_odd_chunk(&self, at: JsValue, kind: JsValue) {
+        if guard::is_disabled() {
+            return;
+        }
+        let at_abs = at.as_f64().unwrap_or(f64::NAN);
+        let Ok(mut state) = self.inner.state.try_borrow_mut() else {
+            return;
+        };
+        let start = state.start_abs;
+        let Some(recorder) = state.recorder.as_mut() else {
+            return;
+        };
+        let (class, detail) = match kind.as_string().as_deref() {
+            Some("detached") => (
+                "chunk_detached",
+                "a chunk's buffer was detached before the probe read it",
+            ),
+            _ => ("non_byte_chunk", "a body chunk was not a Uint8Array"),
+        };
+        recorder.anomaly(at_abs - start, class, detail);
     }
 
     fn on_end(&self, at: JsValue) {
@@ -500,6 +543,8 @@ impl Run {
             let resource = run.wait_for_resource_timing().await;
             #[cfg(feature = "voice")]
             let voice = run.wait_for_voice().await;
+            // From here to the end is one main-thread task: the report's cost.
+            let began = clock::now_ms().ok();
             let timeline = run.timeline(resource);
             #[cfg(feature = "voice")]
             let timeline = timeline.map(|mut timeline| {
@@ -510,6 +555,9 @@ impl Run {
             });
             if let Some(report) = timeline.and_then(|t| run.report(t)) {
                 run.settle(report);
+            }
+            if let (Some(began), Ok(ended)) = (began, clock::now_ms()) {
+                crate::glue::cost_sample("report", ended - began);
             }
         });
     }
