@@ -52,23 +52,27 @@ function sseText() {
 
 // Reads a Response the way an app would, rendering text into `element`. With
 // `transferChunks`, the app moves each chunk's buffer away (as to a worker) as soon as it
-// has it, so the chunk is detached before the probe's task reads it.
-async function consume(response, element, transferChunks = false) {
+// has it, so the chunk is detached before the probe's task reads it. `writes`, if given,
+// gets [bytes read so far, wall-clock ms] for every DOM write.
+async function consume(response, element, { transferChunks = false, writes = null } = {}) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   const extract = sseText();
   const parts = [];
+  let read = 0;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    if (transferChunks) {
-      parts.push(value.slice());
-      structuredClone(value, { transfer: [value.buffer] });
-    } else {
-      parts.push(value);
+    read += value.byteLength;
+    // The app keeps a copy of what it transfers away.
+    const chunk = transferChunks ? value.slice() : value;
+    if (transferChunks) structuredClone(value, { transfer: [value.buffer] });
+    parts.push(chunk);
+    const text = extract(decoder.decode(chunk, { stream: true }));
+    if (text && element) {
+      element.textContent += text;
+      if (writes) writes.push([read, performance.timeOrigin + performance.now()]);
     }
-    const text = extract(decoder.decode(value, { stream: true }));
-    if (text && element) element.textContent += text;
   }
   const all = concat(parts);
   return { bytes: all.length, sha256: hex(await crypto.subtle.digest("SHA-256", all)) };
@@ -93,7 +97,7 @@ async function measure({ url, init = {}, options = {}, watch = true, abortAfterM
     out.armedBeforeStartMs = run.requestStart - armedAt;
     const response = await fetching;
     out.status = response.status;
-    Object.assign(out, await consume(response, element, transferChunks));
+    Object.assign(out, await consume(response, element, { transferChunks }));
   } catch (e) {
     out.appError = String((e && e.name) || e);
   }
@@ -134,8 +138,6 @@ async function instrumented({ url, init = {} }) {
 async function chunkToDom(url, init, run) {
   const element = document.createElement("p");
   document.body.append(element);
-  const extract = sseText();
-  const decoder = new TextDecoder();
   let response;
   if (run) {
     run.watch(element);
@@ -143,19 +145,8 @@ async function chunkToDom(url, init, run) {
   } else {
     response = await fetch(url, init);
   }
-  const writes = []; // [bytes read so far, wall-clock ms of the DOM write]
-  let bytes = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    bytes += value.length;
-    const text = extract(decoder.decode(value, { stream: true }));
-    if (text) {
-      element.textContent += text;
-      writes.push([bytes, performance.timeOrigin + performance.now()]);
-    }
-  }
+  const writes = [];
+  await consume(response, element, { writes });
   element.remove();
   const report = run ? await run.finished() : null;
   const id = response.headers.get("x-request-id");

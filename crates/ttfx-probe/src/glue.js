@@ -44,8 +44,9 @@ function chunkBatch(hooks) {
   let meta = [];
   const flush = () => {
     if (meta.length === 0) return;
+    // onChunks copies the bytes into wasm memory before it returns, so the buffer is
+    // free for the next batch.
     guarded(hooks, "onChunks", new Float64Array(meta), bytes.subarray(0, used));
-    bytes = new Uint8Array(0);
     used = 0;
     meta = [];
   };

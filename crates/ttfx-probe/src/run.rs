@@ -89,6 +89,9 @@ impl Probe {
 /// A callback `tapBody` calls with (time, value).
 type Hook = Closure<dyn FnMut(JsValue, JsValue)>;
 
+/// What a hook does with the run: the method behind one of `tapBody`'s callbacks.
+type HookCall = fn(&Run, JsValue, JsValue);
+
 /// One measured request.
 #[derive(Clone)]
 pub struct Run {
@@ -263,28 +266,20 @@ impl Run {
 
     fn aborted(&self) {
         let at = clock::now_ms().unwrap_or(f64::NAN);
-        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
-            let start = state.start_abs;
-            if let Some(r) = state.recorder.as_mut() {
-                r.abort(at - start);
-            }
-        }
+        self.recording(|r, start| r.abort(at - start));
     }
 
     /// The fetch itself rejected: network failure, CORS, or an abort.
     fn failed(&self, error: &JsValue) {
         let at = clock::now_ms().unwrap_or(f64::NAN);
-        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
-            let start = state.start_abs;
-            if let Some(r) = state.recorder.as_mut() {
-                // A rejected fetch cannot say whether the network or CORS refused it.
-                let detail = format!(
-                    "fetch rejected (network or CORS): {}",
-                    crate::error::describe_js(error)
-                );
-                r.network_error(at - start, detail);
-            }
-        }
+        self.recording(|r, start| {
+            // A rejected fetch cannot say whether the network or CORS refused it.
+            let detail = format!(
+                "fetch rejected (network or CORS): {}",
+                crate::error::describe_js(error)
+            );
+            r.network_error(at - start, detail);
+        });
         self.finish();
     }
 
@@ -295,32 +290,24 @@ impl Run {
         let content_type = headers.get("content-type").ok().flatten();
         let server_timing = headers.get("server-timing").ok().flatten();
         let wrappable = glue::can_wrap(&response);
-        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
-            let start = state.start_abs;
-            if let Some(r) = state.recorder.as_mut() {
-                let timing: Vec<&str> = server_timing.as_deref().into_iter().collect();
-                r.headers(
+        self.recording(|r, start| {
+            let timing: Vec<&str> = server_timing.as_deref().into_iter().collect();
+            r.headers(
+                at - start,
+                response.status(),
+                content_type.as_deref(),
+                &timing,
+            );
+            if response.type_() == web_sys::ResponseType::Opaque {
+                r.anomaly(
                     at - start,
-                    response.status(),
-                    content_type.as_deref(),
-                    &timing,
+                    "opaque_response",
+                    "no-cors response: status and body are hidden from the page",
                 );
-                if response.type_() == web_sys::ResponseType::Opaque {
-                    r.anomaly(
-                        at - start,
-                        "opaque_response",
-                        "no-cors response: status and body are hidden from the page",
-                    );
-                }
             }
-        }
+        });
         let Some(body) = response.body().filter(|_| wrappable) else {
-            if let Ok(mut state) = self.inner.state.try_borrow_mut() {
-                let start = state.start_abs;
-                if let Some(r) = state.recorder.as_mut() {
-                    r.end(at - start);
-                }
-            }
+            self.recording(|r, start| r.end(at - start));
             self.finish();
             return response;
         };
@@ -347,50 +334,24 @@ impl Run {
 
     /// The callbacks `tapBody` calls, each a task after the app got the chunk.
     fn hooks(&self) -> Object {
-        let hooks = Object::new();
-        let mut keep = Vec::new();
-        let add = |name: &str, f: Hook, keep: &mut Vec<_>| {
-            let _ = Reflect::set(&hooks, &JsValue::from_str(name), f.as_ref());
-            keep.push(f);
-        };
-        let run = self.clone();
-        add(
-            "onChunks",
-            Closure::new(move |meta: JsValue, bytes: JsValue| run.on_chunks(meta, bytes)),
-            &mut keep,
-        );
-        let run = self.clone();
-        add(
-            "onOddChunk",
-            Closure::new(move |at: JsValue, kind: JsValue| run.on_odd_chunk(at, kind)),
-            &mut keep,
-        );
-        let run = self.clone();
-        add(
-            "onEnd",
-            Closure::new(move |at: JsValue, _: JsValue| run.on_end(at)),
-            &mut keep,
-        );
-        let run = self.clone();
-        add(
-            "onError",
-            Closure::new(move |at: JsValue, detail: JsValue| run.on_error(at, detail)),
-            &mut keep,
-        );
-        let run = self.clone();
-        add(
-            "onCancel",
-            Closure::new(move |at: JsValue, _: JsValue| run.on_cancel(at)),
-            &mut keep,
-        );
-        let run = self.clone();
-        add(
-            "onFault",
-            Closure::new(move |message: JsValue, _: JsValue| {
+        let table: [(&str, HookCall); 6] = [
+            ("onChunks", |run, meta, bytes| run.on_chunks(meta, bytes)),
+            ("onOddChunk", |run, at, kind| run.on_odd_chunk(at, kind)),
+            ("onEnd", |run, at, _| run.on_end(at)),
+            ("onError", |run, at, detail| run.on_error(at, detail)),
+            ("onCancel", |run, at, _| run.on_cancel(at)),
+            ("onFault", |run, message, _| {
                 run.fault(&message.as_string().unwrap_or_default());
             }),
-            &mut keep,
-        );
+        ];
+        let hooks = Object::new();
+        let mut keep = Vec::with_capacity(table.len());
+        for (name, call) in table {
+            let run = self.clone();
+            let hook: Hook = Closure::new(move |a: JsValue, b: JsValue| call(&run, a, b));
+            let _ = Reflect::set(&hooks, &JsValue::from_str(name), hook.as_ref());
+            keep.push(hook);
+        }
         if let Ok(mut h) = self.inner.hooks.try_borrow_mut() {
             h.extend(keep);
         }
@@ -415,30 +376,25 @@ impl Run {
         };
         let meta = meta.to_vec();
         let bytes = bytes.to_vec();
-        let Ok(mut state) = self.inner.state.try_borrow_mut() else {
-            return;
-        };
-        let start = state.start_abs;
-        let Some(recorder) = state.recorder.as_mut() else {
-            return;
-        };
-        if self.inner.probe.options.fault == Some(Fault::DecoderPanic) {
-            panic!("ttfx fault injection: decoder forced to fail");
-        }
-        let mut rest = bytes.as_slice();
-        for pair in meta.chunks_exact(2) {
-            let (at, len) = (pair[0], pair[1] as usize);
-            let Some((chunk, after)) = rest.split_at_checked(len) else {
-                recorder.anomaly(
-                    at - start,
-                    "chunk_batch_invalid",
-                    "a chunk batch held fewer bytes than its lengths say",
-                );
-                return;
-            };
-            recorder.chunk(at - start, chunk);
-            rest = after;
-        }
+        let fault = self.inner.probe.options.fault;
+        self.recording(|recorder, start| {
+            if fault == Some(Fault::DecoderPanic) {
+                panic!("ttfx fault injection: decoder forced to fail");
+            }
+            let mut rest = bytes.as_slice();
+            for &[at, len] in meta.as_chunks::<2>().0 {
+                let Some((chunk, after)) = rest.split_at_checked(len as usize) else {
+                    recorder.anomaly(
+                        at - start,
+                        "chunk_batch_invalid",
+                        "a chunk batch held fewer bytes than its lengths say",
+                    );
+                    return;
+                };
+                recorder.chunk(at - start, chunk);
+                rest = after;
+            }
+        });
     }
 
     /// A chunk the probe could not read: not bytes, or its buffer was transferred away
@@ -447,14 +403,6 @@ impl Run {
         if guard::is_disabled() {
             return;
         }
-        let at_abs = at.as_f64().unwrap_or(f64::NAN);
-        let Ok(mut state) = self.inner.state.try_borrow_mut() else {
-            return;
-        };
-        let start = state.start_abs;
-        let Some(recorder) = state.recorder.as_mut() else {
-            return;
-        };
         let (class, detail) = match kind.as_string().as_deref() {
             Some("detached") => (
                 "chunk_detached",
@@ -462,7 +410,7 @@ impl Run {
             ),
             _ => ("non_byte_chunk", "a body chunk was not a Uint8Array"),
         };
-        recorder.anomaly(at_abs - start, class, detail);
+        self.with_recorder(at, |r, t| r.anomaly(t, class, detail));
     }
 
     fn on_end(&self, at: JsValue) {
@@ -483,24 +431,26 @@ impl Run {
         self.finish();
     }
 
-    fn with_recorder(&self, at: JsValue, f: impl FnOnce(&mut Recorder, f64)) {
-        let at = at.as_f64().unwrap_or(f64::NAN);
+    /// Runs `f` on the run's recorder with the run's start (absolute page ms); does
+    /// nothing once the run stopped recording, or while its state is borrowed.
+    fn recording(&self, f: impl FnOnce(&mut Recorder, f64)) {
         if let Ok(mut state) = self.inner.state.try_borrow_mut() {
             let start = state.start_abs;
             if let Some(r) = state.recorder.as_mut() {
-                f(r, at - start);
+                f(r, start);
             }
         }
     }
 
+    /// `recording` with `at`, a page time from JS, made relative to the run's start.
+    fn with_recorder(&self, at: JsValue, f: impl FnOnce(&mut Recorder, f64)) {
+        let at = at.as_f64().unwrap_or(f64::NAN);
+        self.recording(|r, start| f(r, at - start));
+    }
+
     fn note(&self, class: &str, detail: &str) {
         let at = clock::now_ms().unwrap_or(f64::NAN);
-        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
-            let start = state.start_abs;
-            if let Some(r) = state.recorder.as_mut() {
-                r.anomaly(at - start, class, detail);
-            }
-        }
+        self.recording(|r, start| r.anomaly(at - start, class, detail));
     }
 
     /// The probe failed inside: switch it off and settle the run with what is known,

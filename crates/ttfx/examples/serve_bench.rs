@@ -97,21 +97,14 @@ async fn first_token(
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    // numpy's linear rule, as ttfx-core's stats.
-    let h = (sorted.len() - 1) as f64 * p / 100.0;
-    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
-}
-
-fn summary(label: &str, mut v: Vec<f64>) {
-    v.sort_by(f64::total_cmp);
-    println!(
-        "  {label:<34} p50 {:>7.2}  p99 {:>7.2}  max {:>7.2} ms",
-        percentile(&v, 50.0),
-        percentile(&v, 99.0),
-        v[v.len() - 1]
-    );
+fn summary(label: &str, v: Vec<f64>) {
+    match ttfx_core::stats::Summary::of(&v) {
+        Some(s) => println!(
+            "  {label:<34} p50 {:>7.2}  p99 {:>7.2}  max {:>7.2} ms",
+            s.p50, s.p99, s.max
+        ),
+        None => println!("  {label:<34} no samples"),
+    }
 }
 
 /// N streams written at once with a 1 s TTFT: the first token's lateness, as the client

@@ -5,29 +5,25 @@
 //! the app's DOM write) with and without the probe, measured A/B on the same simulated
 //! stream in one run.
 
+use anyhow::Context;
 use serde_json::json;
+use ttfx_core::stats::Summary;
 use ttfx_e2e::site::Site;
 use ttfx_e2e::{Chromedriver, ServeProcess, page, paths};
 
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    // numpy's default (linear) interpolation, like the rest of ttfx.
-    let pos = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
-
-fn sorted(value: &serde_json::Value) -> Vec<f64> {
-    let mut v: Vec<f64> = value
+/// The numbers in `value` (a JSON array); empty when it is not one.
+fn numbers(value: &serde_json::Value) -> Vec<f64> {
+    value
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|x| x.as_f64())
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v
+        .filter_map(serde_json::Value::as_f64)
+        .collect()
+}
+
+/// ttfx's own statistics (numpy-linear percentiles), so the figures read like a report's.
+fn summary(value: &serde_json::Value) -> anyhow::Result<Summary> {
+    Summary::of(&numbers(value)).context("the page returned no samples")
 }
 
 #[tokio::main]
@@ -58,9 +54,6 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     client.close().await?;
 
-    let diff = sorted(&out["differences"]);
-    let without = sorted(&out["without"]);
-    let with = sorted(&out["withProbe"]);
     println!(
         "\n## probe cost in headless Chromium ({runs} A/B pairs, {tokens} tokens each, 100 tok/s)"
     );
@@ -69,6 +62,7 @@ async fn main() -> anyhow::Result<()> {
         "page clock: cross-origin isolated {}, step {step_us:.0} µs",
         out["isolated"]
     );
+    let mut chunk_work_ms = 0.0;
     for (hook, what) in [
         ("chunk", "per chunk as it arrives (copy into the batch)"),
         (
@@ -81,40 +75,39 @@ async fn main() -> anyhow::Result<()> {
             "per report (timeline, metrics, JSON, delivery; once per run)",
         ),
     ] {
-        let cost = sorted(&out["cost"][hook]);
-        let mean = cost.iter().sum::<f64>() / cost.len().max(1) as f64;
+        let cost = summary(&out["cost"][hook]).with_context(|| format!("cost of {hook}"))?;
+        if hook == "chunk" || hook == "onChunks" {
+            chunk_work_ms += cost.mean * cost.count as f64;
+        }
         println!(
             "probe main-thread time {what}: median {:.0} µs, mean {:.0} µs, p90 {:.0} µs, max {:.0} µs ({} calls)",
-            percentile(&cost, 0.5) * 1000.0,
-            mean * 1000.0,
-            percentile(&cost, 0.9) * 1000.0,
-            cost.last().copied().unwrap_or(f64::NAN) * 1000.0,
-            cost.len()
+            cost.p50 * 1000.0,
+            cost.mean * 1000.0,
+            cost.p90 * 1000.0,
+            cost.max * 1000.0,
+            cost.count
         );
     }
     // Everything the probe did on the main thread for the stream's chunks, over the
     // chunks: what one chunk costs the page, batch decoding included.
-    let total = |hook: &str| sorted(&out["cost"][hook]).iter().sum::<f64>();
-    let chunks = out["cost"]["chunk"].as_array().map_or(0, Vec::len);
+    let chunks = numbers(&out["cost"]["chunk"]).len();
     println!(
         "probe main-thread time per chunk, all chunk work (copy + batch decode) / chunks: {:.1} µs ({chunks} chunks)",
-        (total("chunk") + total("onChunks")) * 1000.0 / chunks.max(1) as f64
+        chunk_work_ms * 1000.0 / chunks.max(1) as f64
     );
     // Both ends read this machine's wall clock (server: SystemTime; page: timeOrigin +
     // performance.now()); any offset between the two is the same in both arms and
     // cancels in the paired difference.
+    let without = summary(&out["without"])?;
+    let with = summary(&out["withProbe"])?;
+    let diff = summary(&out["differences"])?;
     println!(
         "app chunk-to-DOM (server sends the chunk → app writes its text): without probe median {:.2} ms (p90 {:.2}), with probe median {:.2} ms (p90 {:.2})",
-        percentile(&without, 0.5),
-        percentile(&without, 0.9),
-        percentile(&with, 0.5),
-        percentile(&with, 0.9)
+        without.p50, without.p90, with.p50, with.p90
     );
     println!(
         "paired difference (with − without, same DOM update of an ABBA pair): median {:+.2} ms, p90 {:+.2} ms ({} pairs)",
-        percentile(&diff, 0.5),
-        percentile(&diff, 0.9),
-        diff.len()
+        diff.p50, diff.p90, diff.count
     );
     Ok(())
 }
