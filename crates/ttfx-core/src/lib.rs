@@ -3,6 +3,7 @@
 //! This crate never depends on `web-sys` or `tokio`, so the same code decodes a stream
 //! inside the browser probe (wasm32) and inside the native `ttfx` tools.
 
+pub mod chat_api;
 pub mod crossover;
 pub mod decimal;
 pub mod decode;
@@ -14,13 +15,16 @@ pub mod playback;
 pub mod recorder;
 pub mod report;
 pub mod segment;
+pub mod server_record;
 pub mod server_timing;
 pub mod stats;
 pub mod timeline;
 
+pub use chat_api::ChatApi;
 pub use metrics::RequestMetrics;
 pub use milestone::Milestone;
 pub use recorder::Recorder;
 pub use report::{BatchReport, ReportFile, RunReport};
+pub use server_record::{RecordOutcome, ServerRecord};
 pub use server_timing::{ServerTiming, TimingSource, Usage};
 pub use timeline::Timeline;

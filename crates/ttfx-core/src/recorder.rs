@@ -4,6 +4,10 @@
 //! response headers, every body chunk with the time it was handed over, the end, an
 //! abort or a network failure. All decoding and milestone logic lives here, in plain
 //! Rust, so it is tested natively; the probe only takes timestamps and forwards bytes.
+//!
+//! `ttfx serve` records what its simulator sent and what its vantage proxy received
+//! with this same type, so the client's and the server's milestones are derived by one
+//! set of rules and their gaps compare like with like.
 
 use crate::decode::server_timing_header;
 use crate::decode::{Decoder, DialectKind, ErrorClass, Event, Limits};
@@ -22,6 +26,9 @@ pub struct Recorder {
     decoder: Option<Decoder>,
     timeline: Timeline,
     dropped_anomalies: u64,
+    /// Most chunks kept in the series (`None`: all of them).
+    chunk_limit: Option<usize>,
+    chunks_not_kept: u64,
     ended: bool,
 }
 
@@ -37,8 +44,23 @@ impl Recorder {
             decoder: None,
             timeline,
             dropped_anomalies: 0,
+            chunk_limit: None,
+            chunks_not_kept: 0,
             ended: false,
         }
+    }
+
+    /// Keeps at most `limit` chunks in the series; later ones still move the milestones
+    /// and are counted ([`Recorder::chunks_not_kept`]). For records that live as long as
+    /// a server does; the probe bounds its streams itself.
+    pub fn with_chunk_limit(mut self, limit: usize) -> Recorder {
+        self.chunk_limit = Some(limit);
+        self
+    }
+
+    /// Chunks left out of the series by the chunk limit.
+    pub fn chunks_not_kept(&self) -> u64 {
+        self.chunks_not_kept
     }
 
     /// The timeline so far, for fields the caller fills in itself (environment, request
@@ -92,9 +114,7 @@ impl Recorder {
         if bytes.is_empty() {
             return;
         }
-        if self.timeline.milestones.get(Milestone::FirstByte).is_none() {
-            self.timeline.milestones.set(Milestone::FirstByte, at_ms);
-        }
+        self.first(Milestone::FirstByte, at_ms);
         let decoder = self
             .decoder
             .get_or_insert_with(|| Decoder::auto(None, self.limits));
@@ -107,17 +127,22 @@ impl Recorder {
             events: u32::try_from(frames).unwrap_or(u32::MAX),
             ..Chunk::default()
         };
-        if frames > 0
-            && self
-                .timeline
-                .milestones
-                .get(Milestone::FirstEvent)
-                .is_none()
-        {
-            self.timeline.milestones.set(Milestone::FirstEvent, at_ms);
+        if frames > 0 {
+            self.first(Milestone::FirstEvent, at_ms);
         }
         self.apply(at_ms, events, &mut chunk);
-        self.timeline.chunks.push(chunk);
+        self.keep(chunk);
+    }
+
+    fn keep(&mut self, chunk: Chunk) {
+        if self
+            .chunk_limit
+            .is_some_and(|limit| self.timeline.chunks.len() >= limit)
+        {
+            self.chunks_not_kept += 1;
+        } else {
+            self.timeline.chunks.push(chunk);
+        }
     }
 
     /// The body ended normally at `at_ms`.
@@ -134,7 +159,7 @@ impl Recorder {
             };
             self.apply(at_ms, events, &mut tail);
             if tail.tokens() > 0 {
-                self.timeline.chunks.push(tail);
+                self.keep(tail);
             }
             self.timeline.request.dialect = decoder.dialect().map(|d| d.as_str().to_owned());
         }
@@ -145,9 +170,7 @@ impl Recorder {
     /// at `at_ms`. Chunks that arrived before it may still be fed afterwards: the probe
     /// hears of an abort at once but processes chunks a task later.
     pub fn abort(&mut self, at_ms: f64) {
-        if self.timeline.milestones.get(Milestone::Aborted).is_none() {
-            self.timeline.milestones.set(Milestone::Aborted, at_ms);
-        }
+        self.first(Milestone::Aborted, at_ms);
     }
 
     /// The request failed outside the stream's own content: the fetch rejected or the
@@ -208,19 +231,22 @@ impl Recorder {
     }
 
     /// Folds decoder events into milestones, the chunk's counts and the server data.
+    /// Which events are tokens is [`Event::is_token`]'s rule, nowhere else.
     fn apply(&mut self, at_ms: f64, events: Vec<Event>, chunk: &mut Chunk) {
         for event in events {
+            if event.is_token() {
+                let visible = matches!(event, Event::Text { .. });
+                match event {
+                    Event::Text { .. } => chunk.visible_tokens += 1,
+                    Event::Reasoning { .. } => chunk.reasoning_tokens += 1,
+                    _ => {}
+                }
+                self.token(at_ms, visible.then_some(Milestone::FirstVisibleToken));
+                continue;
+            }
             match event {
-                Event::Text { text } if !text.is_empty() => {
-                    chunk.visible_tokens += 1;
-                    self.token(at_ms, Some(Milestone::FirstVisibleToken));
-                }
-                Event::Reasoning { text } if !text.is_empty() => {
-                    chunk.reasoning_tokens += 1;
-                    self.token(at_ms, None);
-                }
-                Event::ToolCall { arguments, .. } if !arguments.is_empty() => {
-                    self.token(at_ms, None);
+                Event::AudioSamples { .. } | Event::AudioEncoded { .. } => {
+                    self.first(Milestone::FirstAudioByte, at_ms);
                 }
                 Event::Usage { usage } => self.timeline.server.usage = Some(usage),
                 Event::ServerTimings { timings } => self.timeline.server.timings.extend(timings),
@@ -246,17 +272,19 @@ impl Recorder {
         }
     }
 
+    /// Sets `m` unless it is set already.
+    fn first(&mut self, m: Milestone, at_ms: f64) {
+        if self.timeline.milestones.get(m).is_none() {
+            self.timeline.milestones.set(m, at_ms);
+        }
+    }
+
     fn token(&mut self, at_ms: f64, visible: Option<Milestone>) {
-        let m = &mut self.timeline.milestones;
-        if m.get(Milestone::FirstToken).is_none() {
-            m.set(Milestone::FirstToken, at_ms);
+        self.first(Milestone::FirstToken, at_ms);
+        if let Some(first) = visible {
+            self.first(first, at_ms);
         }
-        if let Some(first) = visible
-            && m.get(first).is_none()
-        {
-            m.set(first, at_ms);
-        }
-        m.set(Milestone::LastToken, at_ms);
+        self.timeline.milestones.set(Milestone::LastToken, at_ms);
     }
 }
 
@@ -372,6 +400,60 @@ mod tests {
         assert_eq!(t.milestones.get(Milestone::FirstToken), Some(50.0));
         assert_eq!(t.milestones.get(Milestone::FirstVisibleToken), Some(90.0));
         assert_eq!(t.chunks[0].reasoning_tokens, 1);
+    }
+
+    #[test]
+    fn a_tool_call_is_a_token_from_its_name_not_from_an_empty_delta() {
+        let call = |piece: &str| {
+            format!("data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{piece}]}}}}]}}\n\n")
+        };
+        let mut r = Recorder::new(Some(DialectKind::OpenAiChat), Limits::DEFAULT);
+        r.headers(10.0, 200, None, &[]);
+        // A delta with neither a name nor argument text carries no output.
+        r.chunk(
+            20.0,
+            call(r#"{"index":0,"function":{"arguments":""}}"#).as_bytes(),
+        );
+        r.chunk(
+            30.0,
+            call(r#"{"index":0,"id":"c1","function":{"name":"get_weather","arguments":""}}"#)
+                .as_bytes(),
+        );
+        r.chunk(
+            40.0,
+            call(r#"{"index":0,"function":{"arguments":"{}"}}"#).as_bytes(),
+        );
+        r.end(45.0);
+        let t = r.finish();
+        assert_eq!(t.milestones.get(Milestone::FirstEvent), Some(20.0));
+        assert_eq!(t.milestones.get(Milestone::FirstToken), Some(30.0));
+        assert_eq!(t.milestones.get(Milestone::LastToken), Some(40.0));
+        assert_eq!(t.milestones.get(Milestone::FirstVisibleToken), None);
+    }
+
+    #[test]
+    fn audio_in_the_stream_is_the_first_audio_byte() {
+        let mut r = Recorder::new(Some(DialectKind::Pcm16), Limits::DEFAULT);
+        r.headers(5.0, 200, Some("audio/pcm"), &[]);
+        r.chunk(9.0, &[1, 0, 2, 0]);
+        r.chunk(12.0, &[3, 0]);
+        r.end(13.0);
+        let t = r.finish();
+        assert_eq!(t.milestones.get(Milestone::FirstAudioByte), Some(9.0));
+    }
+
+    #[test]
+    fn a_chunk_limit_keeps_the_milestones_and_counts_the_rest() {
+        let mut r = recorder().with_chunk_limit(2);
+        r.headers(1.0, 200, Some("text/event-stream"), &[]);
+        for i in 0..5 {
+            r.chunk(f64::from(10 * i), sse("w").as_bytes());
+        }
+        r.end(60.0);
+        assert_eq!(r.chunks_not_kept(), 3);
+        let t = r.finish();
+        assert_eq!(t.chunks.len(), 2);
+        assert_eq!(t.milestones.get(Milestone::LastToken), Some(40.0));
     }
 
     #[test]

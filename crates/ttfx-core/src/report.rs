@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::{Outcome, RequestMetrics};
 use crate::stats::{Budget, Goodput, Summary, goodput};
-use crate::timeline::{Timeline, TimelineError};
+use crate::timeline::{ServerData, Timeline, TimelineError};
 
 /// The schema this build reads and writes. Bump it whenever a field changes meaning or
 /// disappears; adding an optional field does not need a bump.
@@ -56,6 +56,15 @@ impl Run {
             timeline,
             metrics,
         })
+    }
+
+    /// The run with a server's own account of the request joined to its timeline
+    /// ([`ServerData::merge`]) and the metrics computed again, so the gaps pair each
+    /// client milestone with the server's.
+    pub fn with_server(self, server: &ServerData) -> Result<Run, TimelineError> {
+        let mut timeline = self.timeline;
+        timeline.server.merge(server);
+        Run::new(self.id, self.target, timeline)
     }
 }
 

@@ -410,6 +410,26 @@ pub struct ServerData {
     pub wall_clock: Option<ServerWallClock>,
 }
 
+impl ServerData {
+    /// Joins another account of the same request (a server's `/records/{id}` entry) into
+    /// this one: timings not already present are appended, usage and wall clock fill
+    /// only what is missing (what the client read itself stays). Merging the same
+    /// account again changes nothing. Every client that joins a record calls this.
+    pub fn merge(&mut self, other: &ServerData) {
+        for timing in &other.timings {
+            if !self.timings.contains(timing) {
+                self.timings.push(timing.clone());
+            }
+        }
+        if self.usage.is_none() {
+            self.usage.clone_from(&other.usage);
+        }
+        if self.wall_clock.is_none() {
+            self.wall_clock = other.wall_clock;
+        }
+    }
+}
+
 /// The server's wall clock around this request (Unix epoch, ms).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ServerWallClock {

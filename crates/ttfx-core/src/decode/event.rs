@@ -91,11 +91,17 @@ impl Event {
         }
     }
 
-    /// Whether this event is a token on some channel (the `first_token` milestone).
+    /// Whether this event is a token on some channel (the `first_token` milestone): a
+    /// non-empty text or reasoning delta, or a tool-call piece that carries generated
+    /// output (its function name, or argument text). A tool-call piece with neither (an
+    /// empty `arguments: ""` delta) carries nothing the model wrote. The one rule the
+    /// probe's recorder and `ttfx serve`'s records share.
     pub fn is_token(&self) -> bool {
         match self {
             Event::Text { text } | Event::Reasoning { text } => !text.is_empty(),
-            Event::ToolCall { .. } => true,
+            Event::ToolCall {
+                name, arguments, ..
+            } => name.as_deref().is_some_and(|n| !n.is_empty()) || !arguments.is_empty(),
             _ => false,
         }
     }
@@ -223,5 +229,18 @@ mod tests {
         );
         assert!(Event::Reasoning { text: "r".into() }.is_token());
         assert!(!Event::Done { reason: None }.is_token());
+        let call = |name: Option<&str>, arguments: &str| Event::ToolCall {
+            index: 0,
+            id: Some("call_1".into()),
+            name: name.map(str::to_owned),
+            arguments: arguments.into(),
+        };
+        assert!(
+            call(Some("get_weather"), "").is_token(),
+            "the name is output"
+        );
+        assert!(call(None, "{\"city\"").is_token());
+        assert!(!call(None, "").is_token(), "an empty arguments delta");
+        assert!(!call(Some(""), "").is_token());
     }
 }
