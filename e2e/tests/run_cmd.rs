@@ -514,3 +514,50 @@ fn voice_runs_report_time_to_first_audio() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `--api` for each API ttfx speaks: the runner sends that API's body to the simulator's
+/// path for it, the probe decodes the reply in its dialect, and the server's record
+/// joins (a gap for the first visible token).
+#[test]
+fn every_api_is_measured_with_its_own_body_and_dialect() -> anyhow::Result<()> {
+    for api in ttfx_core::ChatApi::ALL {
+        let (stdout, batch) = run_ok_with_batch(
+            &format!("api-{api}.json"),
+            &[
+                "--target",
+                "sim/default?ttft_ms=50&tokens_per_second=400&output_tokens=8&seed=3",
+                "--api",
+                api.as_str(),
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+            ],
+        )?;
+        assert_eq!(batch["outcomes"]["completed"], 1, "{api}: {stdout}");
+        let run = &batch["runs"][0];
+        let timeline = &run["timeline"];
+        assert_eq!(
+            timeline["request"]["dialect"],
+            api.dialect().as_str(),
+            "{api}: {timeline}"
+        );
+        assert!(
+            timeline["milestones"]["first_visible_token"].is_number(),
+            "{api}: {timeline}"
+        );
+        let gaps = run["metrics"]["gaps"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            gaps.iter().any(|g| g["milestone"] == "first_visible_token"),
+            "{api}: the record joined: {gaps:?}"
+        );
+    }
+    let out = ttfx_run(&["--api", "gemini", "--runs", "1"])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--api: unknown API `gemini`"), "{stderr}");
+    Ok(())
+}

@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use ttfx_core::decode::DialectKind;
+use ttfx_core::ChatApi;
 use ttfx_probe::{Probe, ProbeOptions};
 use web_sys::AudioContext;
 
 use crate::chat::Message;
 use crate::measure::{ReplySink, measure};
-use crate::target::{CHAT_DIALECTS, SIM_PROFILES, Target};
+use crate::target::{SIM_PROFILES, Target};
 use crate::voice::audio_context;
 use crate::{Lab, lab};
 
@@ -39,7 +39,8 @@ pub struct Fields {
     pub profile: String,
     pub overrides: String,
     pub url: String,
-    pub dialect: String,
+    /// A `ChatApi` name.
+    pub api: String,
     pub prompt: String,
     pub runs: String,
     pub concurrency: String,
@@ -49,16 +50,16 @@ pub struct Fields {
 impl Fields {
     /// Checks the fields; the error names the field to fix.
     pub fn plan(&self) -> Result<Plan, String> {
-        let dialect: DialectKind = self.dialect.parse().map_err(|e| format!("dialect: {e}"))?;
+        let api: ChatApi = self.api.parse().map_err(|e| format!("API: {e}"))?;
         let target = if self.kind == "url" {
             Target::Direct {
                 url: self.url.trim().to_owned(),
-                dialect,
+                api,
             }
         } else {
             Target::Sim {
                 profile: self.profile.trim().to_owned(),
-                dialect,
+                api,
                 overrides: self.overrides.trim().to_owned(),
             }
         };
@@ -93,7 +94,7 @@ pub fn RunForm() -> impl IntoView {
     let profile = RwSignal::new("default".to_owned());
     let overrides = RwSignal::new(String::new());
     let url = RwSignal::new("/proxy/local/v1/chat/completions".to_owned());
-    let dialect = RwSignal::new(DialectKind::OpenAiChat.as_str().to_owned());
+    let api = RwSignal::new(ChatApi::OpenAiChat.as_str().to_owned());
     let prompt = RwSignal::new("Why does the first word matter more than the last?".to_owned());
     let runs = RwSignal::new("5".to_owned());
     let concurrency = RwSignal::new("2".to_owned());
@@ -106,7 +107,7 @@ pub fn RunForm() -> impl IntoView {
             profile: profile.get_untracked(),
             overrides: overrides.get_untracked(),
             url: url.get_untracked(),
-            dialect: dialect.get_untracked(),
+            api: api.get_untracked(),
             prompt: prompt.get_untracked(),
             runs: runs.get_untracked(),
             concurrency: concurrency.get_untracked(),
@@ -158,10 +159,10 @@ pub fn RunForm() -> impl IntoView {
                     "overrides " <input id="overrides" placeholder="stall_at=10&stall_ms=800" bind:value=overrides/>
                 </label>
             </Show>
-            <label>"dialect "
-                <select id="dialect" prop:value=move || dialect.get()
-                    on:change=move |ev| dialect.set(event_target_value(&ev))>
-                    {CHAT_DIALECTS.map(|d| view! { <option value=d.as_str()>{d.as_str()}</option> }).collect_view()}
+            <label title="the API the request speaks (its body and its reply's dialect)">"API "
+                <select id="api" prop:value=move || api.get()
+                    on:change=move |ev| api.set(event_target_value(&ev))>
+                    {ChatApi::ALL.map(|a| view! { <option value=a.as_str()>{a.as_str()}</option> }).collect_view()}
                 </select>
             </label>
             <label class="wide">"prompt " <textarea id="prompt" rows="2" bind:value=prompt></textarea></label>
@@ -237,12 +238,12 @@ async fn worker(
 mod tests {
     use super::*;
 
-    fn fields(kind: &str, target: &str, dialect: &str, runs: &str, conc: &str) -> Fields {
+    fn fields(kind: &str, target: &str, api: &str, runs: &str, conc: &str) -> Fields {
         Fields {
             kind: kind.into(),
             profile: target.into(),
             url: target.into(),
-            dialect: dialect.into(),
+            api: api.into(),
             prompt: "hi".into(),
             runs: runs.into(),
             concurrency: conc.into(),
@@ -263,7 +264,7 @@ mod tests {
         let e = fields("sim", "default", "nope", "1", "1")
             .plan()
             .unwrap_err();
-        assert!(e.starts_with("dialect:"), "{e}");
+        assert!(e.starts_with("API: unknown API `nope`"), "{e}");
         let e = fields("url", "ftp://x", "openai-chat", "1", "1")
             .plan()
             .unwrap_err();

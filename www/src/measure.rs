@@ -3,15 +3,15 @@
 //! simulator's record (`/records/{x-request-id}`) is joined to the run as the server clock.
 
 use js_sys::{Reflect, Uint8Array};
+use ttfx_core::ServerRecord;
 use ttfx_core::decode::{Decoder, Event, Limits};
 use ttfx_core::report::Run;
-use ttfx_core::timeline::ServerData;
 use ttfx_probe::Probe;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AudioContext, Element, ReadableStreamDefaultReader, RequestInit, Response};
 
-use crate::target::{Target, request_body};
+use crate::target::Target;
 use crate::voice::{Voice, VoicedSink};
 
 /// Where the page shows a reply while it streams.
@@ -39,7 +39,8 @@ pub async fn measure(
     }
     let init = RequestInit::new();
     init.set_method("POST");
-    init.set_body(&JsValue::from_str(&request_body(target.dialect(), prompt)));
+    let body = target.api().streaming_body("ttfx-lab", prompt);
+    init.set_body(&JsValue::from_str(&body));
     let headers = js_sys::Object::new();
     let _ = Reflect::set(&headers, &"content-type".into(), &"application/json".into());
     init.set_headers(&headers);
@@ -80,7 +81,9 @@ pub async fn measure(
     let mut record = report.run;
     if let Some(id) = request_id.filter(|_| same_origin(&target.url())) {
         if let Some(server) = fetch_record(&id).await {
-            record = join_server(record, &server)?;
+            record = record
+                .with_server(&server.server)
+                .map_err(|e| format!("run timeline: {e}"))?;
         }
         record.id = Some(id);
     }
@@ -100,7 +103,7 @@ async fn read_reply(
         .get_reader()
         .dyn_into()
         .map_err(|_| "the body has no default reader".to_owned())?;
-    let mut decoder = Decoder::new(target.dialect(), Limits::DEFAULT);
+    let mut decoder = Decoder::new(target.api().dialect(), Limits::DEFAULT);
     loop {
         let step = JsFuture::from(reader.read())
             .await
@@ -145,7 +148,7 @@ fn same_origin(url: &str) -> bool {
 
 /// The simulator's record of the request, once it says the request is over. A missing or
 /// unreadable record is not an error: the run still has the header-time server data.
-async fn fetch_record(request_id: &str) -> Option<ServerData> {
+async fn fetch_record(request_id: &str) -> Option<ServerRecord> {
     let window = web_sys::window()?;
     // The record is written as the last bytes leave; the client can get there first.
     for _ in 0..10 {
@@ -162,31 +165,13 @@ async fn fetch_record(request_id: &str) -> Option<ServerData> {
             .await
             .ok()?
             .as_string()?;
-        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-        if value.get("outcome").and_then(|o| o.as_str()) != Some("in_progress") {
-            return serde_json::from_value(value.get("server")?.clone()).ok();
+        let record = ServerRecord::from_json(&text).ok()?;
+        if record.is_final() {
+            return Some(record);
         }
         gloo_timers::future::TimeoutFuture::new(30).await;
     }
     None
-}
-
-/// Adds the record's server data to the run's timeline and recomputes the metrics, so
-/// the gaps pair the client milestones with the record's.
-pub fn join_server(run: Run, server: &ServerData) -> Result<Run, String> {
-    let mut timeline = run.timeline;
-    for timing in &server.timings {
-        if !timeline.server.timings.contains(timing) {
-            timeline.server.timings.push(timing.clone());
-        }
-    }
-    if timeline.server.usage.is_none() {
-        timeline.server.usage = server.usage.clone();
-    }
-    if timeline.server.wall_clock.is_none() {
-        timeline.server.wall_clock = server.wall_clock;
-    }
-    Run::new(run.id, run.target, timeline).map_err(|e| format!("run timeline: {e}"))
 }
 
 fn js_text(value: &JsValue) -> String {
@@ -204,8 +189,7 @@ fn js_text(value: &JsValue) -> String {
 mod tests {
     use ttfx_core::ServerTiming;
     use ttfx_core::TimingSource;
-
-    use super::*;
+    use ttfx_core::timeline::ServerData;
 
     #[test]
     fn a_joined_record_pairs_with_the_client_milestones() {
@@ -222,7 +206,7 @@ mod tests {
             }],
             ..ServerData::default()
         };
-        let joined = join_server(run.clone(), &record).unwrap();
+        let joined = run.clone().with_server(&record).unwrap();
         let gap = joined
             .metrics
             .gaps
@@ -234,7 +218,7 @@ mod tests {
             (412.0, 400.0, 12.0)
         );
         // Joining twice adds nothing.
-        let twice = join_server(joined.clone(), &record).unwrap();
+        let twice = joined.clone().with_server(&record).unwrap();
         assert_eq!(twice.timeline.server.timings.len(), 1);
     }
 }

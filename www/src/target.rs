@@ -1,7 +1,8 @@
 //! What a run measures: a simulated profile of `ttfx serve` or a URL the user gives, and
-//! the request body each dialect expects. Pure data, so it is tested without a browser.
+//! the API it speaks (`ttfx_core::ChatApi`: path, body, reply dialect). Pure data, so it
+//! is tested without a browser.
 
-use ttfx_core::decode::DialectKind;
+use ttfx_core::ChatApi;
 
 /// The profiles `ttfx serve` has built in (docs/serve.md); a config file can add more,
 /// so the page also takes any other name.
@@ -15,15 +16,6 @@ pub const SIM_PROFILES: [&str; 7] = [
     "proxy-buffering",
 ];
 
-/// The LLM dialects the simulator speaks (TTS and raw bodies are not chat replies).
-pub const CHAT_DIALECTS: [DialectKind; 5] = [
-    DialectKind::OpenAiChat,
-    DialectKind::OpenAiResponses,
-    DialectKind::Anthropic,
-    DialectKind::Ollama,
-    DialectKind::LlamaCpp,
-];
-
 /// One thing to measure.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
@@ -31,12 +23,12 @@ pub enum Target {
     /// (`stall_at=10&stall_ms=800`, …) passed through as typed.
     Sim {
         profile: String,
-        dialect: DialectKind,
+        api: ChatApi,
         overrides: String,
     },
     /// Any URL (a vantage proxy route `/proxy/{upstream}/…`, or another server that
-    /// allows this origin), spoken to in `dialect`.
-    Direct { url: String, dialect: DialectKind },
+    /// allows this origin), spoken to in `api`.
+    Direct { url: String, api: ChatApi },
 }
 
 impl Target {
@@ -74,11 +66,11 @@ impl Target {
         match self {
             Target::Sim {
                 profile,
-                dialect,
+                api,
                 overrides,
             } => {
                 let query = overrides.trim().trim_start_matches('?');
-                let path = sim_path(*dialect);
+                let path = api.path();
                 if query.is_empty() {
                     format!("/sim/{profile}/{path}")
                 } else {
@@ -107,9 +99,9 @@ impl Target {
         }
     }
 
-    pub fn dialect(&self) -> DialectKind {
+    pub fn api(&self) -> ChatApi {
         match self {
-            Target::Sim { dialect, .. } | Target::Direct { dialect, .. } => *dialect,
+            Target::Sim { api, .. } | Target::Direct { api, .. } => *api,
         }
     }
 
@@ -133,39 +125,6 @@ impl Target {
     }
 }
 
-/// Where the simulator serves each dialect.
-pub fn sim_path(dialect: DialectKind) -> &'static str {
-    match dialect {
-        DialectKind::OpenAiResponses => "v1/responses",
-        DialectKind::Anthropic => "v1/messages",
-        DialectKind::Ollama => "api/chat",
-        DialectKind::LlamaCpp => "completion",
-        _ => "v1/chat/completions",
-    }
-}
-
-/// A streaming request body for `prompt` in the dialect's own shape.
-pub fn request_body(dialect: DialectKind, prompt: &str) -> String {
-    let messages = serde_json::json!([{ "role": "user", "content": prompt }]);
-    let body = match dialect {
-        DialectKind::OpenAiResponses => serde_json::json!({
-            "model": "ttfx-lab", "stream": true, "input": prompt,
-        }),
-        DialectKind::Anthropic => serde_json::json!({
-            "model": "ttfx-lab", "stream": true, "max_tokens": 1024, "messages": messages,
-        }),
-        DialectKind::Ollama => serde_json::json!({
-            "model": "ttfx-lab", "stream": true, "messages": messages,
-        }),
-        DialectKind::LlamaCpp => serde_json::json!({ "stream": true, "prompt": prompt }),
-        _ => serde_json::json!({
-            "model": "ttfx-lab", "stream": true, "messages": messages,
-            "stream_options": { "include_usage": true },
-        }),
-    };
-    body.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,7 +133,7 @@ mod tests {
     fn sim_url_carries_path_and_overrides() {
         let t = Target::Sim {
             profile: "default".into(),
-            dialect: DialectKind::Anthropic,
+            api: ChatApi::AnthropicMessages,
             overrides: "?stall_at=5&stall_ms=900".into(),
         };
         assert_eq!(t.url(), "/sim/default/v1/messages?stall_at=5&stall_ms=900");
@@ -190,13 +149,13 @@ mod tests {
     fn bad_inputs_are_named() {
         let t = Target::Sim {
             profile: "../x".into(),
-            dialect: DialectKind::OpenAiChat,
+            api: ChatApi::OpenAiChat,
             overrides: String::new(),
         };
         assert!(t.validate().unwrap_err().contains("../x"));
         let d = Target::Direct {
             url: "ftp://x".into(),
-            dialect: DialectKind::OpenAiChat,
+            api: ChatApi::OpenAiChat,
         };
         assert!(d.validate().is_err());
     }
@@ -205,19 +164,9 @@ mod tests {
     fn direct_label_drops_the_query() {
         let d = Target::Direct {
             url: "http://h/v1/chat/completions?key=secret".into(),
-            dialect: DialectKind::OpenAiChat,
+            api: ChatApi::OpenAiChat,
         };
         assert_eq!(d.label(), "http://h/v1/chat/completions");
         assert_eq!(d.tts_url(), None);
-    }
-
-    #[test]
-    fn bodies_are_json_with_the_prompt() {
-        for d in CHAT_DIALECTS {
-            let body: serde_json::Value = serde_json::from_str(&request_body(d, "hi \"you\""))
-                .unwrap_or(serde_json::Value::Null);
-            assert_eq!(body["stream"], true, "{d}");
-            assert!(body.to_string().contains("hi \\\"you\\\""), "{d}");
-        }
     }
 }

@@ -47,7 +47,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub against: Option<String>,
 
-    /// API path appended to sim/ and proxy/ targets (its dialect follows from it).
+    /// The API the requests speak: openai-chat, openai-responses, anthropic, ollama-chat,
+    /// ollama-generate or llamacpp (its body, its reply's dialect and its default path).
+    /// Default: the API whose path the endpoint has, else openai-chat.
+    #[arg(long, value_name = "API")]
+    pub api: Option<String>,
+
+    /// API path appended to sim/ and proxy/ targets (default: the API's own path; the
+    /// API follows from it when --api is not given).
     #[arg(long, value_name = "PATH")]
     pub api_path: Option<String>,
 

@@ -14,8 +14,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::{Value, json};
 use ttfx_core::Milestone;
+use ttfx_core::ServerRecord;
 use ttfx_core::report::{ReportFile, Run};
-use ttfx_core::timeline::ServerData;
 
 use super::driver::{self, Endpoint};
 use super::scenario::{Scenario, Target};
@@ -227,7 +227,7 @@ async fn one_run(
     page: &mut Page,
 ) -> anyhow::Result<Run> {
     let out = match target {
-        Target::Endpoint { url, .. } => {
+        Target::Endpoint { url, api, .. } => {
             let base = ctx
                 .base
                 .as_deref()
@@ -240,15 +240,9 @@ async fn one_run(
             let record_url = (same_origin
                 && (url.starts_with("/sim/") || url.starts_with("/proxy/")))
             .then(|| format!("/records/{}", job.request_id));
-            let body = json!({
-                "model": "sim",
-                "stream": true,
-                "stream_options": { "include_usage": true },
-                "messages": [{ "role": "user", "content": job.prompt }],
-            });
             let spec = json!({
                 "endpoint": url,
-                "body": body.to_string(),
+                "body": api.streaming_body("ttfx-run", &job.prompt),
                 "requestId": job.request_id,
                 "timeoutMs": ctx.timeout.as_millis() as u64,
                 "recordUrl": record_url,
@@ -294,21 +288,14 @@ fn to_run(report: &Value, record: Option<&Value>, id: &str, label: &str) -> anyh
     let Some(run) = file.into_runs().into_iter().next() else {
         bail!("the probe's report held no run");
     };
-    let mut timeline = run.timeline;
-    if let Some(server) = record.and_then(|r| r.get("server")) {
-        let server: ServerData =
-            serde_json::from_value(server.clone()).context("the server's record")?;
-        let ours = &mut timeline.server;
-        ours.timings.extend(server.timings);
-        if ours.usage.is_none() {
-            ours.usage = server.usage;
-        }
-        if ours.wall_clock.is_none() {
-            ours.wall_clock = server.wall_clock;
-        }
-    }
-    Run::new(Some(id.to_owned()), Some(label.to_owned()), timeline)
-        .map_err(|e| anyhow::anyhow!("run {id}: {e}"))
+    let run = Run::new(Some(id.to_owned()), Some(label.to_owned()), run.timeline)
+        .map_err(|e| anyhow::anyhow!("run {id}: {e}"))?;
+    let Some(record) = record else {
+        return Ok(run);
+    };
+    let record = ServerRecord::from_json(&record.to_string()).map_err(anyhow::Error::msg)?;
+    run.with_server(&record.server)
+        .map_err(|e| anyhow::anyhow!("run {id} with the server's record: {e}"))
 }
 
 /// The clock mapping: DevTools' `requestWillBeSent` is taken as the probe's

@@ -7,6 +7,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
+use ttfx_core::ChatApi;
+
 use super::budget::RunBudget;
 use crate::cli::RunArgs;
 
@@ -17,6 +19,7 @@ use crate::cli::RunArgs;
 struct ScenarioFile {
     target: Option<String>,
     against: Option<String>,
+    api: Option<String>,
     api_path: Option<String>,
     prompts: Option<Vec<String>>,
     runs: Option<usize>,
@@ -34,9 +37,13 @@ struct ScenarioFile {
 /// One thing to measure.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
-    /// A streaming endpoint the runner's own page calls: `path` is same-origin (`/sim/…`,
-    /// `/proxy/…`) or an absolute URL.
-    Endpoint { label: String, url: String },
+    /// A streaming endpoint the runner's own page calls: `url` is same-origin (`/sim/…`,
+    /// `/proxy/…`) or absolute; `api` gives the request body and the reply's dialect.
+    Endpoint {
+        label: String,
+        url: String,
+        api: ChatApi,
+    },
     /// The user's own page, which embeds the probe; the runner calls
     /// `window.chat.send(prompt)` when the page has it and collects `window.__ttfx`.
     Page { label: String, url: String },
@@ -45,7 +52,19 @@ pub enum Target {
 impl Target {
     /// `sim/PROFILE[?overrides]`, `proxy/UPSTREAM[?query]` (the runner's own server; the
     /// API path is appended), an absolute `http(s)://` endpoint URL, or `page:URL`.
-    pub fn parse(text: &str, api_path: &str) -> anyhow::Result<Target> {
+    ///
+    /// The API is `api` when given, else the one whose path ends the endpoint's URL
+    /// (`--api-path v1/messages` is Anthropic Messages), else OpenAI Chat. The path
+    /// appended to sim/ and proxy/ targets is `api_path` when given, else the API's own.
+    pub fn parse(
+        text: &str,
+        api: Option<ChatApi>,
+        api_path: Option<&str>,
+    ) -> anyhow::Result<Target> {
+        let api_of = |url: &str| {
+            api.or_else(|| ChatApi::from_path(url))
+                .unwrap_or(ChatApi::OpenAiChat)
+        };
         let text = text.trim();
         if let Some(url) = text.strip_prefix("page:") {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -61,6 +80,7 @@ impl Target {
             return Ok(Target::Endpoint {
                 label: without_query(text).to_owned(),
                 url: text.to_owned(),
+                api: api_of(text),
             });
         }
         let (path, query) = match text.split_once('?') {
@@ -75,13 +95,16 @@ impl Target {
                  http(s)://ENDPOINT or page:http(s)://PAGE"
             );
         }
-        let api_path = api_path.trim_start_matches('/');
+        let api_path = api_path
+            .unwrap_or_else(|| api.unwrap_or(ChatApi::OpenAiChat).path())
+            .trim_start_matches('/');
         let url = match query {
             Some(q) => format!("/{kind}/{name}/{api_path}?{q}"),
             None => format!("/{kind}/{name}/{api_path}"),
         };
         Ok(Target::Endpoint {
             label: text.to_owned(),
+            api: api_of(&url),
             url,
         })
     }
@@ -145,20 +168,24 @@ impl Scenario {
             Some(path) => read_file(path)?,
             None => ScenarioFile::default(),
         };
-        let api_path = args
-            .api_path
-            .clone()
-            .or(file.api_path)
-            .unwrap_or_else(|| "v1/chat/completions".to_owned());
+        let api = match args.api.as_deref().or(file.api.as_deref()) {
+            Some(name) => Some(
+                name.parse::<ChatApi>()
+                    .map_err(|e| anyhow::anyhow!("--api: {e}"))?,
+            ),
+            None => None,
+        };
+        let api_path = args.api_path.clone().or(file.api_path);
+        let api_path = api_path.as_deref();
         let target_text = match (&args.url, &args.target) {
             (Some(_), Some(_)) => bail!("give --url or --target, not both"),
             (Some(url), None) => format!("page:{url}"),
             (None, Some(t)) => t.clone(),
             (None, None) => file.target.unwrap_or_else(|| "sim/default".to_owned()),
         };
-        let mut targets = vec![Target::parse(&target_text, &api_path)?];
+        let mut targets = vec![Target::parse(&target_text, api, api_path)?];
         if let Some(against) = args.against.clone().or(file.against) {
-            let b = Target::parse(&against, &api_path)?;
+            let b = Target::parse(&against, api, api_path)?;
             if b.label() == targets[0].label() {
                 bail!(
                     "--against names the same target as --target (`{}`)",
@@ -235,21 +262,58 @@ mod tests {
 
     #[test]
     fn sim_targets_get_the_api_path_and_keep_their_overrides() {
-        let t = Target::parse("sim/default?ttft_ms=300&seed=1", "v1/chat/completions").unwrap();
+        let t = Target::parse("sim/default?ttft_ms=300&seed=1", None, None).unwrap();
         assert_eq!(
             t,
             Target::Endpoint {
                 label: "sim/default?ttft_ms=300&seed=1".into(),
-                url: "/sim/default/v1/chat/completions?ttft_ms=300&seed=1".into()
+                url: "/sim/default/v1/chat/completions?ttft_ms=300&seed=1".into(),
+                api: ChatApi::OpenAiChat,
             }
         );
     }
 
     #[test]
+    fn the_api_comes_from_the_flag_else_from_the_path() {
+        let endpoint = |t: Target| match t {
+            Target::Endpoint { url, api, .. } => (url, api),
+            Target::Page { .. } => panic!("not an endpoint"),
+        };
+        // --api alone: its own path on sim/ and proxy/ targets.
+        let t = Target::parse("proxy/up?x=1", Some(ChatApi::OllamaGenerate), None).unwrap();
+        assert_eq!(
+            endpoint(t),
+            ("/proxy/up/api/generate?x=1".into(), ChatApi::OllamaGenerate)
+        );
+        // --api-path alone: the API follows from the path.
+        let t = Target::parse("sim/default", None, Some("/v1/messages")).unwrap();
+        assert_eq!(
+            endpoint(t),
+            (
+                "/sim/default/v1/messages".into(),
+                ChatApi::AnthropicMessages
+            )
+        );
+        // Both: a gateway that serves an API at a path of its own.
+        let t = Target::parse("proxy/gw", Some(ChatApi::AnthropicMessages), Some("chat")).unwrap();
+        assert_eq!(
+            endpoint(t),
+            ("/proxy/gw/chat".into(), ChatApi::AnthropicMessages)
+        );
+        // An absolute URL says its API by its path; an unknown path is OpenAI Chat.
+        let t = Target::parse("http://h:1/api/chat?k=1", None, None).unwrap();
+        assert_eq!(endpoint(t).1, ChatApi::OllamaChat);
+        let t = Target::parse("http://h:1/gateway", None, None).unwrap();
+        assert_eq!(endpoint(t).1, ChatApi::OpenAiChat);
+        let file: ScenarioFile = toml::from_str("api = \"llamacpp\"").unwrap();
+        assert_eq!(file.api.as_deref(), Some("llamacpp"));
+    }
+
+    #[test]
     fn absolute_targets_lose_their_query_in_the_label() {
-        let t = Target::parse("http://h/v1/chat?key=secret", "x").unwrap();
+        let t = Target::parse("http://h/v1/chat?key=secret", None, Some("x")).unwrap();
         assert_eq!(t.label(), "http://h/v1/chat");
-        let p = Target::parse("page:http://h/app?key=secret", "x").unwrap();
+        let p = Target::parse("page:http://h/app?key=secret", None, Some("x")).unwrap();
         assert!(p.is_page());
         assert_eq!(p.label(), "http://h/app");
     }
@@ -257,25 +321,25 @@ mod tests {
     #[test]
     fn bad_targets_are_refused_with_the_forms_allowed() {
         for bad in ["", "sim", "sim/", "foo/bar", "sim/a/b", "page:ftp://x"] {
-            assert!(Target::parse(bad, "v1").is_err(), "{bad}");
+            assert!(Target::parse(bad, None, Some("v1")).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn sim_targets_have_a_tts_url_with_their_overrides_and_others_none() {
-        let t = Target::parse("sim/default?ttfa_ms=150&seed=1", "v1/chat/completions").unwrap();
+        let t = Target::parse("sim/default?ttfa_ms=150&seed=1", None, None).unwrap();
         assert_eq!(
             t.tts_url().as_deref(),
             Some("/sim/default/v1/audio/speech?ttfa_ms=150&seed=1")
         );
-        let plain = Target::parse("sim/fast", "v1/chat/completions").unwrap();
+        let plain = Target::parse("sim/fast", None, None).unwrap();
         assert_eq!(
             plain.tts_url().as_deref(),
             Some("/sim/fast/v1/audio/speech")
         );
         for other in ["proxy/up", "http://h/v1/chat", "page:http://h/app"] {
             assert_eq!(
-                Target::parse(other, "v1").unwrap().tts_url(),
+                Target::parse(other, None, Some("v1")).unwrap().tts_url(),
                 None,
                 "{other}"
             );

@@ -4,7 +4,8 @@
 //! request id.
 //!
 //! Bytes pass through unchanged and unbuffered: each upstream body frame is handed to
-//! the client before it is decoded for the record. Each request opens its own upstream
+//! the client before it is decoded for the record. The record derives its milestones
+//! with ttfx-core's `Recorder`, the probe's own rules, so the gaps compare like with like. Each request opens its own upstream
 //! connection, so `connect` is measured every time (a pooled client would hide it).
 
 use std::sync::Arc;
@@ -20,12 +21,11 @@ use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use ttfx_core::decode::{Decoder, ErrorClass, Event, Limits};
 
 use super::AppState;
 use super::arrival::{Arrival, REQUEST_ID};
 use super::config::{Auth, Upstream};
-use super::records::{Kind, Outcome, Record, RecordHandle, lock};
+use super::records::{Kind, Record, RecordHandle, RecordOutcome, lock};
 use super::sim::json_error;
 
 pub fn router() -> Router<Arc<AppState>> {
@@ -112,10 +112,12 @@ async fn forward(
         };
         return error(StatusCode::NOT_FOUND, &message);
     };
+    // The dialect comes from the response's content type and first frames.
     let mut record = Record::new(
         &arrival.id,
         Kind::Proxy,
         &format!("/proxy/{name}/{rest}"),
+        None,
         arrival.at,
         arrival.unix_ms,
     );
@@ -143,7 +145,11 @@ async fn forward(
     };
     // Small writes (one SSE event) must not wait for Nagle's algorithm.
     let _ = stream.set_nodelay(true);
-    lock(&record).first("connect", Instant::now());
+    {
+        let mut r = lock(&record);
+        let connect_ms = r.ms(Instant::now());
+        r.duration("connect", connect_ms);
+    }
     let (mut sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
     {
         Ok(pair) => pair,
@@ -161,14 +167,12 @@ async fn forward(
         }
     };
     let status = response.status();
-    lock(&record).headers(status.as_u16(), Instant::now());
-
     let (parts, incoming) = response.into_parts();
     let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+        .and_then(|v| v.to_str().ok());
+    lock(&record).headers(status.as_u16(), content_type, Instant::now());
     let (tx, body) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(8);
     let body = Body::from_stream(futures_util::stream::unfold(body, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
@@ -185,7 +189,6 @@ async fn forward(
         res.headers_mut().insert("x-upstream-request-id", v.clone());
     }
     let tap = Tap {
-        decoder: Decoder::auto(content_type.as_deref(), Limits::DEFAULT),
         record,
         failed: !status.is_success(),
     };
@@ -196,9 +199,9 @@ async fn forward(
 fn fail(record: &RecordHandle, status: StatusCode, message: &str) -> Response {
     let now = Instant::now();
     let mut r = lock(record);
-    r.headers(status.as_u16(), now);
+    r.headers(status.as_u16(), None, now);
     r.error = Some(message.to_owned());
-    r.end(Outcome::Failed, now);
+    r.end(RecordOutcome::Failed, now);
     error(status, message)
 }
 
@@ -248,14 +251,14 @@ fn upstream_request(
 
 /// Reads the upstream body: each frame goes to the client first, then into the record.
 struct Tap {
-    decoder: Decoder,
     record: RecordHandle,
+    /// An HTTP error status (a server-reported failure in the stream is the record's).
     failed: bool,
 }
 
 impl Tap {
     async fn pump(
-        mut self,
+        self,
         mut incoming: hyper::body::Incoming,
         tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
     ) {
@@ -274,7 +277,7 @@ impl Tap {
                         .await;
                     let mut r = lock(&self.record);
                     r.error = Some(format!("upstream body: {e}"));
-                    r.end(Outcome::Dropped, now);
+                    r.end(RecordOutcome::Dropped, now);
                     return;
                 }
             };
@@ -285,65 +288,18 @@ impl Tap {
                 continue;
             }
             let now = Instant::now();
-            let len = data.len();
             let sent = tx.send(Ok(data.clone())).await;
-            self.observe(now, &data, len);
+            lock(&self.record).chunk(now, &data);
             if sent.is_err() {
-                lock(&self.record).end(Outcome::ClientGone, Instant::now());
+                lock(&self.record).end(RecordOutcome::ClientGone, Instant::now());
                 return;
             }
         }
-        let now = Instant::now();
-        let events = self.decoder.finish();
-        self.note(now, &events);
         let outcome = if self.failed {
-            Outcome::Failed
+            RecordOutcome::Failed
         } else {
-            Outcome::Completed
+            RecordOutcome::Completed
         };
-        lock(&self.record).end(outcome, now);
-    }
-
-    fn observe(&mut self, now: Instant, data: &[u8], len: usize) {
-        let frames_before = self.decoder.frames();
-        let events = self.decoder.push(data);
-        let mut r = lock(&self.record);
-        r.chunk(now, len);
-        if frames_before == 0 && self.decoder.frames() > 0 {
-            r.first("first_event", now);
-        }
-        drop(r);
-        self.note(now, &events);
-    }
-
-    fn note(&mut self, now: Instant, events: &[Event]) {
-        let mut r = lock(&self.record);
-        for event in events {
-            match event {
-                Event::Text { text } | Event::Reasoning { text } if !text.is_empty() => {
-                    r.first("first_token", now);
-                    if matches!(event, Event::Text { .. }) {
-                        r.first("first_visible_token", now);
-                    }
-                    r.latest("last_token", now);
-                }
-                Event::ToolCall { .. } => {
-                    r.first("first_token", now);
-                    r.latest("last_token", now);
-                }
-                Event::AudioSamples { .. } | Event::AudioEncoded { .. } => {
-                    r.first("first_audio_byte", now);
-                }
-                Event::Usage { usage } => r.usage = Some(usage.clone()),
-                // A server-reported failure fails the request; a stream that ended
-                // without its end marker is noted, while the outcome stays what the
-                // transport did (the upstream closed the body normally).
-                Event::Error { class, message, .. } if class.is_request_failure() => {
-                    self.failed |= *class == ErrorClass::Server;
-                    r.error.get_or_insert_with(|| format!("{class}: {message}"));
-                }
-                _ => {}
-            }
-        }
+        lock(&self.record).end(outcome, Instant::now());
     }
 }

@@ -12,85 +12,57 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde_json::{Map, Value, json};
 use tokio::time::Instant;
+use ttfx_core::decode::{DialectKind, Limits};
+pub use ttfx_core::server_record::RecordOutcome;
 use ttfx_core::server_timing::{ServerTiming, TimingSource, Usage};
-use ttfx_core::timeline::{ServerData, ServerWallClock};
+use ttfx_core::timeline::{FailureClass, ServerData, ServerWallClock};
+use ttfx_core::{Milestone, Recorder};
 
 /// Records kept; the oldest goes first. At ~1 KiB per short record this bounds memory.
 pub const MAX_RECORDS: usize = 10_000;
 /// Chunks kept per record; later ones are counted, not kept.
 pub const MAX_CHUNKS: usize = 20_000;
 
-/// One body chunk: when it was sent (sim) or received from the upstream (proxy).
-#[derive(Debug, Clone, Serialize)]
-pub struct Chunk {
-    pub at_ms: f64,
-    pub bytes: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    InProgress,
-    Completed,
-    /// An HTTP error status or an in-band error event.
-    Failed,
-    /// The connection was dropped mid-stream (injected, or by the upstream).
-    Dropped,
-    /// The client went away before the end.
-    ClientGone,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Sim,
     Proxy,
 }
 
-#[derive(Debug, Serialize)]
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Sim => "sim",
+            Kind::Proxy => "proxy",
+        }
+    }
+}
+
 pub struct Record {
     pub request_id: String,
     pub kind: Kind,
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
     /// The seed that replays this reply (simulated requests).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "seed_string"
-    )]
     pub seed: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
-    pub outcome: Outcome,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: RecordOutcome,
     pub error: Option<String>,
     pub received_unix_ms: f64,
-    /// Milestone name → ms since the request arrived, in the order they happened.
-    pub milestones: Vec<(String, f64)>,
-    pub chunks: Vec<Chunk>,
-    pub chunks_not_kept: u64,
     pub bytes: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Token counts the server knows itself (the simulator); otherwise those the stream
+    /// reported.
     pub usage: Option<Usage>,
     /// Durations that are not milestones (queue, prefill, connect), in ms.
     pub durations: Vec<(String, f64)>,
-    #[serde(skip)]
+    /// The stream's milestones and chunk series, derived by the probe's own rules from
+    /// the bytes as they left (sim) or arrived from the upstream (proxy).
+    recorder: Recorder,
     arrival: Instant,
-    #[serde(skip)]
     headers_unix_ms: Option<f64>,
-}
-
-/// Seeds go out as strings: JSON numbers lose integers above 2^53 in JavaScript.
-fn seed_string<S: serde::Serializer>(seed: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-    match seed {
-        Some(v) => s.serialize_str(&v.to_string()),
-        None => s.serialize_none(),
-    }
 }
 
 pub fn unix_ms(t: SystemTime) -> f64 {
@@ -100,7 +72,16 @@ pub fn unix_ms(t: SystemTime) -> f64 {
 }
 
 impl Record {
-    pub fn new(request_id: &str, kind: Kind, path: &str, arrival: Instant, unix: f64) -> Self {
+    /// A record of a request that arrived at `arrival`; its body decodes as `dialect`,
+    /// or (`None`) as the content type and first frames say.
+    pub fn new(
+        request_id: &str,
+        kind: Kind,
+        path: &str,
+        dialect: Option<DialectKind>,
+        arrival: Instant,
+        unix: f64,
+    ) -> Self {
         Record {
             request_id: request_id.to_owned(),
             kind,
@@ -109,15 +90,13 @@ impl Record {
             upstream: None,
             seed: None,
             status: None,
-            outcome: Outcome::InProgress,
+            outcome: RecordOutcome::InProgress,
             error: None,
             received_unix_ms: unix,
-            milestones: Vec::new(),
-            chunks: Vec::new(),
-            chunks_not_kept: 0,
             bytes: 0,
             usage: None,
             durations: Vec::new(),
+            recorder: Recorder::new(dialect, Limits::DEFAULT).with_chunk_limit(MAX_CHUNKS),
             arrival,
             headers_unix_ms: None,
         }
@@ -127,52 +106,62 @@ impl Record {
         at.saturating_duration_since(self.arrival).as_secs_f64() * 1000.0
     }
 
-    /// Sets a milestone the first time only.
-    pub fn first(&mut self, name: &str, at: Instant) {
-        if !self.milestones.iter().any(|(n, _)| n == name) {
-            let ms = self.ms(at);
-            self.milestones.push((name.to_owned(), ms));
-        }
-    }
-
-    /// Sets a milestone, replacing an earlier value (`last_token`).
-    pub fn latest(&mut self, name: &str, at: Instant) {
-        let ms = self.ms(at);
-        match self.milestones.iter_mut().find(|(n, _)| n == name) {
-            Some(slot) => slot.1 = ms,
-            None => self.milestones.push((name.to_owned(), ms)),
-        }
-    }
-
-    /// The response headers leave now: the `headers` milestone and the wall-clock send
-    /// time the clock-offset estimate needs.
-    pub fn headers(&mut self, status: u16, at: Instant) {
+    /// The response headers leave (sim) or arrive (proxy) now: the `headers` milestone,
+    /// and the wall-clock send time the clock-offset estimate needs.
+    pub fn headers(&mut self, status: u16, content_type: Option<&str>, at: Instant) {
         self.status = Some(status);
-        self.first("headers", at);
-        let wall = self.received_unix_ms + self.ms(at);
-        self.headers_unix_ms = Some(wall);
+        let ms = self.ms(at);
+        self.recorder.headers(ms, status, content_type, &[]);
+        self.headers_unix_ms = Some(self.received_unix_ms + ms);
     }
 
-    pub fn chunk(&mut self, at: Instant, bytes: usize) {
-        self.first("first_byte", at);
-        self.bytes += bytes as u64;
-        if self.chunks.len() < MAX_CHUNKS {
-            let at_ms = self.ms(at);
-            self.chunks.push(Chunk { at_ms, bytes });
+    /// A body chunk left (sim) or arrived (proxy) now.
+    pub fn chunk(&mut self, at: Instant, bytes: &[u8]) {
+        self.bytes += bytes.len() as u64;
+        let ms = self.ms(at);
+        self.recorder.chunk(ms, bytes);
+    }
+
+    /// The request is over. An error the stream itself reported becomes the record's
+    /// error when none was set, and a server-reported failure fails a completed stream.
+    pub fn end(&mut self, outcome: RecordOutcome, at: Instant) {
+        if self.outcome != RecordOutcome::InProgress {
+            return;
+        }
+        let ms = self.ms(at);
+        self.recorder.end(ms);
+        let failure = self.recorder.timeline().failure.as_ref();
+        let in_band =
+            failure.filter(|f| matches!(f.class, FailureClass::InBand | FailureClass::Decode));
+        if let Some(detail) = in_band.and_then(|f| f.detail.as_ref()) {
+            self.error.get_or_insert_with(|| detail.clone());
+        }
+        let server_failed = failure.is_some_and(|f| f.class == FailureClass::InBand);
+        self.outcome = if outcome == RecordOutcome::Completed && server_failed {
+            RecordOutcome::Failed
         } else {
-            self.chunks_not_kept += 1;
-        }
-    }
-
-    pub fn end(&mut self, outcome: Outcome, at: Instant) {
-        if self.outcome == Outcome::InProgress {
-            self.outcome = outcome;
-            self.first("done", at);
-        }
+            outcome
+        };
     }
 
     pub fn duration(&mut self, name: &str, ms: f64) {
         self.durations.push((name.to_owned(), ms));
+    }
+
+    /// The milestones this server observed, in ms since the request arrived.
+    /// `request_start` (the arrival itself, 0) is left out: it has no counterpart gap.
+    pub fn milestones(&self) -> impl Iterator<Item = (Milestone, f64)> + '_ {
+        self.recorder
+            .timeline()
+            .milestones
+            .iter()
+            .filter(|(m, _)| *m != Milestone::RequestStart)
+    }
+
+    fn usage(&self) -> Option<&Usage> {
+        self.usage
+            .as_ref()
+            .or(self.recorder.timeline().server.usage.as_ref())
     }
 
     /// The record as `ServerData`: one timing per milestone and duration, the wall clock.
@@ -183,20 +172,19 @@ impl Record {
             // in the same class as a server's in-band fields.
             Kind::Sim => (TimingSource::InBand, "ttfx sim record"),
         };
-        let timings = self
-            .milestones
-            .iter()
-            .chain(&self.durations)
+        let milestones = self.milestones().map(|(m, ms)| (m.as_str().to_owned(), ms));
+        let timings = milestones
+            .chain(self.durations.iter().cloned())
             .map(|(name, ms)| ServerTiming {
-                name: name.clone(),
-                duration_ms: Some(*ms),
+                name,
+                duration_ms: Some(ms),
                 description: Some(description.to_owned()),
                 source,
             })
             .collect();
         ServerData {
             timings,
-            usage: self.usage.clone(),
+            usage: self.usage().cloned(),
             wall_clock: self.headers_unix_ms.map(|sent| ServerWallClock {
                 received_unix_ms: self.received_unix_ms,
                 sent_unix_ms: sent,
@@ -248,37 +236,80 @@ impl Records {
     }
 }
 
-/// The JSON served for one record.
-pub fn to_json(r: &Record) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap_or_default();
-    if let Some(obj) = v.as_object_mut() {
-        let map = |list: &[(String, f64)]| {
-            list.iter()
-                .map(|(n, ms)| (n.clone(), serde_json::json!(ms)))
-                .collect::<serde_json::Map<_, _>>()
-        };
-        obj.insert("milestones".into(), map(&r.milestones).into());
-        obj.insert("durations".into(), map(&r.durations).into());
-        obj.insert(
-            "server".into(),
-            serde_json::to_value(r.server_data()).unwrap_or_default(),
-        );
+/// The JSON served for one record (its `server` member is what clients join; the rest
+/// is for people reading it).
+pub fn to_json(r: &Record) -> Value {
+    let mut v = Map::new();
+    v.insert("request_id".into(), json!(r.request_id));
+    v.insert("kind".into(), json!(r.kind.as_str()));
+    v.insert("path".into(), json!(r.path));
+    if let Some(p) = &r.profile {
+        v.insert("profile".into(), json!(p));
     }
-    v
+    if let Some(u) = &r.upstream {
+        v.insert("upstream".into(), json!(u));
+    }
+    // Seeds go out as strings: JSON numbers lose integers above 2^53 in JavaScript.
+    if let Some(seed) = r.seed {
+        v.insert("seed".into(), json!(seed.to_string()));
+    }
+    if let Some(s) = r.status {
+        v.insert("status".into(), json!(s));
+    }
+    v.insert("outcome".into(), json!(r.outcome));
+    if let Some(e) = &r.error {
+        v.insert("error".into(), json!(e));
+    }
+    v.insert("received_unix_ms".into(), json!(r.received_unix_ms));
+    let milestones: Map<String, Value> = r
+        .milestones()
+        .map(|(m, ms)| (m.as_str().to_owned(), json!(ms)))
+        .collect();
+    v.insert("milestones".into(), milestones.into());
+    let chunks: Vec<Value> = r
+        .recorder
+        .timeline()
+        .chunks
+        .iter()
+        .map(|c| json!({ "at_ms": c.at_ms, "bytes": c.bytes }))
+        .collect();
+    v.insert("chunks".into(), chunks.into());
+    v.insert(
+        "chunks_not_kept".into(),
+        json!(r.recorder.chunks_not_kept()),
+    );
+    v.insert("bytes".into(), json!(r.bytes));
+    if let Some(u) = r.usage() {
+        v.insert("usage".into(), json!(u));
+    }
+    let durations: Map<String, Value> = r
+        .durations
+        .iter()
+        .map(|(n, ms)| (n.clone(), json!(ms)))
+        .collect();
+    v.insert("durations".into(), durations.into());
+    v.insert("server".into(), json!(r.server_data()));
+    v.into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn sse(content: &str) -> String {
+        format!("data: {{\"choices\":[{{\"delta\":{{\"content\":{content:?}}}}}]}}\n\n")
+    }
+
     #[test]
     fn server_data_carries_milestones_and_wall_clock() {
         let t0 = Instant::now();
-        let mut r = Record::new("req-1", Kind::Proxy, "/proxy/x", t0, 1_000_000.0);
-        r.headers(200, t0 + std::time::Duration::from_millis(5));
-        r.chunk(t0 + std::time::Duration::from_millis(7), 10);
-        r.first("first_token", t0 + std::time::Duration::from_millis(9));
-        r.first("first_token", t0 + std::time::Duration::from_millis(50));
+        let at = |ms| t0 + std::time::Duration::from_millis(ms);
+        let mut r = Record::new("req-1", Kind::Proxy, "/proxy/x", None, t0, 1_000_000.0);
+        r.headers(200, Some("text/event-stream"), at(5));
+        r.chunk(at(7), b": keep-alive\n\n");
+        r.chunk(at(9), sse("Hi").as_bytes());
+        r.chunk(at(50), sse(" there").as_bytes());
+        r.end(RecordOutcome::Completed, at(60));
         let data = r.server_data();
         let ms = |n: &str| {
             data.timings
@@ -288,7 +319,11 @@ mod tests {
         };
         assert_eq!(ms("headers"), Some(5.0));
         assert_eq!(ms("first_byte"), Some(7.0));
+        assert_eq!(ms("first_event"), Some(9.0));
         assert_eq!(ms("first_token"), Some(9.0), "first value kept");
+        assert_eq!(ms("last_token"), Some(50.0));
+        assert_eq!(ms("done"), Some(60.0));
+        assert_eq!(ms("request_start"), None, "the arrival itself is no gap");
         assert!(
             data.timings
                 .iter()
@@ -301,7 +336,30 @@ mod tests {
         );
         let json = to_json(&r);
         assert_eq!(json["milestones"]["first_byte"], 7.0);
+        assert_eq!(json["chunks"].as_array().unwrap().len(), 3);
+        assert_eq!(json["bytes"], r.bytes);
+        assert_eq!(json["outcome"], "completed");
         assert_eq!(json["server"]["wall_clock"]["source"], "vantage_proxy");
+        // What clients read back is the same record.
+        let read = ttfx_core::ServerRecord::from_json(&json.to_string()).unwrap();
+        assert_eq!(read.server, data);
+    }
+
+    #[test]
+    fn an_error_in_the_stream_fails_the_record_and_names_itself() {
+        let t0 = Instant::now();
+        let mut r = Record::new("e", Kind::Proxy, "/proxy/x", None, t0, 0.0);
+        r.headers(200, Some("text/event-stream"), t0);
+        r.chunk(t0, sse("a").as_bytes());
+        r.chunk(t0, b"data: {\"error\":{\"message\":\"overloaded\"}}\n\n");
+        r.end(RecordOutcome::Completed, t0);
+        assert_eq!(r.outcome, RecordOutcome::Failed);
+        assert!(
+            r.error.as_deref().unwrap().contains("overloaded"),
+            "{:?}",
+            r.error
+        );
+        assert!(r.milestones().any(|(m, _)| m == Milestone::Error));
     }
 
     #[test]
@@ -309,7 +367,7 @@ mod tests {
         let records = Records::default();
         let t0 = Instant::now();
         for i in 0..MAX_RECORDS + 2 {
-            records.insert(Record::new(&format!("r{i}"), Kind::Sim, "/", t0, 0.0));
+            records.insert(Record::new(&format!("r{i}"), Kind::Sim, "/", None, t0, 0.0));
         }
         assert!(records.get("r0").is_none() && records.get("r1").is_none());
         assert!(records.get("r2").is_some());

@@ -6,12 +6,12 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::Value;
 use tokio::time::Instant;
+use ttfx_core::decode::DialectKind;
 
-use super::profile::{Failure, Profile};
-use super::{json_error, retry_after};
-use crate::serve::AppState;
-use crate::serve::arrival::{Arrival, SEED};
-use crate::serve::records::{Kind, Outcome, Record, RecordHandle, lock};
+use super::profile::Failure;
+use super::{Call, Parsed, json_error, retry_after};
+use crate::serve::arrival::SEED;
+use crate::serve::records::{Kind, Record, RecordHandle, RecordOutcome, lock};
 
 /// The request after its queue: what the body's producer needs.
 pub struct Front {
@@ -22,20 +22,26 @@ pub struct Front {
 }
 
 /// Records the request, holds it for the profile's queue, and answers an injected HTTP
-/// failure (`Err`, ready to return) in the dialect's error shape.
+/// failure (`Err`, ready to return) in the dialect's error shape. The record decodes
+/// what is sent as `dialect`.
 pub async fn hold(
-    state: &AppState,
-    arrival: &Arrival,
-    path: &str,
-    profile_name: &str,
-    p: &Profile,
-    seed: u64,
+    call: &Call,
+    parsed: &Parsed,
+    dialect: DialectKind,
     error_body: impl FnOnce(u16, &str) -> Value,
 ) -> Result<Front, Response> {
-    let mut record = Record::new(&arrival.id, Kind::Sim, path, arrival.at, arrival.unix_ms);
-    record.profile = Some(profile_name.to_owned());
+    let (arrival, p, seed) = (&call.arrival, &parsed.profile, parsed.seed);
+    let mut record = Record::new(
+        &arrival.id,
+        Kind::Sim,
+        &call.path,
+        Some(dialect),
+        arrival.at,
+        arrival.unix_ms,
+    );
+    record.profile = Some(call.profile.clone());
     record.seed = Some(seed);
-    let record = state.records.insert(record);
+    let record = call.state.records.insert(record);
 
     super::sink::until(arrival.at + p.queue).await;
     let queue_end = Instant::now();
@@ -62,9 +68,9 @@ pub async fn hold(
     }
     front.decorate(&mut res);
     let mut r = lock(&front.record);
-    r.headers(code, Instant::now());
+    r.headers(code, Some("application/json"), Instant::now());
     r.error = Some(message);
-    r.end(Outcome::Failed, Instant::now());
+    r.end(RecordOutcome::Failed, Instant::now());
     Err(res)
 }
 
@@ -83,7 +89,7 @@ impl Front {
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         self.decorate(&mut res);
-        lock(&self.record).headers(200, Instant::now());
+        lock(&self.record).headers(200, Some(content_type), Instant::now());
         res
     }
 }

@@ -7,19 +7,21 @@ use serde_json::Value;
 use tokio::time::Instant;
 use ttfx_core::server_timing::Usage;
 
-use super::dialect::{Ctx, Dialect, Encoder, End};
+use ttfx_core::ChatApi;
+
+use super::dialect::{Ctx, Encoder, End, ServerSide};
 use super::profile::Failure;
 use super::rng::Rng;
 use super::schedule::{self, Plan};
-use super::sink::{self, Gone, Mark, Sink, body_channel};
+use super::sink::{self, Gone, Sink, body_channel};
 use super::{Call, Refusal, json_error, text};
-use crate::serve::records::{Outcome, RecordHandle, lock};
+use crate::serve::records::{RecordHandle, RecordOutcome, lock};
 
-pub async fn handle(dialect: Dialect, call: Call) -> Response {
+pub async fn handle(api: ChatApi, call: Call) -> Response {
     let parsed = match call.parse() {
         Ok(p) => p,
         Err(Refusal(status, message)) => {
-            return json_error(status, &dialect.error_body(status.as_u16(), &message));
+            return json_error(status, &api.error_body(status.as_u16(), &message));
         }
     };
     let p = &parsed.profile;
@@ -27,12 +29,12 @@ pub async fn handle(dialect: Dialect, call: Call) -> Response {
     let request = schedule::Request {
         prompt_tokens,
         max_tokens: max_tokens(&parsed.body),
-        reasoning_channel: dialect.has_reasoning_channel(),
+        reasoning_channel: api.has_reasoning_channel(),
     };
     let plan = schedule::plan(p, request, &mut Rng::new(parsed.seed));
 
     let front = match call
-        .hold(&parsed, |code, m| dialect.error_body(code, m))
+        .hold(&parsed, api.dialect(), |code, m| api.error_body(code, m))
         .await
     {
         Ok(front) => front,
@@ -50,11 +52,11 @@ pub async fn handle(dialect: Dialect, call: Call) -> Response {
             .unwrap_or(false),
     };
     let (tx, body) = body_channel();
-    let res = front.stream(dialect.content_type(), body);
+    let res = front.stream(api.content_type(), body);
     let sink = Sink::new(tx, p.delivery, front.record.clone());
     let job = Job {
         plan,
-        encoder: dialect.encoder(ctx),
+        encoder: api.encoder(ctx),
         arrival: call.arrival.at,
         queue_end: front.queue_end,
         failure: p.failure,
@@ -105,8 +107,8 @@ enum Ending {
 impl Job {
     async fn run(mut self, mut sink: Sink) {
         match self.produce(&mut sink).await {
-            Ok(Ending::Completed) => sink.finish(Outcome::Completed).await,
-            Ok(Ending::InBandError) => sink.finish(Outcome::Failed).await,
+            Ok(Ending::Completed) => sink.finish(RecordOutcome::Completed).await,
+            Ok(Ending::InBandError) => sink.finish(RecordOutcome::Failed).await,
             Ok(Ending::Drop) => sink.drop_connection().await,
             Err(Gone) => sink.gone(),
         }
@@ -115,7 +117,7 @@ impl Job {
     async fn produce(&mut self, sink: &mut Sink) -> Result<Ending, Gone> {
         let open = self.encoder.open();
         if !open.is_empty() {
-            sink.emit(open.as_bytes(), None).await?;
+            sink.emit(open.as_bytes()).await?;
         }
         sink::until(self.arrival + self.plan.prefill_end).await;
         let prefill_end = Instant::now();
@@ -124,8 +126,7 @@ impl Job {
             sink::until(self.arrival + step.at).await;
             last = Instant::now();
             let bytes = self.encoder.piece(step.channel, &step.text);
-            sink.emit(bytes.as_bytes(), Some(Mark::Token(step.channel)))
-                .await?;
+            sink.emit(bytes.as_bytes()).await?;
         }
         if let Some(at) = self.plan.steps.cut {
             sink::until(self.arrival + at).await;
@@ -134,8 +135,7 @@ impl Job {
             if self.failure == Some(Failure::Drop) {
                 return Ok(Ending::Drop);
             }
-            sink.emit(self.encoder.error(message).as_bytes(), None)
-                .await?;
+            sink.emit(self.encoder.error(message).as_bytes()).await?;
             return Ok(Ending::InBandError);
         }
         // Hidden reasoning at the end of the plan still takes its time.
@@ -162,7 +162,7 @@ impl Job {
                 cached_prompt_tokens: None,
             });
         }
-        sink.emit(self.encoder.close(&end).as_bytes(), None).await?;
+        sink.emit(self.encoder.close(&end).as_bytes()).await?;
         Ok(Ending::Completed)
     }
 }

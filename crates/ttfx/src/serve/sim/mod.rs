@@ -13,7 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use serde_json::Value;
 
-use self::dialect::Dialect;
+use ttfx_core::ChatApi;
+use ttfx_core::decode::DialectKind;
+
 use self::profile::Profile;
 use super::AppState;
 use super::arrival::Arrival;
@@ -29,28 +31,18 @@ mod synth;
 mod text;
 mod tts;
 
+/// Every API of `ChatApi` at its own path, and the TTS endpoint.
 pub fn router() -> Router<Arc<AppState>> {
-    Router::new()
-        .route(
-            "/{profile}/v1/chat/completions",
-            llm_route(Dialect::OpenAiChat),
-        )
-        .route(
-            "/{profile}/v1/responses",
-            llm_route(Dialect::OpenAiResponses),
-        )
-        .route("/{profile}/v1/messages", llm_route(Dialect::Anthropic))
-        .route("/{profile}/api/chat", llm_route(Dialect::OllamaChat))
-        .route(
-            "/{profile}/api/generate",
-            llm_route(Dialect::OllamaGenerate),
-        )
-        .route("/{profile}/completion", llm_route(Dialect::LlamaCpp))
+    ChatApi::ALL
+        .into_iter()
+        .fold(Router::new(), |router, api| {
+            router.route(&format!("/{{profile}}/{}", api.path()), llm_route(api))
+        })
         .route("/{profile}/v1/audio/speech", post(tts::handle))
 }
 
-fn llm_route(dialect: Dialect) -> MethodRouter<Arc<AppState>> {
-    post(move |call: Call| llm::handle(dialect, call))
+fn llm_route(api: ChatApi) -> MethodRouter<Arc<AppState>> {
+    post(move |call: Call| llm::handle(api, call))
 }
 
 /// What every simulated endpoint reads from its request.
@@ -111,18 +103,10 @@ impl Call {
     pub async fn hold(
         &self,
         parsed: &Parsed,
+        dialect: DialectKind,
         error_body: impl FnOnce(u16, &str) -> Value,
     ) -> Result<front::Front, Response> {
-        front::hold(
-            &self.state,
-            &self.arrival,
-            &self.path,
-            &self.profile,
-            &parsed.profile,
-            parsed.seed,
-            error_body,
-        )
-        .await
+        front::hold(self, parsed, dialect, error_body).await
     }
 }
 

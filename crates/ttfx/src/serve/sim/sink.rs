@@ -2,7 +2,9 @@
 //! N-byte blocks) and the record of what was sent when.
 //!
 //! Times are taken when a chunk has been handed to the HTTP body, so the record says
-//! when the server actually let the bytes go, not when they were planned.
+//! when the server actually let the bytes go, not when they were planned. The record
+//! decodes the bytes it is given, so its milestones follow the same rules as the
+//! probe's (a token counts as sent when the last byte of its event is).
 
 use std::io;
 
@@ -13,15 +15,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::profile::Delivery;
-use super::schedule::Channel;
-use crate::serve::records::{Outcome, RecordHandle, lock};
-
-/// What a piece of bytes carries, for the record's milestones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mark {
-    Token(Channel),
-    Audio,
-}
+use crate::serve::records::{RecordHandle, RecordOutcome, lock};
 
 /// Sleeps until `deadline` unless it has passed: tokio's timer works in whole
 /// milliseconds, so even an expired deadline would otherwise wait for the next tick.
@@ -51,8 +45,6 @@ pub struct Sink {
     tx: mpsc::Sender<Item>,
     delivery: Delivery,
     pending: Vec<u8>,
-    /// Marks whose bytes end at this offset of `pending`.
-    marks: Vec<(usize, Mark)>,
     record: RecordHandle,
 }
 
@@ -62,16 +54,12 @@ impl Sink {
             tx,
             delivery,
             pending: Vec::new(),
-            marks: Vec::new(),
             record,
         }
     }
 
-    pub async fn emit(&mut self, bytes: &[u8], mark: Option<Mark>) -> Result<(), Gone> {
+    pub async fn emit(&mut self, bytes: &[u8]) -> Result<(), Gone> {
         self.pending.extend_from_slice(bytes);
-        if let Some(mark) = mark {
-            self.marks.push((self.pending.len(), mark));
-        }
         match self.delivery {
             Delivery::Stream => self.send(self.pending.len()).await,
             Delivery::Buffered => Ok(()),
@@ -89,39 +77,17 @@ impl Sink {
         if n == 0 {
             return Ok(());
         }
-        let chunk: Vec<u8> = self.pending.drain(..n).collect();
-        self.tx
-            .send(Ok(Bytes::from(chunk)))
-            .await
-            .map_err(|_| Gone)?;
-        let now = Instant::now();
-        let mut r = lock(&self.record);
-        r.chunk(now, n);
-        // A token counts as sent when the last byte of its event is.
-        let done = self.marks.iter().take_while(|(end, _)| *end <= n).count();
-        for (_, mark) in self.marks.drain(..done) {
-            match mark {
-                Mark::Token(channel) => {
-                    r.first("first_token", now);
-                    if channel == Channel::Visible {
-                        r.first("first_visible_token", now);
-                    }
-                    r.latest("last_token", now);
-                }
-                Mark::Audio => r.first("first_audio_byte", now),
-            }
-        }
-        for (end, _) in &mut self.marks {
-            *end -= n;
-        }
+        let chunk = Bytes::from(self.pending.drain(..n).collect::<Vec<u8>>());
+        self.tx.send(Ok(chunk.clone())).await.map_err(|_| Gone)?;
+        lock(&self.record).chunk(Instant::now(), &chunk);
         Ok(())
     }
 
     /// Sends what is held and ends the body normally.
-    pub async fn finish(mut self, outcome: Outcome) {
+    pub async fn finish(mut self, outcome: RecordOutcome) {
         let result = self.send(self.pending.len()).await;
         let outcome = if result.is_err() {
-            Outcome::ClientGone
+            RecordOutcome::ClientGone
         } else {
             outcome
         };
@@ -142,11 +108,11 @@ impl Sink {
                 "ttfx sim: injected connection drop",
             )))
             .await;
-        lock(&self.record).end(Outcome::Dropped, Instant::now());
+        lock(&self.record).end(RecordOutcome::Dropped, Instant::now());
     }
 
     /// The client is gone.
     pub fn gone(self) {
-        lock(&self.record).end(Outcome::ClientGone, Instant::now());
+        lock(&self.record).end(RecordOutcome::ClientGone, Instant::now());
     }
 }

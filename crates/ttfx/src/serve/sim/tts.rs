@@ -9,12 +9,13 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use ttfx_core::decode::DialectKind;
 
 use super::profile::{Failure, Profile};
-use super::sink::{self, Gone, Mark, Sink, body_channel};
+use super::sink::{self, Gone, Sink, body_channel};
 use super::synth::{SAMPLE_RATE, base64, pcm16, wav_header};
 use super::{Call, Refusal, json_error};
-use crate::serve::records::{Outcome, RecordHandle, lock};
+use crate::serve::records::{RecordHandle, RecordOutcome, lock};
 
 /// Speech length per input character when the clip length is not given (≈ 14 chars/s).
 const MS_PER_CHAR: u32 = 70;
@@ -77,7 +78,12 @@ pub async fn handle(call: Call) -> Response {
             .clamp(300, 600_000)
     });
 
-    let front = match call.hold(&parsed, openai_error).await {
+    let dialect = match (sse, format) {
+        (true, _) => DialectKind::OpenAiSpeech,
+        (false, Format::Pcm) => DialectKind::Pcm16,
+        (false, Format::Wav) => DialectKind::Wav,
+    };
+    let front = match call.hold(&parsed, dialect, openai_error).await {
         Ok(front) => front,
         Err(res) => return res,
     };
@@ -149,7 +155,7 @@ struct Speech {
 impl Speech {
     async fn run(self, mut sink: Sink) {
         match self.produce(&mut sink).await {
-            Ok(Outcome::Dropped) => sink.drop_connection().await,
+            Ok(RecordOutcome::Dropped) => sink.drop_connection().await,
             Ok(outcome) => sink.finish(outcome).await,
             Err(Gone) => sink.gone(),
         }
@@ -159,7 +165,7 @@ impl Speech {
         (u64::from(ms) * u64::from(SAMPLE_RATE) / 1000).min(self.total_samples)
     }
 
-    async fn produce(&self, sink: &mut Sink) -> Result<Outcome, Gone> {
+    async fn produce(&self, sink: &mut Sink) -> Result<RecordOutcome, Gone> {
         let cut = self
             .failure
             .filter(|f| matches!(f, Failure::InBand | Failure::Drop));
@@ -183,7 +189,7 @@ impl Speech {
             } else {
                 audio
             };
-            sink.emit(&bytes, Some(Mark::Audio)).await?;
+            sink.emit(&bytes).await?;
         }
         if self.sse {
             let usage = json!({
@@ -192,29 +198,27 @@ impl Speech {
                 "total_tokens": self.input_tokens + self.chunks.len(),
             });
             let done = json!({ "type": "speech.audio.done", "usage": usage });
-            sink.emit(format!("data: {done}\n\n").as_bytes(), None)
-                .await?;
+            sink.emit(format!("data: {done}\n\n").as_bytes()).await?;
         }
         let mut r = lock(&self.record);
         r.duration(
             "audio",
             self.total_samples as f64 * 1000.0 / f64::from(SAMPLE_RATE),
         );
-        Ok(Outcome::Completed)
+        Ok(RecordOutcome::Completed)
     }
 
     /// Half way through: an SSE error event, or (raw audio has no in-band errors) a drop.
-    async fn fail(&self, sink: &mut Sink, failure: Option<Failure>) -> Result<Outcome, Gone> {
+    async fn fail(&self, sink: &mut Sink, failure: Option<Failure>) -> Result<RecordOutcome, Gone> {
         let message = "ttfx sim: injected failure mid-stream";
         lock(&self.record).error = Some(message.into());
         if failure == Some(Failure::InBand) && self.sse {
             let event =
                 json!({ "type": "error", "error": { "message": message, "type": "server_error" } });
-            sink.emit(format!("data: {event}\n\n").as_bytes(), None)
-                .await?;
-            return Ok(Outcome::Failed);
+            sink.emit(format!("data: {event}\n\n").as_bytes()).await?;
+            return Ok(RecordOutcome::Failed);
         }
-        Ok(Outcome::Dropped)
+        Ok(RecordOutcome::Dropped)
     }
 }
 

@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 
+use ttfx_core::ChatApi;
+
 use super::schedule::Channel;
 
 mod anthropic;
@@ -10,16 +12,6 @@ mod llamacpp;
 mod ollama;
 mod openai_chat;
 mod openai_responses;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    OpenAiChat,
-    OpenAiResponses,
-    Anthropic,
-    OllamaChat,
-    OllamaGenerate,
-    LlamaCpp,
-}
 
 /// What every encoder knows about the request.
 #[derive(Debug, Clone)]
@@ -71,34 +63,43 @@ pub trait Encoder: Send {
     fn error(&mut self, message: &str) -> String;
 }
 
-impl Dialect {
-    pub fn content_type(self) -> &'static str {
+/// The simulator's side of each API ttfx speaks (`ttfx_core::ChatApi` holds its path,
+/// request body and reply dialect): what the server sends.
+pub trait ServerSide {
+    fn content_type(self) -> &'static str;
+    /// Whether the format has a reasoning channel; without one reasoning stays hidden.
+    fn has_reasoning_channel(self) -> bool;
+    fn encoder(self, ctx: Ctx) -> Box<dyn Encoder>;
+    /// The body of an HTTP error response, as this server would write it.
+    fn error_body(self, status: u16, message: &str) -> Value;
+}
+
+impl ServerSide for ChatApi {
+    fn content_type(self) -> &'static str {
         match self {
-            Dialect::OllamaChat | Dialect::OllamaGenerate => "application/x-ndjson",
+            ChatApi::OllamaChat | ChatApi::OllamaGenerate => "application/x-ndjson",
             _ => "text/event-stream",
         }
     }
 
-    /// Whether the format has a reasoning channel; without one reasoning stays hidden.
-    pub fn has_reasoning_channel(self) -> bool {
-        self != Dialect::LlamaCpp
+    fn has_reasoning_channel(self) -> bool {
+        self != ChatApi::LlamaCppCompletion
     }
 
-    pub fn encoder(self, ctx: Ctx) -> Box<dyn Encoder> {
+    fn encoder(self, ctx: Ctx) -> Box<dyn Encoder> {
         match self {
-            Dialect::OpenAiChat => Box::new(openai_chat::Chat::new(ctx)),
-            Dialect::OpenAiResponses => Box::new(openai_responses::Responses::new(ctx)),
-            Dialect::Anthropic => Box::new(anthropic::Messages::new(ctx)),
-            Dialect::OllamaChat => Box::new(ollama::Ollama::new(ctx, ollama::Api::Chat)),
-            Dialect::OllamaGenerate => Box::new(ollama::Ollama::new(ctx, ollama::Api::Generate)),
-            Dialect::LlamaCpp => Box::new(llamacpp::Completion::new(ctx)),
+            ChatApi::OpenAiChat => Box::new(openai_chat::Chat::new(ctx)),
+            ChatApi::OpenAiResponses => Box::new(openai_responses::Responses::new(ctx)),
+            ChatApi::AnthropicMessages => Box::new(anthropic::Messages::new(ctx)),
+            ChatApi::OllamaChat => Box::new(ollama::Ollama::new(ctx, ollama::Api::Chat)),
+            ChatApi::OllamaGenerate => Box::new(ollama::Ollama::new(ctx, ollama::Api::Generate)),
+            ChatApi::LlamaCppCompletion => Box::new(llamacpp::Completion::new(ctx)),
         }
     }
 
-    /// The body of an HTTP error response, as this server would write it.
-    pub fn error_body(self, status: u16, message: &str) -> Value {
+    fn error_body(self, status: u16, message: &str) -> Value {
         match self {
-            Dialect::OpenAiChat | Dialect::OpenAiResponses => json!({
+            ChatApi::OpenAiChat | ChatApi::OpenAiResponses => json!({
                 "error": {
                     "message": message,
                     "type": openai_error_type(status),
@@ -106,9 +107,9 @@ impl Dialect {
                     "code": null,
                 }
             }),
-            Dialect::Anthropic => anthropic::error_body(status, message),
-            Dialect::OllamaChat | Dialect::OllamaGenerate => json!({ "error": message }),
-            Dialect::LlamaCpp => llamacpp::error_body(status, message),
+            ChatApi::AnthropicMessages => anthropic::error_body(status, message),
+            ChatApi::OllamaChat | ChatApi::OllamaGenerate => json!({ "error": message }),
+            ChatApi::LlamaCppCompletion => llamacpp::error_body(status, message),
         }
     }
 }
