@@ -85,27 +85,71 @@ impl Measured {
     }
 }
 
-/// Report names of the per-request scalar metrics, in the order tables show them.
-pub const SCALAR_NAMES: [&str; 18] = [
-    "ttft_ms",
-    "ttft_visible_ms",
-    "e2e_ms",
-    "tpot_ms",
-    "output_tokens",
-    "output_tokens_per_s",
-    "decode_tokens_per_s",
-    "dom_lag_ms",
-    "render_lag_ms",
-    "ttfa_ms",
-    "ttfa_from_tts_ms",
-    "rtf",
-    "audio_arrival_rate",
-    "audio_behind_text_ms",
-    "underrun_count",
-    "underrun_silence_ms",
-    "handoff_time_lost_ms",
-    "stall_count",
+/// One per-request scalar metric: its report name and how to read it, declared together
+/// so a name cannot drift onto another metric's value.
+#[derive(Debug, Clone, Copy)]
+pub struct Scalar {
+    /// The report name (also the name budgets, tables and batch statistics use).
+    pub name: &'static str,
+    /// The metric of one request; `None` when that request does not support it.
+    pub value: fn(&RequestMetrics) -> Option<f64>,
+}
+
+/// A [`Measured`] field of [`RequestMetrics`], reported under the field's own name.
+macro_rules! measured {
+    ($field:ident) => {
+        Scalar {
+            name: stringify!($field),
+            value: |m| m.$field.map(|v| v.value),
+        }
+    };
+}
+
+/// The per-request scalar metrics, in the order tables show them. Plain function
+/// pointers, not generics: this table is in the browser probe's wasm.
+pub const SCALARS: [Scalar; 18] = [
+    measured!(ttft_ms),
+    measured!(ttft_visible_ms),
+    measured!(e2e_ms),
+    measured!(tpot_ms),
+    measured!(output_tokens),
+    measured!(output_tokens_per_s),
+    measured!(decode_tokens_per_s),
+    measured!(dom_lag_ms),
+    measured!(render_lag_ms),
+    measured!(ttfa_ms),
+    measured!(ttfa_from_tts_ms),
+    measured!(rtf),
+    measured!(audio_arrival_rate),
+    measured!(audio_behind_text_ms),
+    Scalar {
+        name: "underrun_count",
+        value: |m| m.underruns.map(|u| f64::from(u.count)),
+    },
+    Scalar {
+        name: "underrun_silence_ms",
+        value: |m| m.underruns.map(|u| u.silence_ms),
+    },
+    Scalar {
+        name: "handoff_time_lost_ms",
+        value: |m| m.handoff.as_ref().and_then(|h| h.time_lost_ms),
+    },
+    Scalar {
+        name: "stall_count",
+        value: |m| m.stalls.map(|s| f64::from(s.count)),
+    },
 ];
+
+/// The names of [`SCALARS`], in the same order (taken from it, not written twice).
+pub const SCALAR_NAMES: [&str; SCALARS.len()] = {
+    let mut names = [""; SCALARS.len()];
+    let mut i = 0;
+    while i < SCALARS.len() {
+        names[i] = SCALARS[i].name;
+        i += 1;
+    }
+    names
+};
 
 /// Every metric of one request. A metric that the timeline cannot support is absent
 /// (`null` in JSON), never zero.
@@ -229,32 +273,11 @@ impl RequestMetrics {
         })
     }
 
-    /// The per-request scalar metrics under their report names ([`SCALAR_NAMES`], in
-    /// that order). The statistics of a batch are taken over exactly these, plus the
-    /// pooled `icl_ms` and the `gap.*` entries.
+    /// The per-request scalar metrics under their report names ([`SCALARS`], in that
+    /// order). The statistics of a batch are taken over exactly these, plus the pooled
+    /// `icl_ms` and the `gap.*` entries.
     pub fn scalars(&self) -> Vec<(&'static str, Option<f64>)> {
-        let v = |m: Option<Measured>| m.map(|m| m.value);
-        let values = [
-            v(self.ttft_ms),
-            v(self.ttft_visible_ms),
-            v(self.e2e_ms),
-            v(self.tpot_ms),
-            v(self.output_tokens),
-            v(self.output_tokens_per_s),
-            v(self.decode_tokens_per_s),
-            v(self.dom_lag_ms),
-            v(self.render_lag_ms),
-            v(self.ttfa_ms),
-            v(self.ttfa_from_tts_ms),
-            v(self.rtf),
-            v(self.audio_arrival_rate),
-            v(self.audio_behind_text_ms),
-            self.underruns.map(|u| f64::from(u.count)),
-            self.underruns.map(|u| u.silence_ms),
-            self.handoff.as_ref().and_then(|h| h.time_lost_ms),
-            self.stalls.map(|s| f64::from(s.count)),
-        ];
-        SCALAR_NAMES.into_iter().zip(values).collect()
+        SCALARS.iter().map(|s| (s.name, (s.value)(self))).collect()
     }
 
     /// A metric by its report name (`scalars` names, or `gap.<milestone>_ms`).

@@ -609,3 +609,81 @@ fn goodput_keeps_failures_in_the_denominator() {
     assert_eq!(floor("ttfa_ms=10000"), 0);
     assert_eq!(goodput(&[], &budgets).ratio, None);
 }
+
+/// Each scalar name reads the value stored under that name: every field gets its own
+/// number, and the expected value is looked up in the JSON report by the name, apart
+/// from the table, so a name paired with another metric's value fails here.
+#[test]
+fn each_scalar_name_reads_its_own_field() {
+    let mut m = RequestMetrics::compute(&plain()).unwrap();
+    let measured = |value| {
+        Some(Measured {
+            value,
+            source: Source::ClientClock,
+        })
+    };
+    m.ttft_ms = measured(1.0);
+    m.ttft_visible_ms = measured(2.0);
+    m.e2e_ms = measured(3.0);
+    m.tpot_ms = measured(4.0);
+    m.output_tokens = measured(5.0);
+    m.output_tokens_per_s = measured(6.0);
+    m.decode_tokens_per_s = measured(7.0);
+    m.dom_lag_ms = measured(8.0);
+    m.render_lag_ms = measured(9.0);
+    m.ttfa_ms = measured(10.0);
+    m.ttfa_from_tts_ms = measured(11.0);
+    m.rtf = measured(12.0);
+    m.audio_arrival_rate = measured(13.0);
+    m.audio_behind_text_ms = measured(14.0);
+    m.underruns = Some(Underruns {
+        count: 15,
+        silence_ms: 16.0,
+    });
+    m.handoff = Some(Handoff {
+        verdict: crate::handoff::HandoffVerdict::Streaming,
+        segments: 99,
+        time_lost_ms: Some(17.0),
+        first_complete_ms: Some(98.0),
+        first_handed_ms: Some(97.0),
+        llm_end_ms: Some(96.0),
+        reason: None,
+    });
+    m.stalls = Some(Stalls {
+        count: 18,
+        stalled_ms: 95.0,
+        longest_gap_ms: 94.0,
+        median_gap_ms: 93.0,
+        threshold_ms: 92.0,
+    });
+
+    let json = serde_json::to_value(&m).unwrap();
+    let by_name = |name: &str| {
+        // The four names that are not fields of their own, and where their value lives.
+        let pointer = match name {
+            "underrun_count" => "/underruns/count".to_owned(),
+            "underrun_silence_ms" => "/underruns/silence_ms".to_owned(),
+            "handoff_time_lost_ms" => "/handoff/time_lost_ms".to_owned(),
+            "stall_count" => "/stalls/count".to_owned(),
+            field => format!("/{field}/value"),
+        };
+        json.pointer(&pointer).and_then(serde_json::Value::as_f64)
+    };
+    let scalars = m.scalars();
+    assert_eq!(scalars.len(), SCALAR_NAMES.len());
+    for ((name, value), listed) in scalars.iter().zip(SCALAR_NAMES) {
+        assert_eq!(*name, listed);
+        assert!(value.is_some(), "{name} has no value");
+        assert_eq!(*value, by_name(name), "{name} reads another metric's value");
+        assert_eq!(m.scalar(name), *value);
+    }
+    // Distinct names, distinct values: a swap cannot go unnoticed.
+    let mut values: Vec<f64> = scalars.iter().filter_map(|(_, v)| *v).collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    assert_eq!(values.len(), SCALARS.len());
+    let mut names: Vec<&str> = SCALAR_NAMES.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), SCALARS.len());
+}
