@@ -11,6 +11,7 @@ pub mod gap;
 pub mod handoff;
 pub mod metrics;
 pub mod milestone;
+pub mod order;
 pub mod playback;
 pub mod recorder;
 pub mod report;

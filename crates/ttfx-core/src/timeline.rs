@@ -557,7 +557,7 @@ impl Timeline {
     /// The chunk series in time order. Chunks are recorded as they arrive, but a merged or
     /// hand-edited timeline may not keep that order, and every series metric needs it.
     pub fn chunks_by_time(&self) -> Vec<Chunk> {
-        crate::stats::sorted_by_key(&self.chunks, |c| c.at_ms)
+        crate::order::sorted_by_key(&self.chunks, |c| c.at_ms)
     }
 
     /// Was the page hidden at any moment between `request_start` and `until_ms`?

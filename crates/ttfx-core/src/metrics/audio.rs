@@ -63,7 +63,7 @@ pub fn underruns(t: &Timeline) -> Option<Underruns> {
 /// inverse of a steady-state RTF. Absent with fewer than two audio chunks or when they
 /// all arrived at once.
 pub fn arrival_rate(t: &Timeline) -> Option<Measured> {
-    let mut chunks = crate::stats::sorted_by_key(&t.audio.as_ref()?.chunks, |c| c.at_ms);
+    let mut chunks = crate::order::sorted_by_key(&t.audio.as_ref()?.chunks, |c| c.at_ms);
     chunks.retain(|c| c.audio_ms > 0.0);
     let (first, last) = (chunks.first()?, chunks.last()?);
     let wall_ms = last.at_ms - first.at_ms;
