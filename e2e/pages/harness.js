@@ -170,7 +170,7 @@ async function chunkToDom(url, init, run) {
 // A/B on the same stream: the app's chunk-to-DOM time per DOM update, without and with
 // the probe, in pairs whose order alternates (ABBA…) so drift and warm-up hit both arms
 // alike; plus the probe's own main-thread time during the probed runs, by piece of work
-// (glue.js and run.rs name them: chunk, onChunks, onEnd, report). One Probe serves every
+// (glue.js and the probe's run/ name them: chunk, onChunks, onEnd, report). One Probe serves every
 // run, as in an app.
 async function bench({ url, init = {}, runs = 10 }) {
   const probe = new ttfx.Probe({ label: "bench" });
