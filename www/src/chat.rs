@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::lab;
-use crate::measure::ReplySink;
+use crate::request::ReplySink;
 
 /// One exchange in the chat view.
 #[derive(Clone)]

@@ -12,7 +12,7 @@ use ttfx_probe::{Probe, ProbeOptions};
 use web_sys::AudioContext;
 
 use crate::chat::Message;
-use crate::measure::{ReplySink, measure};
+use crate::request::{ReplySink, measure};
 use crate::target::{SIM_PROFILES, Target};
 use crate::voice::audio_context;
 use crate::{Lab, lab};

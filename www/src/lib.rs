@@ -13,7 +13,7 @@ mod compare;
 mod controls;
 pub mod fmt;
 mod io;
-pub mod measure;
+pub mod request;
 mod summary;
 pub mod target;
 mod voice;

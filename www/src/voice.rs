@@ -17,7 +17,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{JsFuture, future_to_promise};
 use web_sys::{AudioContext, ReadableStream, RequestInit, Response};
 
-use crate::measure::ReplySink;
+use crate::request::ReplySink;
 
 /// How long the audio result waits for the first audible sample.
 const AUDIO_TIMEOUT_MS: f64 = 10_000.0;

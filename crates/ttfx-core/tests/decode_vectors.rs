@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use ttfx_core::decode::dialect::Framing;
 use ttfx_core::decode::{
-    Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, Summary, coalesce,
+    Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, Transcript, coalesce,
 };
 
 struct Vector {
@@ -117,7 +117,7 @@ fn outcome(vector: &Vector, pieces: &[&[u8]]) -> Value {
     let (_, events) = decode(Decoder::new(kind, Limits::DEFAULT), pieces);
     json!({
         "events": serde_json::to_value(&events).unwrap(),
-        "summary": serde_json::to_value(Summary::from_events(&events)).unwrap(),
+        "summary": serde_json::to_value(Transcript::from_events(&events)).unwrap(),
     })
 }
 

@@ -12,7 +12,7 @@ use std::str::FromStr;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use ttfx_core::decode::{Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, Summary};
+use ttfx_core::decode::{Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, Transcript};
 
 use crate::cli::DecodeArgs;
 
@@ -172,7 +172,7 @@ fn frames_output(framing: &str, frames: impl Iterator<Item = Value>) -> Value {
 }
 
 fn events_output(decoder: &Decoder, events: &[Event]) -> Value {
-    let summary = Summary::from_events(events);
+    let summary = Transcript::from_events(events);
     let mut output = json!({
         "dialect": decoder.dialect().map(DialectKind::as_str),
         "frames": decoder.frames(),

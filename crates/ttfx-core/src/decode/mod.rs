@@ -24,8 +24,8 @@ mod lines;
 pub mod ndjson;
 pub mod server_timing_header;
 pub mod sse;
-pub mod summary;
 pub mod text;
+pub mod transcript;
 mod utf8;
 pub mod wav;
 
@@ -35,4 +35,4 @@ pub use event::{ErrorClass, Event, coalesce};
 pub use framing::{FramingAnomaly, Limits};
 pub use ndjson::{NdjsonFramer, NdjsonItem};
 pub use sse::{SseEvent, SseFramer, SseItem};
-pub use summary::Summary;
+pub use transcript::Transcript;

@@ -15,7 +15,7 @@ use web_sys::{AudioContext, AudioNode, ReadableStream};
 use super::context;
 use super::format::TtsFormat;
 use super::handoff::HandoffRecorder;
-use super::measure::{AudioMeasurement, Observed};
+use super::measurement::{AudioMeasurement, Observed};
 use super::player::{PlayerOptions, TtsPlayer};
 use super::tap::AudioTap;
 use crate::ProbeError;

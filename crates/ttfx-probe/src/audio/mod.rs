@@ -16,7 +16,7 @@ mod context;
 mod format;
 mod handoff;
 mod js;
-mod measure;
+mod measurement;
 mod player;
 mod tap;
 
@@ -24,6 +24,6 @@ pub use context::Reading;
 pub use format::{TtsDecoder, TtsFormat};
 pub use handoff::HandoffRecorder;
 pub use js::{JsAudioTap, JsTtsPlayer, JsVoiceHandoff};
-pub use measure::AudioMeasurement;
+pub use measurement::AudioMeasurement;
 pub use player::{PlayerOptions, TtsPlayer};
 pub use tap::{AudioTap, TapHit};

@@ -20,7 +20,7 @@ use web_sys::{AudioContext, GainNode, ReadableStream, ReadableStreamDefaultReade
 
 use super::context::{self, Reading};
 use super::format::{TtsDecoder, TtsFormat};
-use super::measure::{AudioMeasurement, Observed};
+use super::measurement::{AudioMeasurement, Observed};
 use super::tap::AudioTap;
 use crate::ProbeError;
 use crate::clock::now_ms;

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use ttfx_core::decode::{Decoder, DialectKind, Event, Limits, Summary};
+use ttfx_core::decode::{Decoder, DialectKind, Event, Limits, Transcript};
 
 pub fn ttfx() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_BIN_EXE_ttfx"))
@@ -70,7 +70,7 @@ pub async fn post_with(url: &str, body: &str, headers: &[(&str, &str)]) -> Captu
 
 /// What a client decoding the capture chunk by chunk sees.
 pub struct Decoded {
-    pub summary: Summary,
+    pub summary: Transcript,
     pub events: Vec<Event>,
     /// Arrival of the chunk that completed the first token (any channel).
     pub first_token: Option<Duration>,
@@ -102,7 +102,7 @@ pub fn decode(capture: &Capture, kind: Option<DialectKind>) -> Decoded {
     }
     events.extend(decoder.finish());
     Decoded {
-        summary: Summary::from_events(&events),
+        summary: Transcript::from_events(&events),
         events,
         first_token,
         first_visible,

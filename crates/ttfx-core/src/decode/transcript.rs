@@ -1,4 +1,4 @@
-//! [`Summary`]: a stream's events folded into what a person asks about it.
+//! [`Transcript`]: a stream's events folded into what a person asks about it.
 
 use serde::Serialize;
 
@@ -7,7 +7,7 @@ use crate::server_timing::{ServerTiming, Usage};
 
 /// Everything a decoded stream said, folded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Summary {
+pub struct Transcript {
     pub visible_text: String,
     pub reasoning_text: String,
     /// Reasoning happened that was not streamed (known from usage or a redacted block).
@@ -61,9 +61,9 @@ pub struct ErrorEntry {
     pub message: String,
 }
 
-impl Summary {
-    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Summary {
-        let mut summary = Summary::default();
+impl Transcript {
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Transcript {
+        let mut summary = Transcript::default();
         for event in events {
             summary.add(event);
         }
@@ -204,7 +204,7 @@ mod tests {
                 reason: Some("stop".into()),
             },
         ];
-        let s = Summary::from_events(&events);
+        let s = Transcript::from_events(&events);
         assert_eq!(
             (s.visible_text.as_str(), s.reasoning_text.as_str()),
             ("ab", "r")
