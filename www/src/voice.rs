@@ -10,7 +10,7 @@ use std::rc::Rc;
 use js_sys::{Function, Promise, Reflect};
 use leptos::task::spawn_local;
 use ttfx_core::segment::{Segment, SegmenterConfig};
-use ttfx_probe::Run;
+use ttfx_probe::ProbeRun;
 use ttfx_probe::audio::{HandoffRecorder, PlayerOptions, TtsFormat, TtsPlayer};
 use ttfx_probe::voice::VoicePart;
 use wasm_bindgen::{JsCast, JsValue};
@@ -58,7 +58,11 @@ pub struct Voice {
 
 impl Voice {
     /// Starts the turn for `run`, whose fetch has resolved (so `request_start` is known).
-    pub async fn start(run: &Run, ctx: &AudioContext, tts_url: String) -> Result<Voice, String> {
+    pub async fn start(
+        run: &ProbeRun,
+        ctx: &AudioContext,
+        tts_url: String,
+    ) -> Result<Voice, String> {
         let start = run
             .request_start()
             .ok_or_else(|| "voice: the run has no request_start".to_owned())?;

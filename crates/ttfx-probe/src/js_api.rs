@@ -151,8 +151,8 @@ impl JsProbe {
     }
 
     /// Starts measuring one request; `label` overrides the probe's label.
-    pub fn start(&self, label: Option<String>) -> ProbeRun {
-        ProbeRun {
+    pub fn start(&self, label: Option<String>) -> JsProbeRun {
+        JsProbeRun {
             run: self.probe.start(label),
         }
     }
@@ -182,13 +182,13 @@ impl JsProbe {
 }
 
 /// One measured request.
-#[wasm_bindgen]
-pub struct ProbeRun {
-    run: crate::Run,
+#[wasm_bindgen(js_name = ProbeRun)]
+pub struct JsProbeRun {
+    run: crate::ProbeRun,
 }
 
-#[wasm_bindgen]
-impl ProbeRun {
+#[wasm_bindgen(js_class = ProbeRun)]
+impl JsProbeRun {
     /// The run's id (also the report's `run.id`).
     #[wasm_bindgen(getter)]
     pub fn id(&self) -> String {

@@ -30,7 +30,7 @@ pub mod voice;
 
 pub use error::ProbeError;
 pub use options::ProbeOptions;
-pub use run::{Probe, Run};
+pub use run::{Probe, ProbeRun};
 
 /// The probe's version, as reported in every report it writes.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -5,7 +5,7 @@ use ttfx_core::recorder::Recorder;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
-use super::Run;
+use super::ProbeRun;
 use crate::guard;
 use crate::options::Fault;
 
@@ -13,9 +13,9 @@ use crate::options::Fault;
 pub(super) type Hook = Closure<dyn FnMut(JsValue, JsValue)>;
 
 /// What a hook does with the run: the method behind one of `tapBody`'s callbacks.
-type HookCall = fn(&Run, JsValue, JsValue);
+type HookCall = fn(&ProbeRun, JsValue, JsValue);
 
-impl Run {
+impl ProbeRun {
     /// The callbacks `tapBody` calls, each a task after the app got the chunk.
     pub(super) fn hooks(&self) -> Object {
         let table: [(&str, HookCall); 6] = [

@@ -1,6 +1,6 @@
 //! A probe and its runs: one run measures one request.
 //!
-//! This file holds [`Probe`], [`Run`] and the measured fetch up to the body tap; the
+//! This file holds [`Probe`], [`ProbeRun`] and the measured fetch up to the body tap; the
 //! body hooks `glue.js` calls are in `body.rs`, the end of a run (bounded waits, the
 //! report, settling) in `settle.rs`, the Resource Timing entry in `resource_timing.rs`.
 
@@ -71,12 +71,12 @@ impl Probe {
     }
 
     /// Starts a run; `label` overrides the probe's label for this run.
-    pub fn start(&self, label: Option<String>) -> Run {
+    pub fn start(&self, label: Option<String>) -> ProbeRun {
         let n = self.shared.next_id.get();
         self.shared.next_id.set(n + 1);
         let origin = env::time_origin().unwrap_or(0.0);
         let (promise, resolve) = deferred();
-        Run {
+        ProbeRun {
             inner: Rc::new(RunInner {
                 probe: self.shared.clone(),
                 id: format!("ttfx-{:x}-{n}", origin as u64),
@@ -96,7 +96,7 @@ impl Probe {
 
 /// One measured request.
 #[derive(Clone)]
-pub struct Run {
+pub struct ProbeRun {
     inner: Rc<RunInner>,
 }
 
@@ -130,7 +130,7 @@ struct RunState {
     abort_listener: Option<(web_sys::AbortSignal, Closure<dyn FnMut()>)>,
 }
 
-impl Run {
+impl ProbeRun {
     /// The run's id (also the report's `id`).
     pub fn id(&self) -> &str {
         &self.inner.id

@@ -7,10 +7,10 @@ use ttfx_core::timeline::{ResourceTiming, Timeline};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
-use super::Run;
+use super::ProbeRun;
 use crate::glue;
 
-impl Run {
+impl ProbeRun {
     /// The browser adds the entry only after the body ends, sometimes a task later.
     pub(super) async fn wait_for_resource_timing(&self) -> JsValue {
         let (url, start) = match self.inner.state.try_borrow() {

@@ -9,13 +9,13 @@ use wasm_bindgen::prelude::*;
 #[cfg(feature = "voice")]
 use wasm_bindgen_futures::JsFuture;
 
-use super::Run;
+use super::ProbeRun;
 use super::resource_timing::attach_resource_timing;
 #[cfg(feature = "voice")]
 use crate::voice::VoicePart;
 use crate::{clock, glue, guard, output};
 
-impl Run {
+impl ProbeRun {
     /// The probe failed inside: switch it off and settle the run with what is known,
     /// without touching state a panic may have left half-updated.
     pub(super) fn fault(&self, message: &str) {
