@@ -55,27 +55,12 @@ pub fn wav_header(samples: u64) -> Vec<u8> {
     h
 }
 
-/// Standard base64 with padding (RFC 4648 §4), for SSE audio deltas. ttfx-core only
-/// decodes (the probe needs no encoder), so the few lines live here.
+/// Standard base64 with padding (RFC 4648 §4), as OpenAI's SSE audio deltas carry it.
+/// Natively the `base64` crate does it; ttfx-core keeps its own small decoder because
+/// that one ships in the probe's wasm.
 pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let b = [
-            group[0],
-            group.get(1).copied().unwrap_or(0),
-            group.get(2).copied().unwrap_or(0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= group.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]
