@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use comfy_table::{CellAlignment, ColumnConstraint, Table, Width, presets};
 use ttfx_core::Milestone;
 use ttfx_core::metrics::SCALAR_NAMES;
 use ttfx_core::report::{BatchReport, ReportFile, Run};
@@ -34,7 +35,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             batch.outcomes.total,
             args.files.len()
         );
-        print!("{}", table(&batch, &heading));
+        print!("{}", table(&batch, &heading, &|_| None));
     }
     Ok(())
 }
@@ -99,7 +100,12 @@ fn row_order(batch: &BatchReport) -> Vec<&str> {
 
 /// The percentile table (also `ttfx run`'s): `heading`, the outcome counts, one row per
 /// metric (the `gap.*` rows are client − server), the estimate note and goodput.
-pub(crate) fn table(batch: &BatchReport, heading: &str) -> String {
+/// `row_mark` may add text after a metric's row (`ttfx run`: its failed budgets).
+pub(crate) fn table(
+    batch: &BatchReport,
+    heading: &str,
+    row_mark: &dyn Fn(&str) -> Option<String>,
+) -> String {
     let o = batch.outcomes;
     let mut out = String::new();
     // Writing to a String cannot fail; the results are ignored for that reason.
@@ -108,20 +114,19 @@ pub(crate) fn table(batch: &BatchReport, heading: &str) -> String {
         "{heading}: {} completed, {} aborted, {} failed, {} incomplete",
         o.completed, o.aborted, o.failed, o.incomplete
     );
-    let _ = writeln!(
-        out,
-        "{:<26} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "metric", "count", "mean", "p50", "p90", "p95", "p99", "min", "max"
-    );
+    let mut rows = Vec::new();
     for name in row_order(batch) {
         if let Some(s) = batch.statistics.get(name) {
-            let _ = writeln!(
-                out,
-                "{name:<26} {:>6} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2}",
-                s.count, s.mean, s.p50, s.p90, s.p95, s.p99, s.min, s.max
+            let mut row = vec![name.to_owned(), s.count.to_string()];
+            row.extend(
+                [s.mean, s.p50, s.p90, s.p95, s.p99, s.min, s.max].map(|v| format!("{v:.2}")),
             );
+            row.extend(row_mark(name));
+            rows.push(row);
         }
     }
+    out.push_str(&stats_grid(rows));
+    out.push('\n');
     let estimated = batch
         .runs
         .iter()
@@ -158,4 +163,78 @@ pub(crate) fn table(batch: &BatchReport, heading: &str) -> String {
         );
     }
     out
+}
+
+/// Header and rows as aligned plain text, one space between columns: the metric name
+/// left-aligned in at least 26 characters (a longer name widens the column for every
+/// row), the count in 6 and each value right-aligned in 10, so tables line up from one
+/// run to the next; a row's optional mark follows its last value after two spaces.
+fn stats_grid(rows: Vec<Vec<String>>) -> String {
+    const HEADER: [&str; 9] = [
+        "metric", "count", "mean", "p50", "p90", "p95", "p99", "min", "max",
+    ];
+    let mut grid = Table::new();
+    grid.load_style(presets::NOTHING).set_header(HEADER);
+    grid.add_rows(rows);
+    for (i, column) in grid.column_iter_mut().enumerate() {
+        // Widths count the padding: one space after each column.
+        let (width, align, padding) = match i {
+            0 => (Some(27), CellAlignment::Left, (0, 1)),
+            1 => (Some(7), CellAlignment::Right, (0, 1)),
+            i if i < HEADER.len() => (Some(11), CellAlignment::Right, (0, 1)),
+            _ => (None, CellAlignment::Left, (1, 0)),
+        };
+        if let Some(width) = width {
+            column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(width)));
+        }
+        column.set_padding(padding).set_cell_alignment(align);
+    }
+    // No right border: rows end in the padding of their last column (or an empty mark).
+    grid.trim_fmt()
+}
+
+#[cfg(test)]
+mod tests {
+    use ttfx_core::timeline::Timeline;
+
+    use super::*;
+
+    fn batch() -> BatchReport {
+        let runs = [100.0, 300.0]
+            .into_iter()
+            .filter_map(|ttft| {
+                let mut t = Timeline::default();
+                t.milestones.set(Milestone::FirstToken, ttft);
+                t.milestones.set(Milestone::FirstVisibleToken, ttft);
+                t.milestones.set(Milestone::Done, ttft + 50.0);
+                Run::new(None, None, t).ok()
+            })
+            .collect();
+        BatchReport::from_runs(runs, &[])
+    }
+
+    #[test]
+    fn columns_line_up_and_a_mark_ends_only_its_row() {
+        let text = table(&batch(), "t", &|m| {
+            (m == "ttft_ms").then(|| "<- mark".to_owned())
+        });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "t: 2 completed, 0 aborted, 0 failed, 0 incomplete"
+        );
+        assert_eq!(
+            lines[1],
+            "metric                      count       mean        p50        p90        p95        p99        min        max"
+        );
+        assert_eq!(
+            lines[2],
+            "ttft_ms                         2     200.00     200.00     280.00     290.00     298.00     100.00     300.00  <- mark"
+        );
+        assert!(lines[3].starts_with("ttft_visible_ms "), "{text}");
+        for line in &lines[3..] {
+            assert!(!line.contains("mark"), "{text}");
+            assert_eq!(line.len(), lines[1].len(), "{text}");
+        }
+    }
 }

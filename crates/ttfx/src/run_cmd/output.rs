@@ -25,10 +25,11 @@ pub fn render(
             "ttfx run: {label}: {} run(s), {warmup} warm-up run(s) per session excluded",
             batch.outcomes.total
         );
-        let table = report_cmd::table(batch, &heading);
         // Budgets judge the first target; mark their rows in its table.
         let marks: &[Verdict] = if i == 0 { verdicts } else { &[] };
-        out.push_str(&mark_rows(&table, marks));
+        out.push_str(&report_cmd::table(batch, &heading, &|metric| {
+            fail_marks(marks, metric)
+        }));
         let rows: Vec<&GroundTruth> = truth.iter().filter(|g| &g.target == label).collect();
         out.push_str(&ground_truth(&rows));
         out.push('\n');
@@ -40,22 +41,17 @@ pub fn render(
     out
 }
 
-/// Appends `<- FAIL budget (by X)` to the row of each failed budget's metric.
-fn mark_rows(table: &str, verdicts: &[Verdict]) -> String {
-    let mut out = String::new();
-    for line in table.lines() {
-        out.push_str(line);
-        let metric = line.split_whitespace().next().unwrap_or("");
-        for v in verdicts
-            .iter()
-            .filter(|v| !v.passed && v.budget.metric == metric)
-        {
+/// `<- FAIL budget (by X)` for each failed budget on `metric`, or None when all passed.
+fn fail_marks(verdicts: &[Verdict], metric: &str) -> Option<String> {
+    let marks: Vec<String> = verdicts
+        .iter()
+        .filter(|v| !v.passed && v.budget.metric == metric)
+        .map(|v| {
             let by = v.miss().map_or(String::new(), |m| format!(" by {m:.2}"));
-            let _ = write!(out, "  <- FAIL {}{by}", v.budget.text);
-        }
-        out.push('\n');
-    }
-    out
+            format!("<- FAIL {}{by}", v.budget.text)
+        })
+        .collect();
+    (!marks.is_empty()).then(|| marks.join("  "))
 }
 
 fn budgets(verdicts: &[Verdict]) -> String {
