@@ -11,7 +11,7 @@ use crate::{cmd, paths, setup};
 pub fn run() -> anyhow::Result<()> {
     decode_throughput()?;
     serve_concurrency()?;
-    setup::run(&setup::SetupArgs::default())?;
+    setup::ensure(setup::BENCH_TOOLS)?;
     build_lab_page(true)?;
     size_table("lab page size (release)", &paths::lab_dist(), None)?;
     let pkg = crate::probe_pkg::build()?;

@@ -15,7 +15,7 @@ pub struct LabArgs {
 }
 
 pub fn run(args: &LabArgs) -> anyhow::Result<()> {
-    setup::run(&setup::SetupArgs::default())?;
+    setup::ensure(setup::LAB_TOOLS)?;
     build_lab_page(true)?;
     let ttfx = build_ttfx()?;
     let addr = format!("127.0.0.1:{}", args.port);

@@ -22,9 +22,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Install what is missing or at the wrong version (idempotent).
+    /// Install every tool the tests use that is missing or at the wrong version (idempotent).
     Setup(setup::SetupArgs),
     /// Build the probe and the lab page, then serve them with the simulated endpoints.
+    /// Installs only what the build needs: no browser, driver or Node, no root.
     Lab(lab::LabArgs),
     /// Build the probe as an npm-style package folder in target/probe-pkg.
     ProbePkg,

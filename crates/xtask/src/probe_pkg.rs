@@ -15,7 +15,7 @@ pub fn out_dir() -> PathBuf {
 }
 
 pub fn run() -> anyhow::Result<()> {
-    setup::run(&setup::SetupArgs::default())?;
+    setup::ensure(setup::PROBE_PKG_TOOLS)?;
     build()?;
     eprintln!("xtask probe-pkg: wrote {}", out_dir().display());
     Ok(())

@@ -43,16 +43,71 @@ pub enum Browsers {
     All,
 }
 
+/// Something `cargo xtask` installs when it is missing or at the wrong version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// rustup's `wasm32-unknown-unknown` target.
+    WasmTarget,
+    /// `wasm-bindgen` (with `wasm-bindgen-test-runner`) at the workspace's pin.
+    WasmBindgenCli,
+    /// Trunk, which builds the lab page.
+    Trunk,
+    /// Debian's `chromium` and `chromium-driver` (root to install).
+    Chromium,
+    /// TypeScript from npm for the package type check; Debian's `nodejs` and `npm` first
+    /// when missing (root to install those).
+    TypeScript,
+    /// Firefox + geckodriver, WebKitGTK + WebKitWebDriver and Xvfb, for
+    /// `ttfx run --browser firefox|webkit` (root for the Debian packages).
+    OtherBrowsers,
+}
+
+// What each command installs, declared once here; each command ensures its own list.
+
+/// `cargo xtask lab`: Trunk builds the page (cargo for wasm32, then wasm-bindgen) and
+/// `ttfx serve` serves it. No browser, driver or Node, so nothing that needs root.
+pub const LAB_TOOLS: &[Tool] = &[Tool::WasmTarget, Tool::WasmBindgenCli, Tool::Trunk];
+/// `cargo xtask probe-pkg`: cargo for wasm32, then wasm-bindgen.
+pub const PROBE_PKG_TOOLS: &[Tool] = &[Tool::WasmTarget, Tool::WasmBindgenCli];
+/// `cargo xtask bench`: the lab page, the probe package and the probe's cost in
+/// headless Chromium.
+pub const BENCH_TOOLS: &[Tool] = &[
+    Tool::WasmTarget,
+    Tool::WasmBindgenCli,
+    Tool::Trunk,
+    Tool::Chromium,
+];
+/// `cargo xtask test` and plain `cargo xtask setup`: every stage's tools (wasm tests and
+/// e2e in Chromium, the package's `.d.ts` under tsc).
+pub const TEST_TOOLS: &[Tool] = &[
+    Tool::WasmTarget,
+    Tool::WasmBindgenCli,
+    Tool::Trunk,
+    Tool::Chromium,
+    Tool::TypeScript,
+];
+
 pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
-    ensure_wasm_target()?;
-    ensure_wasm_bindgen_cli()?;
-    ensure_trunk()?;
-    ensure_chromium()?;
-    ensure_typescript()?;
+    ensure(TEST_TOOLS)?;
     if args.browsers == Browsers::All {
-        ensure_firefox_and_webkit()?;
+        ensure(&[Tool::OtherBrowsers])?;
     }
     eprintln!("xtask setup: all tools present");
+    Ok(())
+}
+
+/// Installs each of `tools` that is missing or at the wrong version.
+pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
+    for tool in tools {
+        match tool {
+            Tool::WasmTarget => ensure_wasm_target()?,
+            Tool::WasmBindgenCli => ensure_wasm_bindgen_cli()?,
+            Tool::Trunk => ensure_trunk()?,
+            Tool::Chromium => ensure_chromium()?,
+            Tool::TypeScript => ensure_typescript()?,
+            Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
+        }
+    }
     Ok(())
 }
 
@@ -278,6 +333,34 @@ mod tests {
     #[test]
     fn a_caret_requirement_is_not_a_pin() {
         assert_eq!(parse_pin("wasm-bindgen = \"0.2\"\n", "wasm-bindgen"), None);
+    }
+
+    #[test]
+    fn the_lab_installs_no_browser_driver_or_node() {
+        // A browser, a WebDriver or Node.js (TypeScript brings it): apt-get, so root.
+        let heavy: Vec<&Tool> = LAB_TOOLS
+            .iter()
+            .filter(|t| matches!(t, Tool::Chromium | Tool::TypeScript | Tool::OtherBrowsers))
+            .collect();
+        assert!(heavy.is_empty(), "{heavy:?}");
+        // What Trunk needs to build the page is there.
+        for tool in [Tool::WasmTarget, Tool::WasmBindgenCli, Tool::Trunk] {
+            assert!(LAB_TOOLS.contains(&tool), "{tool:?}");
+        }
+    }
+
+    #[test]
+    fn test_and_setup_install_everything_but_the_optional_browsers() {
+        for tool in [
+            Tool::WasmTarget,
+            Tool::WasmBindgenCli,
+            Tool::Trunk,
+            Tool::Chromium,
+            Tool::TypeScript,
+        ] {
+            assert!(TEST_TOOLS.contains(&tool), "{tool:?}");
+        }
+        assert!(!TEST_TOOLS.contains(&Tool::OtherBrowsers));
     }
 
     #[test]

@@ -25,7 +25,7 @@ struct Outcome {
 }
 
 pub fn run() -> anyhow::Result<()> {
-    setup::run(&setup::SetupArgs::default())?;
+    setup::ensure(setup::TEST_TOOLS)?;
     let stages: [(&str, Stage); 7] = [
         ("fmt", fmt),
         ("clippy native", clippy_native),
