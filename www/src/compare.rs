@@ -3,7 +3,7 @@
 //! where each target's real output lengths fall.
 
 use leptos::prelude::*;
-use ttfx_core::crossover::{Comparison, Crossover, Side, Target, compare};
+use ttfx_core::crossover::{Comparison, CompletionModel, Crossover, Side, compare};
 use ttfx_core::report::Run;
 
 use crate::fmt::{Scale, num};
@@ -29,13 +29,13 @@ pub fn target_names(runs: &[Run]) -> Vec<String> {
 }
 
 /// A target's crossover model from its runs.
-pub fn model(runs: &[Run], name: &str) -> Option<Target> {
+pub fn model(runs: &[Run], name: &str) -> Option<CompletionModel> {
     let metrics: Vec<_> = runs
         .iter()
         .filter(|r| r.target.as_deref() == Some(name))
         .map(|r| r.metrics.clone())
         .collect();
-    Target::from_runs(&metrics)
+    CompletionModel::from_runs(&metrics)
 }
 
 #[component]
@@ -110,7 +110,7 @@ fn side(s: Side) -> &'static str {
 }
 
 #[component]
-fn CompareChart(a: Target, b: Target, comparison: Comparison) -> impl IntoView {
+fn CompareChart(a: CompletionModel, b: CompletionModel, comparison: Comparison) -> impl IntoView {
     let max_n = comparison.curve.last().map(|p| p.tokens).unwrap_or(1.0);
     let max_ms = comparison
         .curve
@@ -148,7 +148,7 @@ fn CompareChart(a: Target, b: Target, comparison: Comparison) -> impl IntoView {
         Crossover::At { tokens, .. } => Some(tokens),
         Crossover::Never { .. } => None,
     };
-    let lengths = |t: &Target, class: &'static str| {
+    let lengths = |t: &CompletionModel, class: &'static str| {
         t.output_tokens
             .iter()
             .map(

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::{Outcome, RequestMetrics};
 use crate::stats::percentile;
 
-/// One target as the crossover sees it.
+/// A target as the crossover sees it: completion(n) = ttft + n / rate, and the lengths
+/// its real answers had.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Target {
+pub struct CompletionModel {
     pub ttft_ms: f64,
     pub tokens_per_s: f64,
     /// Output lengths (tokens) of its real answers; may be empty.
@@ -23,7 +24,7 @@ pub struct Target {
     pub output_tokens: Vec<f64>,
 }
 
-impl Target {
+impl CompletionModel {
     /// Time to finish an answer of `tokens` tokens.
     pub fn completion_ms(&self, tokens: f64) -> f64 {
         self.ttft_ms + tokens * 1000.0 / self.tokens_per_s
@@ -31,7 +32,7 @@ impl Target {
 
     /// A target measured by a batch: median `ttft`, median `decode_tokens_per_s`, and the
     /// output lengths of its completed runs. `None` when no run gives both medians.
-    pub fn from_runs(runs: &[RequestMetrics]) -> Option<Target> {
+    pub fn from_runs(runs: &[RequestMetrics]) -> Option<CompletionModel> {
         let ttfts: Vec<f64> = runs
             .iter()
             .filter_map(|r| r.ttft_ms.map(|m| m.value))
@@ -45,7 +46,7 @@ impl Target {
             .filter(|r| r.outcome == Outcome::Completed)
             .filter_map(|r| r.output_tokens.map(|m| m.value))
             .collect();
-        Some(Target {
+        Some(CompletionModel {
             ttft_ms: percentile(&ttfts, 50.0)?,
             tokens_per_s: percentile(&rates, 50.0)?,
             output_tokens: lengths,
@@ -65,7 +66,7 @@ impl Target {
     }
 }
 
-/// Target A, target B, or neither.
+/// CompletionModel A, target B, or neither.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
@@ -152,7 +153,7 @@ impl fmt::Display for CrossoverError {
 impl std::error::Error for CrossoverError {}
 
 /// n* and which side wins on each side of it.
-pub fn crossover(a: &Target, b: &Target) -> Crossover {
+pub fn crossover(a: &CompletionModel, b: &CompletionModel) -> Crossover {
     let per_token = 1000.0 / a.tokens_per_s - 1000.0 / b.tokens_per_s;
     let head_start = b.ttft_ms - a.ttft_ms;
     // Equal rates: parallel lines, the earlier first token wins everywhere.
@@ -180,7 +181,7 @@ pub fn crossover(a: &Target, b: &Target) -> Crossover {
 
 /// Compares two targets: n*, the curves, and the verdict at p50 and p90 of each side's
 /// own lengths.
-pub fn compare(a: &Target, b: &Target) -> Result<Comparison, CrossoverError> {
+pub fn compare(a: &CompletionModel, b: &CompletionModel) -> Result<Comparison, CrossoverError> {
     a.check(Side::A)?;
     b.check(Side::B)?;
     let crossover = crossover(a, b);
@@ -231,8 +232,8 @@ pub fn compare(a: &Target, b: &Target) -> Result<Comparison, CrossoverError> {
 mod tests {
     use super::*;
 
-    fn target(ttft_ms: f64, tokens_per_s: f64, output_tokens: Vec<f64>) -> Target {
-        Target {
+    fn target(ttft_ms: f64, tokens_per_s: f64, output_tokens: Vec<f64>) -> CompletionModel {
+        CompletionModel {
             ttft_ms,
             tokens_per_s,
             output_tokens,

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use ttfx_core::crossover::{self, Crossover, Target as CrossTarget};
+use ttfx_core::crossover::{self, CompletionModel, Crossover};
 use ttfx_core::report::BatchReport;
 use ttfx_core::stats::Summary;
 
@@ -90,8 +90,8 @@ fn crossover_block(a_label: &str, a: &BatchReport, b_label: &str, b: &BatchRepor
     let metrics =
         |batch: &BatchReport| -> Vec<_> { batch.runs.iter().map(|r| r.metrics.clone()).collect() };
     let (Some(ta), Some(tb)) = (
-        CrossTarget::from_runs(&metrics(a)),
-        CrossTarget::from_runs(&metrics(b)),
+        CompletionModel::from_runs(&metrics(a)),
+        CompletionModel::from_runs(&metrics(b)),
     ) else {
         return "crossover: not enough completed runs with ttft and decode rate on both sides\n"
             .to_owned();
