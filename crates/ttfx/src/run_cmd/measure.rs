@@ -107,7 +107,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
                 "no browser session within {} s at {} (--browser {})",
                 SESSION_LIMIT.as_secs(),
                 endpoint.url,
-                driver::browser_name(endpoint.browser)
+                endpoint.browser.name()
             )
         })??;
         let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());

@@ -12,7 +12,6 @@ use ttfx_core::report::{BatchReport, Run};
 use crate::cli::RunArgs;
 
 pub mod budget;
-mod display;
 mod driver;
 mod junit;
 mod measure;

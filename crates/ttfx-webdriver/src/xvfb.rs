@@ -1,6 +1,6 @@
 //! A virtual X display for browsers that need one (WebKitGTK's MiniBrowser has no
-//! headless mode): when `DISPLAY` is unset, the runner starts `Xvfb` on a free display
-//! number and the guard kills it when the run ends.
+//! headless mode): when `DISPLAY` is unset, [`Driver::start`](crate::Driver::start) starts
+//! `Xvfb` on a free display number, and the guard kills it after the driver.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 /// A running `Xvfb`, killed when dropped.
+#[must_use = "Xvfb is stopped when the guard is dropped"]
 pub struct Xvfb {
     child: Child,
     /// `:N`, for the driver's `DISPLAY`.
-    pub display: String,
+    display: String,
 }
 
 /// The display numbers tried (`:0`… are the usual real ones).
@@ -27,7 +28,7 @@ impl Xvfb {
     /// takes meanwhile makes this Xvfb exit, and the next one is tried.
     pub fn start() -> anyhow::Result<Xvfb> {
         let bin = find_xvfb().context(
-            "--browser webkit needs a display: DISPLAY is unset and Xvfb is not installed \
+            "WebKitGTK needs an X display: DISPLAY is unset and Xvfb is not installed \
              (`cargo xtask setup --browsers all` or `apt-get install -y xvfb` installs it)",
         )?;
         for n in NUMBERS {
@@ -75,6 +76,13 @@ impl Xvfb {
     }
 }
 
+impl Xvfb {
+    /// `:N`, the `DISPLAY` for processes that should draw on it.
+    pub fn display(&self) -> &str {
+        &self.display
+    }
+}
+
 impl Drop for Xvfb {
     /// SIGTERM first (Xvfb then removes its socket and lock file), SIGKILL after 2 s, and
     /// then its files are removed by hand (the number was ours).
@@ -106,11 +114,11 @@ pub fn has_display() -> bool {
     std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty())
 }
 
+/// `Xvfb` on the PATH, else where Debian puts it.
 fn find_xvfb() -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|dir| dir.join("Xvfb"))
-        .chain([PathBuf::from("/usr/bin/Xvfb")])
-        .find(|p| p.is_file())
+    which::which("Xvfb")
+        .ok()
+        .or_else(|| Some(PathBuf::from("/usr/bin/Xvfb")).filter(|p| p.is_file()))
 }
 
 #[cfg(test)]

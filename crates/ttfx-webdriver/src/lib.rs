@@ -1,0 +1,26 @@
+//! One WebDriver launcher for ttfx: `ttfx run`, the e2e harness and `cargo xtask` use it.
+//!
+//! - [`Engine`]: Chromium, Firefox, WebKit; each one's driver (`$CHROMEDRIVER`,
+//!   `$GECKODRIVER`, `$WEBKITWEBDRIVER`, else the PATH, else where setup installs it) and
+//!   the capabilities of a headless session, with the one flag list per engine
+//!   ([`CHROMIUM_ARGS`] for Chromium).
+//! - [`Driver`]: a driver started on a free loopback port without a port race, ready
+//!   when it answers `GET /status`, and killed with its whole process group (the browsers
+//!   it started) when the handle is dropped.
+//! - [`Xvfb`]: a virtual X display for WebKitGTK's MiniBrowser, which has no headless
+//!   mode; `Driver::start` starts one when `DISPLAY` is unset.
+//!
+//! Native and Unix only (process groups, `/proc`). It opens no sessions itself: callers
+//! pass [`Engine::capabilities`] to their WebDriver client.
+
+mod driver;
+mod engine;
+mod status;
+pub mod xvfb;
+
+pub use driver::{Driver, kill_group};
+pub use engine::{
+    CHROMIUM_ARGS, Capabilities, Engine, FIREFOX_ARGS, WEBKIT_ARGS, wasm_test_webdriver_json,
+};
+pub use status::answers_webdriver_status;
+pub use xvfb::Xvfb;
