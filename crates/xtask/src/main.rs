@@ -11,6 +11,7 @@ mod paths;
 mod probe_pkg;
 mod setup;
 mod test;
+mod webdriver_json;
 
 /// Build, serve and test ttfx.
 #[derive(Debug, Parser)]

@@ -12,6 +12,7 @@ use clap::Args;
 
 use crate::cmd;
 use crate::paths;
+use crate::webdriver_json;
 
 /// Trunk 0.22 needs a newer rustc than these machines have; 0.21.14 builds with its lockfile.
 const TRUNK_VERSION: &str = "0.21.14";
@@ -92,6 +93,8 @@ pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
     if args.browsers == Browsers::All {
         ensure(&[Tool::OtherBrowsers])?;
     }
+    // So `cargo test --target wasm32-unknown-unknown` run by hand finds Chromium's flags.
+    webdriver_json::write()?;
     eprintln!("xtask setup: all tools present");
     Ok(())
 }
@@ -305,12 +308,9 @@ fn installed_version(tool: &str) -> Option<String> {
 
 /// A tool on PATH, or in cargo's bin folder when that is not on PATH yet (fresh machines).
 pub fn tool_path(tool: &str) -> Option<std::path::PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(tool))
-            .find(|p| p.is_file())
-    });
-    on_path.or_else(|| Some(paths::cargo_bin().join(tool)).filter(|p| p.is_file()))
+    which::which(tool)
+        .or_else(|_| which::which_in(tool, Some(paths::cargo_bin()), paths::root()))
+        .ok()
 }
 
 fn is_root() -> bool {

@@ -149,7 +149,8 @@ fn native_tests() -> anyhow::Result<Option<TestCounts>> {
 
 fn wasm_tests() -> anyhow::Result<Option<TestCounts>> {
     // The runner (from .cargo/config.toml) drives headless Chromium through chromedriver
-    // with the flags in each crate's webdriver.json.
+    // with the flags in each crate's webdriver.json, written from ttfx-webdriver's list.
+    crate::webdriver_json::write()?;
     cmd::run_tests(
         cargo()
             .args(["test", "--locked"])
