@@ -4,7 +4,7 @@
 //! An engine whose driver or browser is missing is skipped with a line on stderr
 //! (`cargo xtask setup` installs Chromium; `--browsers all` the others).
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -67,14 +67,27 @@ fn new_session(driver: &Driver) -> anyhow::Result<Value> {
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let (_, body) = response
-        .split_once("\r\n\r\n")
-        .with_context(|| format!("no HTTP response: {response:?}"))?;
-    let start = body.find('{').unwrap_or(0);
-    let end = body.rfind('}').map_or(body.len(), |e| e + 1);
-    serde_json::from_str(&body[start..end]).with_context(|| format!("not JSON: {body}"))
+    // Drivers keep the connection open despite `Connection: close`: read the head, then
+    // exactly Content-Length bytes.
+    let mut reader = BufReader::new(stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse()?;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    serde_json::from_slice(&body)
+        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&body)))
 }
 
 fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
