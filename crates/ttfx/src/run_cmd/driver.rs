@@ -78,21 +78,21 @@ impl Endpoint {
     pub fn local(browser: Browser, bin: Option<PathBuf>) -> anyhow::Result<Endpoint> {
         let engine = browser.engine();
         let name = engine.driver_name();
-        let bin = bin.or_else(|| engine.driver_path());
-        let place = match &bin {
-            Some(bin) if bin.is_file() => None,
-            Some(bin) => Some(format!("at {}", bin.display())),
-            None => Some("on the PATH".to_owned()),
+        let bin = match bin.or_else(|| engine.driver_path()) {
+            Some(bin) if bin.is_file() => bin,
+            missing => {
+                let place = match missing {
+                    Some(bin) => format!("at {}", bin.display()),
+                    None => "on the PATH".to_owned(),
+                };
+                bail!(
+                    "no {name} {place}: --browser {} is not installed (`cargo xtask setup \
+                     --browsers all` installs it; or set {} or --driver, or use --webdriver URL)",
+                    browser.name(),
+                    engine.driver_env()
+                );
+            }
         };
-        if let Some(place) = place {
-            bail!(
-                "no {name} {place}: --browser {} is not installed (`cargo xtask setup \
-                 --browsers all` installs it; or set {} or --driver, or use --webdriver URL)",
-                browser.name(),
-                engine.driver_env()
-            );
-        }
-        let bin = bin.unwrap_or_default();
         let driver = Driver::start_at(engine, &bin)
             .with_context(|| format!("--browser {}", browser.name()))?;
         Ok(Endpoint {
