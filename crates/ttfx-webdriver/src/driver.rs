@@ -2,7 +2,6 @@
 //! killing it with everything it started.
 
 use std::io::{BufRead, BufReader, Read};
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -15,11 +14,8 @@ use crate::engine::Engine;
 use crate::status::answers_webdriver_status;
 use crate::xvfb::{self, Xvfb};
 
-/// How long a driver may take to say its port, and then to answer `/status`.
+/// How long a driver may take to listen on a port, and then to answer `/status`.
 const START_LIMIT: Duration = Duration::from_secs(20);
-
-/// Attempts for a driver given a port picked beforehand (another process may take it).
-const PICKED_PORT_ATTEMPTS: usize = 3;
 
 /// A running WebDriver server on `127.0.0.1`, in its own process group. Dropping the
 /// handle kills the whole group (the driver and the browsers it started, even those of
@@ -55,12 +51,12 @@ impl Driver {
     /// answers `GET /status`. An engine that needs a display gets a new [`Xvfb`] when
     /// `DISPLAY` is unset.
     ///
-    /// chromedriver and geckodriver are given `--port=0` and say which port they took.
-    /// Picking a free port first and passing it raced with other processes: one could
-    /// take the port in between, the driver then exited, and a readiness check could
-    /// reach that other process. WebKitWebDriver refuses port 0; it gets a picked port,
-    /// is retried on a fresh one when it exits, and is ready only when the socket that
-    /// answers `/status` is its own.
+    /// Every driver is given `--port=0`, so the system picks a free port as it binds.
+    /// chromedriver and geckodriver print the port they took; WebKitWebDriver prints
+    /// nothing, so its port is read from its own listening socket in `/proc`. (Picking a
+    /// free port first and passing it raced with other processes: one could take the
+    /// port in between, the driver then exited, and a readiness check could reach that
+    /// other process.)
     pub fn start_at(engine: Engine, bin: &Path) -> anyhow::Result<Driver> {
         let name = engine.driver_name();
         if !bin.is_file() {
@@ -71,79 +67,71 @@ impl Driver {
         } else {
             None
         };
-        if engine.announces_port() {
-            return Driver::start_announced(engine, bin, xvfb);
-        }
-        let mut last_error = None;
-        for _ in 0..PICKED_PORT_ATTEMPTS {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .with_context(|| format!("cannot find a free port for {name}"))?
-                .port();
-            let child = spawn(engine, bin, port, xvfb.as_ref(), false)?;
-            let mut driver = Driver {
-                child,
-                engine,
-                url: format!("http://127.0.0.1:{port}"),
-                xvfb: None,
-            };
-            match driver.wait_ready(true) {
-                Ok(()) => {
-                    driver.xvfb = xvfb;
-                    return Ok(driver);
-                }
-                // The failed driver is killed here; the display stays for the next one.
-                Err(e) => last_error = Some(e),
-            }
-        }
-        Err(last_error.unwrap_or_else(|| anyhow::anyhow!("{name} did not start")))
-    }
-
-    fn start_announced(engine: Engine, bin: &Path, xvfb: Option<Xvfb>) -> anyhow::Result<Driver> {
-        let name = engine.driver_name();
-        let mut child = spawn(engine, bin, 0, xvfb.as_ref(), true)?;
+        let announces = engine.announces_port();
+        let mut child = spawn(engine, bin, xvfb.as_ref(), announces)?;
         let outputs: [Option<Box<dyn Read + Send>>; 2] = [
             child.stdout.take().map(|s| Box::new(s) as _),
             child.stderr.take().map(|s| Box::new(s) as _),
         ];
-        // From here on a failure kills the driver (its handle is dropped).
+        // From here on a failure kills the driver (its handle is dropped), then the Xvfb.
         let mut driver = Driver {
             child,
             engine,
             url: String::new(),
             xvfb,
         };
-        let Some(port) = announced_port(outputs, START_LIMIT) else {
+        let port = if announces {
+            announced_port(outputs, START_LIMIT)
+        } else {
+            driver.port_from_proc(START_LIMIT)?
+        };
+        let Some(port) = port else {
             match driver.child.try_wait()? {
                 Some(status) => bail!("{name} exited with {status} before listening"),
                 None => bail!(
-                    "{name} did not say its port within {} s",
+                    "{name} did not listen on a port within {} s",
                     START_LIMIT.as_secs()
                 ),
             }
         };
         driver.url = format!("http://127.0.0.1:{port}");
-        driver.wait_ready(false)?;
+        driver.wait_ready()?;
         Ok(driver)
     }
 
-    /// Waits until the driver answers WebDriver's `GET /status` on its port; with
-    /// `check_owner`, the listening socket must also be the driver's own.
-    fn wait_ready(&mut self, check_owner: bool) -> anyhow::Result<()> {
+    /// The port the driver process listens on, from `/proc`, once it does; `None` if it
+    /// exits first or does not listen within `limit`.
+    fn port_from_proc(&mut self, limit: Duration) -> anyhow::Result<Option<u16>> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if self.child.try_wait()?.is_some() {
+                return Ok(None);
+            }
+            let Some(ports) = listening_ports(self.child.id()) else {
+                bail!(
+                    "cannot read {}'s listening port: /proc is not readable",
+                    self.engine.driver_name()
+                );
+            };
+            // One port, bound on 127.0.0.1 and ::1 alike.
+            if let Some(port) = ports.into_iter().min() {
+                return Ok(Some(port));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(None)
+    }
+
+    /// Waits until the driver answers WebDriver's `GET /status` on its port.
+    fn wait_ready(&mut self) -> anyhow::Result<()> {
         let name = self.engine.driver_name();
         let deadline = Instant::now() + START_LIMIT;
         let addr = self.url.trim_start_matches("http://").to_owned();
-        let port: u16 = addr
-            .rsplit_once(':')
-            .and_then(|(_, p)| p.parse().ok())
-            .unwrap_or_default();
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait()? {
                 bail!("{name} exited with {status} before listening on {addr}");
             }
-            if answers_webdriver_status(&addr)
-                && (!check_owner || listens_on(self.child.id(), port).unwrap_or(true))
-            {
+            if answers_webdriver_status(&addr) {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -195,15 +183,9 @@ impl Drop for Driver {
 /// The driver as a child in its own process group, so killing the group also ends the
 /// browsers it started (killing the driver alone orphans them). `announce`: its output
 /// is piped to read the port it says; otherwise it goes nowhere.
-fn spawn(
-    engine: Engine,
-    bin: &Path,
-    port: u16,
-    xvfb: Option<&Xvfb>,
-    announce: bool,
-) -> anyhow::Result<Child> {
+fn spawn(engine: Engine, bin: &Path, xvfb: Option<&Xvfb>, announce: bool) -> anyhow::Result<Child> {
     let mut command = Command::new(bin);
-    command.process_group(0).arg(format!("--port={port}"));
+    command.process_group(0).arg("--port=0");
     if engine == Engine::Firefox {
         // geckodriver's WebDriver BiDi port defaults to 9222 for every Firefox it starts;
         // two at once would collide.
@@ -274,43 +256,57 @@ fn port_of(line: &str) -> Option<u16> {
     port.parse().ok().filter(|&p| p != 0)
 }
 
-/// Whether process `pid` holds the socket listening on TCP `port` (IPv4 or IPv6), from
-/// `/proc`; `None` when `/proc` cannot tell (then the caller trusts `/status` alone).
-fn listens_on(pid: u32, port: u16) -> Option<bool> {
-    let mut inodes = Vec::new();
-    let mut readable = false;
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        if let Ok(text) = std::fs::read_to_string(table) {
-            readable = true;
-            inodes.extend(listening_inodes(&text, port));
-        }
-    }
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
-    if !readable {
+/// The TCP ports process `pid` listens on (IPv4 and IPv6), from its socket inodes in
+/// `/proc/PID/fd` and the LISTEN rows of `/proc/net/tcp{,6}`; `None` when `/proc` cannot
+/// tell.
+fn listening_ports(pid: u32) -> Option<Vec<u16>> {
+    let inodes: Vec<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|fd| {
+            let target = std::fs::read_link(fd.path()).ok()?;
+            let target = target.to_str()?;
+            target
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let tables: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .collect();
+    if tables.is_empty() {
         return None;
     }
-    Some(fds.flatten().any(|fd| {
-        std::fs::read_link(fd.path()).is_ok_and(|target| {
-            let target = target.to_string_lossy();
-            inodes
-                .iter()
-                .any(|inode| target == format!("socket:[{inode}]"))
-        })
-    }))
+    let mut ports: Vec<u16> = tables
+        .iter()
+        .flat_map(|table| listening_sockets(table))
+        .filter(|(_, inode)| inodes.contains(inode))
+        .map(|(port, _)| port)
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    Some(ports)
 }
 
-/// The inodes of the sockets in LISTEN state on `port` in a `/proc/net/tcp{,6}` table.
-fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+/// The (port, inode) of each socket in LISTEN state in a `/proc/net/tcp{,6}` table.
+fn listening_sockets(table: &str) -> Vec<(u16, u64)> {
     const LISTEN: &str = "0A";
     table
         .lines()
         .skip(1)
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let (_, local_port) = fields.get(1)?.rsplit_once(':')?;
-            let listening =
-                u16::from_str_radix(local_port, 16).ok() == Some(port) && *fields.get(3)? == LISTEN;
-            listening.then(|| fields.get(9)?.parse().ok())?
+            if *fields.get(3)? != LISTEN {
+                return None;
+            }
+            let (_, port) = fields.get(1)?.rsplit_once(':')?;
+            Some((
+                u16::from_str_radix(port, 16).ok()?,
+                fields.get(9)?.parse().ok()?,
+            ))
         })
         .collect()
 }
@@ -318,6 +314,7 @@ fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
 
     #[test]
     fn reads_the_port_chromedriver_announces() {
@@ -350,28 +347,27 @@ mod tests {
     }
 
     #[test]
-    fn the_owner_check_finds_this_process_s_listener_and_no_other() {
+    fn the_listening_ports_of_this_process_come_from_proc() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let Some(ours) = listens_on(std::process::id(), port) else {
+        let Some(ours) = listening_ports(std::process::id()) else {
             eprintln!("skipped: no /proc");
             return;
         };
-        assert!(ours, "our own listener on {port}");
-        // PID 1 (init) does not hold this test's socket.
-        assert!(!listens_on(1, port).unwrap_or(false));
+        assert!(ours.contains(&port), "{port} not in {ours:?}");
+        // A connected socket is not a listener.
+        let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         drop(listener);
-        assert_eq!(listens_on(std::process::id(), port), Some(false));
+        let after = listening_ports(std::process::id()).unwrap();
+        assert!(!after.contains(&port), "{port} still in {after:?}");
     }
 
     #[test]
-    fn listening_inodes_keep_the_listen_state_on_the_port() {
+    fn listening_sockets_keep_the_listen_state() {
         let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
    0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n\
    1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 20 4 30 10 -1\n\
-   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 100 0 0 10 0\n";
-        assert_eq!(listening_inodes(table, 0x1F90), [4242]);
-        assert_eq!(listening_inodes(table, 0x1F91), [4444]);
-        assert!(listening_inodes(table, 80).is_empty());
+   2: 00000000000000000000000001000000:855F 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 100 0 0 10 0\n";
+        assert_eq!(listening_sockets(table), [(0x1F90, 4242), (0x855F, 4444)]);
     }
 }

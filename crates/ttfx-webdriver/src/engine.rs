@@ -115,8 +115,8 @@ impl Engine {
         self == Engine::WebKit
     }
 
-    /// Whether the driver accepts `--port=0` and prints the port it then listens on.
-    /// WebKitWebDriver refuses port 0, so it gets a port picked beforehand.
+    /// Whether the driver prints the port it listens on (given `--port=0`).
+    /// WebKitWebDriver prints nothing; its port is read from `/proc`.
     pub(crate) fn announces_port(self) -> bool {
         matches!(self, Engine::Chromium | Engine::Firefox)
     }
