@@ -170,7 +170,7 @@ fn probe_cost(pkg: &Path) -> anyhow::Result<()> {
             ])
             .env("TTFX_BIN", ttfx)
             .env("TTFX_PROBE_PKG", pkg)
-            .env("CHROMEDRIVER", "/usr/bin/chromedriver"),
+            .env("CHROMEDRIVER", crate::setup::CHROMEDRIVER),
     )
 }
 

@@ -18,7 +18,8 @@ use crate::webdriver_json;
 const TRUNK_VERSION: &str = "0.21.14";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+/// Where Debian's chromium-driver puts it; the test and bench stages hand it to the tests.
+pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// TypeScript for the e2e test that type-checks the probe package's `.d.ts` files the way
 /// an app would. 5.x: the compiler is plain JavaScript on Node.js (7.x ships native

@@ -13,8 +13,6 @@ use crate::cmd::{self, TestCounts};
 use crate::lab::{build_lab_page, build_ttfx, path_with_cargo_bin};
 use crate::{paths, setup};
 
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-
 /// A stage returns the tests it ran, or None for a check that runs no tests.
 type Stage = fn() -> anyhow::Result<Option<TestCounts>>;
 
@@ -155,7 +153,7 @@ fn wasm_tests() -> anyhow::Result<Option<TestCounts>> {
         cargo()
             .args(["test", "--locked"])
             .args(WASM)
-            .env("CHROMEDRIVER", CHROMEDRIVER)
+            .env("CHROMEDRIVER", setup::CHROMEDRIVER)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
     )
     .map(Some)
@@ -178,7 +176,7 @@ fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
             .env("TTFX_DIST", paths::lab_dist())
             .env("TTFX_PROBE_PKG", probe_pkg)
             .env("TTFX_TSC", paths::tsc())
-            .env("CHROMEDRIVER", CHROMEDRIVER),
+            .env("CHROMEDRIVER", setup::CHROMEDRIVER),
     )
     .map(Some)
 }
