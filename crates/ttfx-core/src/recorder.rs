@@ -249,7 +249,11 @@ impl Recorder {
                     self.first(Milestone::FirstAudioByte, at_ms);
                 }
                 Event::Usage { usage } => self.timeline.server.usage = Some(usage),
-                Event::ServerTimings { timings } => self.timeline.server.timings.extend(timings),
+                Event::ServerTimings { timings } => {
+                    for timing in timings {
+                        self.in_band_timing(timing);
+                    }
+                }
                 Event::Error {
                     class,
                     code,
@@ -269,6 +273,20 @@ impl Recorder {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// A server that repeats its timings in every chunk (llama.cpp's cumulative
+    /// `timings`) updates one entry per name and source: a long stream keeps each
+    /// once, with its latest (most complete) value.
+    fn in_band_timing(&mut self, timing: ServerTiming) {
+        let timings = &mut self.timeline.server.timings;
+        match timings
+            .iter_mut()
+            .find(|t| t.name == timing.name && t.source == timing.source)
+        {
+            Some(known) => *known = timing,
+            None => timings.push(timing),
         }
     }
 
@@ -440,6 +458,29 @@ mod tests {
         r.end(13.0);
         let t = r.finish();
         assert_eq!(t.milestones.get(Milestone::FirstAudioByte), Some(9.0));
+    }
+
+    #[test]
+    fn timings_repeated_in_every_chunk_are_kept_once_with_their_latest_value() {
+        let chunk = |n: u32| {
+            format!(
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"w\"}}}}],\
+                 \"timings\":{{\"prompt_ms\":12.5,\"predicted_ms\":{n}.0,\"predicted_n\":{n}}}}}\n\n"
+            )
+        };
+        let mut r = Recorder::new(Some(DialectKind::OpenAiChat), Limits::DEFAULT);
+        r.headers(1.0, 200, None, &["queue;dur=1"]);
+        for n in 1..=2000 {
+            r.chunk(f64::from(n), chunk(n).as_bytes());
+        }
+        r.end(2001.0);
+        let t = r.finish();
+        let named = |name: &str| t.server.timings.iter().filter(|x| x.name == name).count();
+        assert_eq!(named("prompt_ms"), 1, "{:?}", t.server.timings);
+        assert_eq!(named("queue"), 1, "the header's timing stays");
+        assert!(t.server.timings.len() <= 4, "{:?}", t.server.timings);
+        let predicted = t.server.timings.iter().find(|x| x.name == "predicted_ms");
+        assert_eq!(predicted.and_then(|x| x.duration_ms), Some(2000.0));
     }
 
     #[test]
