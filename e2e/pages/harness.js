@@ -54,14 +54,17 @@ function sseText() {
 // `transferChunks`, the app moves each chunk's buffer away (as to a worker) as soon as it
 // has it, so the chunk is detached before the probe's task reads it. `writes`, if given,
 // gets [bytes read so far, wall-clock ms] for every DOM write.
-async function consume(response, element, { transferChunks = false, writes = null } = {}) {
-  const reader = response.body.getReader();
+// With `byob`, it reads into its own 1,000-byte buffers (less than a chunk, so one chunk
+// fills several reads) through a BYOB reader.
+async function consume(response, element, { transferChunks = false, writes = null, byob = false } = {}) {
+  const reader = byob ? response.body.getReader({ mode: "byob" }) : response.body.getReader();
+  const next = byob ? () => reader.read(new Uint8Array(1000)) : () => reader.read();
   const decoder = new TextDecoder();
   const extract = sseText();
   const parts = [];
   let read = 0;
   for (;;) {
-    const { value, done } = await reader.read();
+    const { value, done } = await next();
     if (done) break;
     read += value.byteLength;
     // The app keeps a copy of what it transfers away.
@@ -78,7 +81,7 @@ async function consume(response, element, { transferChunks = false, writes = nul
   return { bytes: all.length, sha256: hex(await crypto.subtle.digest("SHA-256", all)) };
 }
 
-async function measure({ url, init = {}, options = {}, watch = true, abortAfterMs = null, throwInCallback = false, transferChunks = false }) {
+async function measure({ url, init = {}, options = {}, watch = true, abortAfterMs = null, throwInCallback = false, transferChunks = false, byob = false }) {
   if (throwInCallback) options.onReport = () => { throw new Error("app callback failed"); };
   const probe = new ttfx.Probe(options);
   const run = probe.start();
@@ -97,7 +100,7 @@ async function measure({ url, init = {}, options = {}, watch = true, abortAfterM
     out.armedBeforeStartMs = run.requestStart - armedAt;
     const response = await fetching;
     out.status = response.status;
-    Object.assign(out, await consume(response, element, { transferChunks }));
+    Object.assign(out, await consume(response, element, { transferChunks, byob }));
   } catch (e) {
     out.appError = String((e && e.name) || e);
   }
@@ -110,9 +113,9 @@ async function measure({ url, init = {}, options = {}, watch = true, abortAfterM
 }
 
 // The same request without any probe, for comparison.
-async function direct({ url, init = {} }) {
+async function direct({ url, init = {}, byob = false }) {
   const response = await fetch(url, init);
-  return { status: response.status, ...(await consume(response, null)) };
+  return { status: response.status, ...(await consume(response, null, { byob })) };
 }
 
 // Wraps window.fetch with instrumentFetch, makes a plain fetch, then restores.

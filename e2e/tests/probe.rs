@@ -49,7 +49,7 @@ fn post_chat() -> Value {
     json!({
         "method": "POST",
         "headers": { "content-type": "application/json" },
-        "body": "{\"model\":\"sim\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+        "body": ttfx_core::ChatApi::OpenAiChat.streaming_body("sim", "hi")
     })
 }
 
@@ -326,10 +326,11 @@ async fn the_app_gets_exact_bytes_even_when_the_probe_fails_inside() -> anyhow::
 }
 
 /// An app that moves each chunk's buffer away as soon as it reads it (to a worker, say)
-/// leaves the probe nothing to decode: the report says so, and the app's bytes and the
-/// page are untouched.
+/// takes nothing from the probe: the tapped body is a byte stream and the probe keeps its
+/// own copy of each chunk (before byte streams it was left with detached buffers and
+/// reported `chunk_detached`). The app's bytes and the page are untouched.
 #[tokio::test]
-async fn chunks_the_app_transfers_away_are_reported_detached() -> anyhow::Result<()> {
+async fn chunks_the_app_transfers_away_are_still_measured() -> anyhow::Result<()> {
     let f = Fixture::new().await?;
     let bytes = byte_server::start().await?.addr;
     let (seed, len) = (7u64, 20_000usize);
@@ -342,16 +343,51 @@ async fn chunks_the_app_transfers_away_are_reported_detached() -> anyhow::Result
     assert_eq!(out["sha256"], expected.as_str(), "{out}");
     let timeline = &out["report"]["run"]["timeline"];
     assert!(
-        timeline["anomalies"].to_string().contains("chunk_detached"),
+        !timeline["anomalies"].to_string().contains("chunk_detached"),
         "{out}"
     );
-    assert_eq!(
-        timeline["chunks"].as_array().map_or(0, Vec::len),
-        0,
-        "{out}"
-    );
+    assert_eq!(chunk_bytes(timeline), len as u64, "{out}");
     let alive: Value = f.client.execute("return 6 * 7", vec![]).await?;
     assert_eq!(alive, 42);
+    Ok(())
+}
+
+/// Bytes in the report's chunk series.
+fn chunk_bytes(timeline: &Value) -> u64 {
+    timeline["chunks"]
+        .as_array()
+        .map_or(0, |c| c.iter().filter_map(|c| c["bytes"].as_u64()).sum())
+}
+
+/// The body the app gets is a byte stream, as the browser's own is: a BYOB reader with
+/// buffers smaller than a chunk reads exactly the server's bytes, and the probe still
+/// sees every chunk as the network delivered it.
+#[tokio::test]
+async fn a_byob_reader_reads_the_exact_bytes_and_the_probe_sees_every_chunk() -> anyhow::Result<()>
+{
+    let f = Fixture::new().await?;
+    let bytes = byte_server::start().await?.addr;
+    let (seed, len) = (11u64, 30_000usize);
+    let expected = sha256_hex(&byte_server::bytes(seed, len));
+    let url = format!("http://{bytes}/bytes?seed={seed}&len={len}&chunk=3000&gap_ms=5");
+    let plain = page::call(&f.client, "direct", json!({ "url": url, "byob": true })).await?;
+    assert_eq!(
+        plain["sha256"],
+        expected.as_str(),
+        "without the probe: {plain}"
+    );
+    let out = f
+        .measure(json!({ "url": url, "watch": false, "byob": true }))
+        .await?;
+    assert_eq!(out["appError"], Value::Null, "{out}");
+    assert_eq!(out["sha256"], expected.as_str(), "{out}");
+    let timeline = &out["report"]["run"]["timeline"];
+    assert_eq!(chunk_bytes(timeline), len as u64, "{out}");
+    // 3,000-byte chunks 5 ms apart arrive as several chunks, not one.
+    assert!(
+        timeline["chunks"].as_array().map_or(0, Vec::len) >= 5,
+        "{out}"
+    );
     Ok(())
 }
 

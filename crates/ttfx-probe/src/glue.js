@@ -122,15 +122,29 @@ function laterQueue(hooks) {
   };
 }
 
-// Returns a stream that yields exactly the chunks of `body`, timestamping each one when
-// the network hands it over. Reads eagerly (up to 16 MiB queued) so arrival times do not
-// depend on how fast the app reads.
+// A fetch body is a byte stream: an app may read it with `getReader({ mode: "byob" })`.
+// The tapped body is one too where the browser has byte streams.
+const BYTE_STREAMS = (() => {
+  try {
+    new ReadableStream({ type: "bytes" });
+    return true;
+  } catch (_) {
+    return false;
+  }
+})();
+
+// Up to this many bytes are read ahead of the app, so arrival times do not depend on how
+// fast the app reads.
+const READ_AHEAD_BYTES = 16 * 1024 * 1024;
+
+// Returns a stream that yields exactly the bytes of `body`, timestamping each chunk when
+// the network hands it over.
 export function tapBody(body, hooks) {
   const reader = body.getReader();
   const later = laterQueue(hooks);
-  return new ReadableStream(
-    {
-      async pull(controller) {
+  const source = {
+    async pull(controller) {
+      for (;;) {
         let result;
         try {
           result = await reader.read();
@@ -143,21 +157,41 @@ export function tapBody(body, hooks) {
         const at = performance.now();
         if (result.done) {
           controller.close();
+          // A BYOB read waiting at the end is answered with an empty view.
+          if (controller.byobRequest) controller.byobRequest.respond(0);
           later.push("onEnd", at);
           later.close();
           return;
         }
-        controller.enqueue(result.value);
-        later.push("chunk", at, result.value);
-      },
-      cancel(reason) {
-        later.push("onCancel", performance.now());
-        later.close();
-        return reader.cancel(reason);
-      },
+        const value = result.value;
+        if (!BYTE_STREAMS) {
+          controller.enqueue(value);
+          later.push("chunk", at, value);
+          return;
+        }
+        // A byte stream cannot carry an empty chunk; the probe ignores those too. Read on,
+        // so the app's pending read is answered.
+        if (value.byteLength === 0) continue;
+        // Enqueueing moves the chunk's buffer into the stream, so the probe keeps a copy
+        // made just before: one memcpy of the chunk (well under a microsecond for the few
+        // hundred bytes of an SSE event), and the app can transfer its buffer away freely.
+        const mine = value.slice();
+        controller.enqueue(value);
+        later.push("chunk", at, mine);
+        return;
+      }
     },
-    new ByteLengthQueuingStrategy({ highWaterMark: 16 * 1024 * 1024 }),
-  );
+    cancel(reason) {
+      later.push("onCancel", performance.now());
+      later.close();
+      return reader.cancel(reason);
+    },
+  };
+  if (BYTE_STREAMS) {
+    source.type = "bytes";
+    return new ReadableStream(source, { highWaterMark: READ_AHEAD_BYTES });
+  }
+  return new ReadableStream(source, new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }));
 }
 
 // Statuses whose Response cannot carry a body, and opaque responses (status 0), are
