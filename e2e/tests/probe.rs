@@ -593,3 +593,38 @@ fn sha256_hex(data: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// `window.__ttfx` is a ring of the last 100 reports: a page that measures every request
+/// for hours holds a bounded number, oldest dropped first.
+#[tokio::test]
+async fn the_report_queue_keeps_the_last_hundred() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    f.client
+        .execute(
+            "window.__ttfx = Array.from({ length: 99 }, (_, i) => ({ earlier: i })); return 0",
+            vec![],
+        )
+        .await?;
+    let url = f.sim("ttft_ms=10&output_tokens=3&seed=1");
+    for _ in 0..2 {
+        let out = f
+            .measure(json!({ "url": url, "init": post_chat() }))
+            .await?;
+        assert_eq!(out["appError"], Value::Null, "{out}");
+    }
+    let queue: Value = f
+        .client
+        .execute(
+            "const q = window.__ttfx; \
+             return { length: q.length, first: q[0].earlier, last: q[q.length - 1].run?.id };",
+            vec![],
+        )
+        .await?;
+    assert_eq!(queue["length"], 100, "{queue}");
+    assert_eq!(queue["first"], 1, "the oldest went first: {queue}");
+    assert!(
+        queue["last"].is_string(),
+        "the newest report is last: {queue}"
+    );
+    Ok(())
+}
