@@ -1,6 +1,7 @@
 //! A loopback server that streams known bytes, so a test can compare what the app
 //! received with exactly what was sent (the simulators put request ids in their bodies),
-//! and that collects beacons, so a test can read what the probe sent.
+//! that replays ttfx-core's recorded streams, and that collects beacons, so a test can
+//! read what the probe sent.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -58,6 +59,78 @@ async fn stream(Query(p): Query<Params>) -> Response {
         .unwrap_or_default()
 }
 
+/// Where ttfx-core keeps its conformance vectors: recorded streams of every dialect.
+pub fn vectors_dir() -> std::path::PathBuf {
+    crate::paths::workspace_root().join("crates/ttfx-core/testdata/decode")
+}
+
+/// The names of every recorded stream (`NAME.in` in [`vectors_dir`]), sorted.
+pub fn vector_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(vectors_dir())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix(".in").map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The content type the server of a recorded stream sends, by the vector's name.
+pub fn vector_content_type(name: &str) -> &'static str {
+    if name.starts_with("ollama") || name.starts_with("ndjson") {
+        "application/x-ndjson"
+    } else if name.starts_with("pcm16") {
+        "audio/pcm"
+    } else {
+        "text/event-stream"
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct VectorParams {
+    name: String,
+    /// How many pieces the stream is sent in.
+    pieces: usize,
+    gap_ms: u64,
+}
+
+/// `/vector?name=N&pieces=P&gap_ms=G`: a recorded stream in P pieces, G ms apart.
+async fn vector(Query(p): Query<VectorParams>) -> Response {
+    let plain = p
+        .name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-');
+    let data = if plain {
+        std::fs::read(vectors_dir().join(format!("{}.in", p.name))).ok()
+    } else {
+        None
+    };
+    let Some(data) = data else {
+        return Response::builder()
+            .status(404)
+            .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+            .body(Body::from(format!("no vector `{}`", p.name)))
+            .unwrap_or_default();
+    };
+    let step = data.len().div_ceil(p.pieces.max(1)).max(1);
+    let pieces: Vec<Vec<u8>> = data.chunks(step).map(<[u8]>::to_vec).collect();
+    let gap = Duration::from_millis(p.gap_ms);
+    let body = futures_util::stream::unfold(pieces.into_iter(), move |mut rest| async move {
+        let piece = rest.next()?;
+        tokio::time::sleep(gap).await;
+        Some((
+            Ok::<_, std::convert::Infallible>(bytes::Bytes::from(piece)),
+            rest,
+        ))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, vector_content_type(&p.name))
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(Body::from_stream(body))
+        .unwrap_or_default()
+}
+
 /// Beacon bodies received at `POST /collect`, in arrival order.
 pub type Beacons = Arc<Mutex<Vec<String>>>;
 
@@ -84,6 +157,7 @@ pub async fn start() -> anyhow::Result<ByteServer> {
     let beacons = Beacons::default();
     let app = Router::new()
         .route("/bytes", get(stream))
+        .route("/vector", get(vector))
         .route("/collect", post(collect))
         .with_state(beacons.clone());
     tokio::spawn(async move {

@@ -628,3 +628,83 @@ async fn the_report_queue_keeps_the_last_hundred() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Nothing the browser measures depends on where the analysis runs: for every recorded
+/// stream of ttfx-core's conformance vectors, sent in several pieces, the report the
+/// browser produces has the milestones, chunk series, dialect and failure that ttfx-core
+/// computes natively from the report's own (arrival time, bytes) series and the bytes
+/// the server sent.
+#[tokio::test]
+async fn the_browser_report_equals_the_native_analysis_of_the_same_series() -> anyhow::Result<()> {
+    use ttfx_core::decode::Limits;
+    use ttfx_core::{Milestone, Recorder};
+    let f = Fixture::new().await?;
+    let server = byte_server::start().await?.addr;
+    let names = byte_server::vector_names();
+    assert!(names.len() >= 20, "{names:?}");
+    let (mut with_tokens, mut multi_chunk) = (0, 0);
+    for name in &names {
+        let url = format!("http://{server}/vector?name={name}&pieces=3&gap_ms=20");
+        let out = f.measure(json!({ "url": url, "watch": false })).await?;
+        let timeline = &out["report"]["run"]["timeline"];
+        let sent = std::fs::read(byte_server::vectors_dir().join(format!("{name}.in")))?;
+        let browser_ms = |m: Milestone| timeline["milestones"][m.as_str()].as_f64();
+        let headers = browser_ms(Milestone::Headers).expect("headers");
+        let done = browser_ms(Milestone::Done).expect("done");
+        // The native analysis of the same series.
+        let mut recorder = Recorder::new(None, Limits::DEFAULT);
+        let content_type = byte_server::vector_content_type(name);
+        recorder.headers(headers, 200, Some(content_type), &[]);
+        let mut rest = sent.as_slice();
+        let chunks = timeline["chunks"].as_array().cloned().unwrap_or_default();
+        for chunk in chunks.iter().filter(|c| c["bytes"].as_u64() != Some(0)) {
+            let n = usize::try_from(chunk["bytes"].as_u64().unwrap_or(0))?;
+            anyhow::ensure!(
+                n <= rest.len(),
+                "{name}: the report has more bytes than sent"
+            );
+            let (piece, tail) = rest.split_at(n);
+            recorder.chunk(chunk["at_ms"].as_f64().unwrap_or(f64::NAN), piece);
+            rest = tail;
+        }
+        assert!(
+            rest.is_empty(),
+            "{name}: the report's chunks cover the body"
+        );
+        recorder.end(done);
+        let native = recorder.finish();
+        // Milestones the stream decides (render milestones are the browser's alone).
+        for m in Milestone::ALL
+            .into_iter()
+            .filter(|m| !matches!(m, Milestone::FirstDom | Milestone::FirstPaint))
+        {
+            assert_eq!(
+                browser_ms(m),
+                native.milestones.get(m),
+                "{name}: {m}\n{timeline}"
+            );
+        }
+        with_tokens += usize::from(native.milestones.get(Milestone::FirstToken).is_some());
+        multi_chunk += usize::from(native.chunks.len() >= 2);
+        let browser_chunks: Vec<ttfx_core::timeline::Chunk> =
+            serde_json::from_value(timeline["chunks"].clone())?;
+        assert_eq!(native.chunks, browser_chunks, "{name}: chunk series");
+        assert_eq!(
+            native.request.dialect.as_deref(),
+            timeline["request"]["dialect"].as_str(),
+            "{name}"
+        );
+        assert_eq!(
+            native
+                .failure
+                .map(|x| serde_json::to_value(x.class))
+                .transpose()?,
+            timeline["failure"].get("class").cloned(),
+            "{name}"
+        );
+    }
+    assert!(with_tokens >= 15, "{with_tokens} streams with tokens");
+    // Events split across chunks are part of what is compared.
+    assert!(multi_chunk >= 10, "{multi_chunk} streams in several chunks");
+    Ok(())
+}
