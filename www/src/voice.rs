@@ -227,9 +227,11 @@ async fn tts(url: &str, body: &str, player: &TtsPlayer) -> Result<(), String> {
         .map_err(|e| format!("voice: playback: {e}"))
 }
 
+/// A plain JS object shaped as in reports, without a trip through JSON text.
 fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    let json = serde_json::to_string(value).map_err(|e| JsValue::from_str(&e.to_string()))?;
-    js_sys::JSON::parse(&json)
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(JsValue::from)
 }
 
 /// The page's sink with the voice turn listening to the visible text.

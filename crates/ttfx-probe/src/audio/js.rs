@@ -77,14 +77,12 @@ fn js_value(e: ProbeError) -> JsValue {
     JsValue::from(js_error(e))
 }
 
-/// A plain JS object through JSON, so maps become objects exactly as in reports.
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ProbeError> {
-    serde_json::to_string(value)
-        .map_err(|e| ProbeError::Browser(format!("serializing a result: {e}")))
-        .and_then(|json| {
-            js_sys::JSON::parse(&json)
-                .map_err(|e| ProbeError::browser("JSON.parse of a result", &e))
-        })
+/// A plain JS object shaped as in reports (maps as objects, `None` as null), built
+/// directly rather than through JSON text.
+pub(crate) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ProbeError> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| ProbeError::Browser(format!("a result as a JS object: {e}")))
 }
 
 /// Options object → typed reads with clear errors.
