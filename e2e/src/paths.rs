@@ -58,10 +58,10 @@ pub fn probe_pkg() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// TypeScript's compiler (`bin/tsc`, run with node): `$TTFX_TSC`, else where `cargo xtask
-/// setup` installs it.
-pub fn tsc() -> anyhow::Result<PathBuf> {
-    let path = std::env::var_os("TTFX_TSC").map(PathBuf::from).or_else(|| {
+/// An npm tool `cargo xtask setup` installed under `~/.cache/ttfx/NAME-VERSION/`: `$VAR`,
+/// else the first such install; `entry` is its path inside the install.
+fn npm_tool(var: &str, name: &str, entry: &str) -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os(var).map(PathBuf::from).or_else(|| {
         let home = PathBuf::from(std::env::var_os("HOME")?);
         let cache = home.join(".cache/ttfx");
         std::fs::read_dir(&cache)
@@ -69,12 +69,41 @@ pub fn tsc() -> anyhow::Result<PathBuf> {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .find(|p| {
                 p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("typescript-"))
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{name}-")))
             })
-            .map(|p| p.join("node_modules/typescript/bin/tsc"))
+            .map(|p| p.join(entry))
     });
     match path {
         Some(path) if path.is_file() => Ok(path),
-        _ => bail!("no TypeScript compiler (run `cargo xtask test`, whose setup installs it)"),
+        _ => bail!("no {name} (run `cargo xtask test`, whose setup installs it)"),
     }
+}
+
+/// TypeScript's compiler (`bin/tsc`, run with node): `$TTFX_TSC`, else where `cargo xtask
+/// setup` installs it.
+pub fn tsc() -> anyhow::Result<PathBuf> {
+    npm_tool("TTFX_TSC", "typescript", "node_modules/typescript/bin/tsc")
+}
+
+/// Vite's entry point (`bin/vite.js`, run with node): `$TTFX_VITE`, else where `cargo
+/// xtask setup` installs it.
+pub fn vite() -> anyhow::Result<PathBuf> {
+    npm_tool("TTFX_VITE", "vite", "node_modules/vite/bin/vite.js")
+}
+
+/// The probe package as `npm pack` wrote it: `$TTFX_PROBE_TGZ`, else the one `cargo xtask
+/// probe-pkg` writes in the target folder.
+pub fn probe_tarball() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("TTFX_PROBE_TGZ")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            target_dir().join(format!("ttfx-probe-{}.tgz", env!("CARGO_PKG_VERSION")))
+        });
+    if !path.is_file() {
+        bail!(
+            "no packed probe at {} (run `cargo xtask test` or `cargo xtask probe-pkg`)",
+            path.display()
+        );
+    }
+    Ok(path)
 }

@@ -29,13 +29,25 @@ pub fn cargo_bin() -> PathBuf {
         .join("bin")
 }
 
-/// TypeScript's compiler, installed by `cargo xtask setup` into a per-user cache (shared by
-/// every checkout, so a warm machine does not install it again).
-pub fn tsc() -> PathBuf {
+/// Vite's entry point, installed by `cargo xtask setup` into the per-user cache.
+pub fn vite() -> PathBuf {
+    npm_cache()
+        .join(format!("vite-{}", crate::setup::VITE_VERSION))
+        .join("node_modules/vite/bin/vite.js")
+}
+
+/// Where `cargo xtask setup` installs npm tools: per user, shared by every checkout, so a
+/// warm machine does not install them again.
+fn npm_cache() -> PathBuf {
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."))
         .join(".cache/ttfx")
+}
+
+/// TypeScript's compiler, installed by `cargo xtask setup` into the per-user cache.
+pub fn tsc() -> PathBuf {
+    npm_cache()
         .join(format!("typescript-{}", crate::setup::TYPESCRIPT_VERSION))
         .join("node_modules/typescript/bin/tsc")
 }

@@ -16,9 +16,29 @@ pub fn out_dir() -> PathBuf {
 
 pub fn run() -> anyhow::Result<()> {
     setup::ensure(setup::PROBE_PKG_TOOLS)?;
-    build()?;
-    eprintln!("xtask probe-pkg: wrote {}", out_dir().display());
+    let dir = build()?;
+    let tarball = pack(&dir)?;
+    eprintln!(
+        "xtask probe-pkg: wrote {} and {}",
+        dir.display(),
+        tarball.display()
+    );
     Ok(())
+}
+
+/// `npm pack` of the package folder: the tarball an app installs (`npm install
+/// ttfx-probe-VERSION.tgz`), written beside the folder. Returns its path.
+pub fn pack(dir: &Path) -> anyhow::Result<PathBuf> {
+    let destination = paths::target();
+    cmd::run(
+        Command::new("npm")
+            .current_dir(dir)
+            .args(["pack", "--silent", "--pack-destination"])
+            .arg(&destination),
+    )?;
+    let tarball = destination.join(format!("ttfx-probe-{}.tgz", env!("CARGO_PKG_VERSION")));
+    anyhow::ensure!(tarball.is_file(), "npm pack wrote no {}", tarball.display());
+    Ok(tarball)
 }
 
 /// A build of the probe the package ships: its cargo features and its folder in the

@@ -26,6 +26,10 @@ pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// binaries per platform).
 pub const TYPESCRIPT_VERSION: &str = "5.9.3";
 
+/// Vite for the e2e test that bundles the packed probe into an app, as a frontend team
+/// would. 7.x runs on the Node.js 20 these machines have.
+pub const VITE_VERSION: &str = "7.3.8";
+
 /// geckodriver for `ttfx run --browser firefox`, built by `cargo install` (Debian has no
 /// package of it).
 const GECKODRIVER_VERSION: &str = "0.37.1";
@@ -56,9 +60,13 @@ pub enum Tool {
     Trunk,
     /// Debian's `chromium` and `chromium-driver` (root to install).
     Chromium,
-    /// TypeScript from npm for the package type check; Debian's `nodejs` and `npm` first
-    /// when missing (root to install those).
+    /// Debian's `nodejs` and `npm` (root to install): `npm pack` of the probe package,
+    /// and the npm tools below.
+    Node,
+    /// TypeScript from npm, for the package type check.
     TypeScript,
+    /// Vite from npm, for the test that bundles the packed probe into an app.
+    Vite,
     /// Firefox + geckodriver, WebKitGTK + WebKitWebDriver and Xvfb, for
     /// `ttfx run --browser firefox|webkit` (root for the Debian packages).
     OtherBrowsers,
@@ -70,7 +78,8 @@ pub enum Tool {
 /// `ttfx serve` serves it. No browser, driver or Node, so nothing that needs root.
 pub const LAB_TOOLS: &[Tool] = &[Tool::WasmTarget, Tool::WasmBindgenCli, Tool::Trunk];
 /// `cargo xtask probe-pkg`: cargo for wasm32, then wasm-bindgen.
-pub const PROBE_PKG_TOOLS: &[Tool] = &[Tool::WasmTarget, Tool::WasmBindgenCli];
+/// `npm pack` writes its tarball.
+pub const PROBE_PKG_TOOLS: &[Tool] = &[Tool::WasmTarget, Tool::WasmBindgenCli, Tool::Node];
 /// `cargo xtask bench`: the lab page, the probe package and the probe's cost in
 /// headless Chromium.
 pub const BENCH_TOOLS: &[Tool] = &[
@@ -86,7 +95,9 @@ pub const TEST_TOOLS: &[Tool] = &[
     Tool::WasmBindgenCli,
     Tool::Trunk,
     Tool::Chromium,
+    Tool::Node,
     Tool::TypeScript,
+    Tool::Vite,
 ];
 
 pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
@@ -108,7 +119,11 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
             Tool::WasmBindgenCli => ensure_wasm_bindgen_cli()?,
             Tool::Trunk => ensure_trunk()?,
             Tool::Chromium => ensure_chromium()?,
-            Tool::TypeScript => ensure_typescript()?,
+            Tool::Node => ensure_node()?,
+            Tool::TypeScript => {
+                ensure_npm_package("typescript", TYPESCRIPT_VERSION, &paths::tsc())?;
+            }
+            Tool::Vite => ensure_npm_package("vite", VITE_VERSION, &paths::vite())?,
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
         }
     }
@@ -239,12 +254,7 @@ fn ensure_chromium() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn ensure_typescript() -> anyhow::Result<()> {
-    let tsc = paths::tsc();
-    if tsc.is_file() {
-        eprintln!("xtask setup: typescript {TYPESCRIPT_VERSION} present");
-        return Ok(());
-    }
+fn ensure_node() -> anyhow::Result<()> {
     if tool_path("node").is_none() || tool_path("npm").is_none() {
         let install = "apt-get update && apt-get install -y nodejs npm";
         if !is_root() {
@@ -258,13 +268,23 @@ fn ensure_typescript() -> anyhow::Result<()> {
                 .env("DEBIAN_FRONTEND", "noninteractive"),
         )?;
     }
-    // The prefix holds node_modules/typescript/bin/tsc.
-    let prefix = tsc
+    Ok(())
+}
+
+/// `npm install NAME@VERSION` into its own prefix under `~/.cache/ttfx`, unless `bin` (the
+/// tool's entry point, `PREFIX/node_modules/NAME/bin/…`) is already there.
+fn ensure_npm_package(name: &str, version: &str, bin: &Path) -> anyhow::Result<()> {
+    if bin.is_file() {
+        eprintln!("xtask setup: {name} {version} present");
+        return Ok(());
+    }
+    ensure_node()?;
+    let prefix = bin
         .ancestors()
         .nth(4)
-        .context("the TypeScript install folder has no parent")?;
+        .with_context(|| format!("the {name} install folder has no parent"))?;
     eprintln!(
-        "xtask setup: installing typescript {TYPESCRIPT_VERSION} into {}",
+        "xtask setup: installing {name} {version} into {}",
         prefix.display()
     );
     std::fs::create_dir_all(prefix)
@@ -273,10 +293,10 @@ fn ensure_typescript() -> anyhow::Result<()> {
         Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(prefix)
-            .arg(format!("typescript@{TYPESCRIPT_VERSION}")),
+            .arg(format!("{name}@{version}")),
     )?;
-    if !tsc.is_file() {
-        bail!("npm installed typescript but {} is missing", tsc.display());
+    if !bin.is_file() {
+        bail!("npm installed {name} but {} is missing", bin.display());
     }
     Ok(())
 }
@@ -341,7 +361,16 @@ mod tests {
         // A browser, a WebDriver or Node.js (TypeScript brings it): apt-get, so root.
         let heavy: Vec<&Tool> = LAB_TOOLS
             .iter()
-            .filter(|t| matches!(t, Tool::Chromium | Tool::TypeScript | Tool::OtherBrowsers))
+            .filter(|t| {
+                matches!(
+                    t,
+                    Tool::Chromium
+                        | Tool::Node
+                        | Tool::TypeScript
+                        | Tool::Vite
+                        | Tool::OtherBrowsers
+                )
+            })
             .collect();
         assert!(heavy.is_empty(), "{heavy:?}");
         // What Trunk needs to build the page is there.

@@ -169,6 +169,7 @@ fn lab_build() -> anyhow::Result<Option<TestCounts>> {
 fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
     let ttfx = build_ttfx()?;
     let probe_pkg = crate::probe_pkg::build()?;
+    let tarball = crate::probe_pkg::pack(&probe_pkg)?;
     cmd::run_tests(
         cargo()
             .args(["test", "--locked", "-p", "ttfx-e2e"])
@@ -176,6 +177,8 @@ fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
             .env("TTFX_DIST", paths::lab_dist())
             .env("TTFX_PROBE_PKG", probe_pkg)
             .env("TTFX_TSC", paths::tsc())
+            .env("TTFX_PROBE_TGZ", tarball)
+            .env("TTFX_VITE", paths::vite())
             .env("CHROMEDRIVER", setup::CHROMEDRIVER),
     )
     .map(Some)
