@@ -3,7 +3,7 @@
 //! served by `ttfx serve` and measures a stream in headless Chromium. The bundler, not
 //! the probe's own folder layout, resolves the package's entry, its JS glue and its wasm.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -55,18 +55,35 @@ fn build_app(dir: &Path) -> anyhow::Result<()> {
     )
 }
 
-#[tokio::test]
-async fn a_vite_app_bundles_the_packed_probe_and_measures_a_stream() -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("ttfx-vite-app-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    build_app(&dir)?;
-    let dist = dir.join("dist");
-    let server = ServeProcess::start(&paths::ttfx_bin()?, &["--dist", &dist.to_string_lossy()])?;
+/// The built app in a fresh folder (removed on drop).
+struct App(PathBuf);
+
+impl App {
+    fn build(name: &str) -> anyhow::Result<App> {
+        let dir = std::env::temp_dir().join(format!("ttfx-vite-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        build_app(&dir)?;
+        Ok(App(dir))
+    }
+
+    fn dist(&self) -> PathBuf {
+        self.0.join("dist")
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Opens `page` (the app, with the stream's URL in its query) in headless Chromium and
+/// returns what the app left in `window.appResult`.
+async fn app_result(page: &str, endpoint: &str) -> anyhow::Result<Value> {
     let driver = Chromedriver::start()?;
     let client = driver.session().await?;
-    let endpoint = "/sim/default/v1/chat/completions?ttft_ms=60&output_tokens=6&seed=4";
     client
-        .goto(&format!("{}?{}", server.url, urlencode(endpoint)))
+        .goto(&format!("{page}?{}", urlencode(endpoint)))
         .await?;
     let mut result = Value::Null;
     for _ in 0..200 {
@@ -79,7 +96,19 @@ async fn a_vite_app_bundles_the_packed_probe_and_measures_a_stream() -> anyhow::
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let _ = client.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
+    Ok(result)
+}
+
+const ENDPOINT: &str = "/sim/default/v1/chat/completions?ttft_ms=60&output_tokens=6&seed=4";
+
+#[tokio::test]
+async fn a_vite_app_bundles_the_packed_probe_and_measures_a_stream() -> anyhow::Result<()> {
+    let app = App::build("plain")?;
+    let server = ServeProcess::start(
+        &paths::ttfx_bin()?,
+        &["--dist", &app.dist().to_string_lossy()],
+    )?;
+    let result = app_result(&server.url, ENDPOINT).await?;
     assert!(result["error"].is_null(), "{result}");
     let run = &result["report"]["run"];
     assert_eq!(run["target"], "vite-app", "{result}");
@@ -113,4 +142,78 @@ fn urlencode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// The bundled app from a static server that sends a Content-Security-Policy header; the
+/// stream comes from `ttfx serve` on another origin (CORS).
+async fn csp_server(dist: PathBuf, policy: &'static str) -> anyhow::Result<String> {
+    use axum::http::header;
+    use axum::response::Response;
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let dist = dist.clone();
+        async move {
+            let path = match uri.path() {
+                "/" => "index.html",
+                p => p.trim_start_matches('/'),
+            };
+            let file = (!path.contains(".."))
+                .then(|| std::fs::read(dist.join(path)).ok())
+                .flatten();
+            let content_type = match path.rsplit('.').next() {
+                Some("html") => "text/html",
+                Some("js") => "text/javascript",
+                Some("wasm") => "application/wasm",
+                _ => "application/octet-stream",
+            };
+            let builder = Response::builder().header("content-security-policy", policy);
+            match file {
+                Some(bytes) => builder
+                    .header(header::CONTENT_TYPE, content_type)
+                    .body(axum::body::Body::from(bytes)),
+                None => builder.status(404).body(axum::body::Body::empty()),
+            }
+            .unwrap_or_default()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(format!("http://{addr}/"))
+}
+
+/// docs/probe.md's CSP: no inline script, no eval, only wasm compilation allowed. The
+/// probe measures under it; without `'wasm-unsafe-eval'` the same app cannot start its
+/// wasm, which shows the header is enforced.
+#[tokio::test]
+async fn the_probe_measures_under_a_strict_content_security_policy() -> anyhow::Result<()> {
+    let app = App::build("csp")?;
+    let sim = ServeProcess::start(&paths::ttfx_bin()?, &[])?;
+    let endpoint = format!("{}{}", sim.url.trim_end_matches('/'), ENDPOINT);
+
+    let strict = csp_server(
+        app.dist(),
+        "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'",
+    )
+    .await?;
+    let result = app_result(&strict, &endpoint).await?;
+    assert!(result["error"].is_null(), "{result}");
+    let milestones = &result["report"]["run"]["timeline"]["milestones"];
+    assert!(
+        milestones["first_visible_token"].as_f64().unwrap_or(0.0) >= 60.0,
+        "{result}"
+    );
+
+    let no_wasm = csp_server(app.dist(), "script-src 'self'").await?;
+    let refused = app_result(&no_wasm, &endpoint).await?;
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("WebAssembly")
+                || e.contains("wasm")
+                || e.contains("Content Security Policy")),
+        "{refused}"
+    );
+    Ok(())
 }
