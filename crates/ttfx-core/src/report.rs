@@ -78,6 +78,32 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// The report of a finished timeline. The page's observers take `first_dom` and
+    /// `first_paint`, and a misbehaving page can put them out of order: a timeline they
+    /// make invalid is reported without them, with a `timeline_invalid` anomaly. Only a
+    /// timeline that is invalid even so is an error. The probe and the analysis worker
+    /// both finish runs here.
+    pub fn of_timeline(
+        id: Option<String>,
+        target: Option<String>,
+        mut timeline: Timeline,
+    ) -> Result<RunReport, TimelineError> {
+        match Run::new(id.clone(), target.clone(), timeline.clone()) {
+            Ok(run) => Ok(RunReport::new(run)),
+            Err(e) => {
+                timeline.anomalies.push(crate::timeline::Anomaly {
+                    at_ms: 0.0,
+                    class: "timeline_invalid".into(),
+                    detail: e.to_string(),
+                });
+                timeline.milestones.remove(crate::Milestone::FirstDom);
+                timeline.milestones.remove(crate::Milestone::FirstPaint);
+                timeline.paint_method = None;
+                Run::new(id, target, timeline).map(RunReport::new)
+            }
+        }
+    }
+
     pub fn new(run: Run) -> RunReport {
         RunReport {
             schema_version: SCHEMA_VERSION,
@@ -271,6 +297,23 @@ mod tests {
     use crate::milestone::Milestone;
     use crate::server_timing::{ServerTiming, TimingSource, Usage};
     use crate::timeline::{Chunk, PaintMethod};
+
+    #[test]
+    fn a_bad_observer_time_is_dropped_with_an_anomaly_and_a_bad_stream_is_an_error() {
+        let mut t = run(300.0).timeline;
+        t.milestones.set(Milestone::FirstDom, -5.0);
+        let report = RunReport::of_timeline(Some("r".into()), None, t).unwrap();
+        let kept = &report.run.timeline;
+        assert_eq!(kept.milestones.get(Milestone::FirstDom), None);
+        assert_eq!(kept.milestones.get(Milestone::FirstPaint), None);
+        assert_eq!(kept.paint_method, None);
+        assert_eq!(kept.milestones.get(Milestone::FirstToken), Some(300.0));
+        assert_eq!(kept.anomalies.last().unwrap().class, "timeline_invalid");
+
+        let mut t = run(300.0).timeline;
+        t.milestones.set(Milestone::FirstToken, f64::NAN);
+        assert!(RunReport::of_timeline(None, None, t).is_err());
+    }
 
     /// A completed run: first token at `ttft`, then one token every 25 ms, 4 tokens.
     fn run(ttft: f64) -> Run {

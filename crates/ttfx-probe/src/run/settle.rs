@@ -156,28 +156,13 @@ impl ProbeRun {
     }
 
     /// The report of `timeline`, with its metrics.
-    fn report(&self, mut timeline: Timeline) -> Option<RunReport> {
+    fn report(&self, timeline: Timeline) -> Option<RunReport> {
         let id = Some(self.inner.id.clone());
-        let label = self.inner.label.clone();
-        match RunRecord::new(id.clone(), label.clone(), timeline.clone()) {
-            Ok(record) => Some(RunReport::new(record)),
+        match RunReport::of_timeline(id, self.inner.label.clone(), timeline) {
+            Ok(report) => Some(report),
             Err(e) => {
-                // Keep what the decoder saw; drop the observer milestones that broke it.
-                timeline.anomalies.push(Anomaly {
-                    at_ms: 0.0,
-                    class: "timeline_invalid".into(),
-                    detail: e.to_string(),
-                });
-                timeline.milestones.remove(Milestone::FirstDom);
-                timeline.milestones.remove(Milestone::FirstPaint);
-                timeline.paint_method = None;
-                match RunRecord::new(id, label, timeline) {
-                    Ok(record) => Some(RunReport::new(record)),
-                    Err(e) => {
-                        self.fault(&format!("could not build the report: {e}"));
-                        None
-                    }
-                }
+                self.fault(&format!("could not build the report: {e}"));
+                None
             }
         }
     }
