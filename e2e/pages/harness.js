@@ -255,5 +255,30 @@ async function voice({ llmUrl, llmInit = {}, ttsUrl }) {
   return { report, text: element.textContent };
 }
 
-window.harness = { measure, direct, instrumented, bench, voice, exportsOf, ttfx };
+// Runs the package's analysis worker on observations the test gives: `runs` is a list of
+// { run, messages: [[op, ...args]] } whose last message is finish; returns each run's
+// report (its JSON text, as the worker wrote it) or error, and how long the page waited.
+async function analysisWorker({ runs }) {
+  const worker = new Worker(new URL("./pkg/analysis/worker.js", location.href), { type: "module" });
+  const started = performance.now();
+  const answers = new Map();
+  const done = new Promise((resolve, reject) => {
+    worker.onerror = (e) => reject(new Error("worker error: " + (e.message || e)));
+    worker.onmessage = ({ data }) => {
+      answers.set(data.run, data.error ? { error: data.error } : { report: data.report });
+      if (answers.size === runs.length) resolve();
+    };
+  });
+  for (const { run, messages } of runs) {
+    for (const [op, ...args] of messages) {
+      const converted = args.map((a) => (a && a.f64 ? new Float64Array(a.f64) : a && a.u8 ? new Uint8Array(a.u8) : a));
+      worker.postMessage({ op, run, args: converted });
+    }
+  }
+  await done;
+  worker.terminate();
+  return { results: runs.map(({ run }) => answers.get(run)), waitedMs: performance.now() - started };
+}
+
+window.harness = { measure, direct, instrumented, bench, voice, exportsOf, analysisWorker, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

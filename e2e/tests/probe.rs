@@ -708,3 +708,73 @@ async fn the_browser_report_equals_the_native_analysis_of_the_same_series() -> a
     assert!(multi_chunk >= 10, "{multi_chunk} streams in several chunks");
     Ok(())
 }
+
+/// The package's analysis worker (a module Worker running ttfx-analysis's wasm) turns a
+/// page's observations into the very report the same code computes natively: for every
+/// recorded stream, sent in three batches, the report texts are identical byte for byte.
+#[tokio::test]
+async fn the_analysis_worker_writes_the_native_report_for_every_recorded_stream()
+-> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let names = byte_server::vector_names();
+    let mut runs = Vec::new();
+    let mut expected = Vec::new();
+    for (run, name) in (1u32..).zip(&names) {
+        let bytes = std::fs::read(byte_server::vectors_dir().join(format!("{name}.in")))?;
+        let content_type = byte_server::vector_content_type(name);
+        let step = bytes.len().div_ceil(3).max(1);
+        let mut meta = Vec::new();
+        for (i, piece) in bytes.chunks(step).enumerate() {
+            meta.extend([12.5 + 10.0 * i as f64, piece.len() as f64]);
+        }
+        let page_object = json!({ "id": name, "label": "worker", "request": { "method": "GET" } });
+        let page = page_object.to_string();
+        runs.push(json!({
+            "run": run,
+            "messages": [
+                ["begin", null],
+                ["headers", 4.25, 200, content_type, []],
+                ["chunks", { "f64": meta }, { "u8": bytes }],
+                ["end", 60.0],
+                ["finish", page_object],
+            ]
+        }));
+        let mut native = ttfx_analysis::Runs::default();
+        native.begin(run, None).map_err(anyhow::Error::msg)?;
+        expected.push((name, native, meta, bytes, content_type, page));
+    }
+    let out = page::call(&f.client, "analysisWorker", json!({ "runs": runs })).await?;
+    let results = out["results"].as_array().cloned().unwrap_or_default();
+    assert_eq!(results.len(), names.len(), "{out}");
+    for ((name, native, meta, bytes, content_type, page), got) in expected.iter_mut().zip(&results)
+    {
+        let run = native_run(native, meta, bytes, content_type, page)?;
+        assert_eq!(got["error"], Value::Null, "{name}: {got}");
+        assert_eq!(got["report"].as_str(), Some(run.as_str()), "{name}");
+    }
+    Ok(())
+}
+
+/// The same observations through ttfx-analysis natively; the run is numbered 1.. as in
+/// the worker, so `begin` was called with it already.
+fn native_run(
+    native: &mut ttfx_analysis::Runs,
+    meta: &[f64],
+    bytes: &[u8],
+    content_type: &str,
+    page: &str,
+) -> anyhow::Result<String> {
+    let run = native
+        .only_run()
+        .ok_or_else(|| anyhow::anyhow!("no run begun"))?;
+    native
+        .headers(run, 4.25, 200, Some(content_type), &[])
+        .map_err(anyhow::Error::msg)?;
+    native
+        .chunks(run, meta, bytes)
+        .map_err(anyhow::Error::msg)?;
+    native.end(run, 60.0).map_err(anyhow::Error::msg)?;
+    native
+        .finish(run, serde_json::from_str(page)?)
+        .map_err(anyhow::Error::msg)
+}

@@ -13,17 +13,22 @@ pub fn run() -> anyhow::Result<()> {
     serve_concurrency()?;
     setup::ensure(setup::BENCH_TOOLS)?;
     build_lab_page(true)?;
-    size_table("lab page size (release)", &paths::lab_dist(), None)?;
+    size_table("lab page size (release)", &paths::lab_dist(), &[])?;
     let pkg = crate::probe_pkg::build()?;
     size_table(
-        "probe package, text build (what a chat UI loads; target 40 KB gzip)",
+        "probe package, text build (what a chat UI loads today, all up front)",
         &pkg,
-        Some("voice"),
+        &["voice", "analysis"],
     )?;
     size_table(
         "probe package, voice build (`ttfx-probe/voice`)",
         &pkg.join("voice"),
-        None,
+        &[],
+    )?;
+    size_table(
+        "probe package, analysis worker (`analysis/`; #15: lazy, at most 70 KB gzip)",
+        &pkg.join("analysis"),
+        &[],
     )?;
     probe_size_breakdown()?;
     probe_cost(&pkg)
@@ -90,7 +95,7 @@ fn probe_size_breakdown() -> anyhow::Result<()> {
         "the shared analysis alone (ttfx-core decode + timeline + metrics + report JSON, \
          no browser code; example analysis_only)",
         &floor,
-        None,
+        &[],
     )
 }
 
@@ -210,15 +215,13 @@ fn serve_concurrency() -> anyhow::Result<()> {
 }
 
 /// Raw and gzip -9 size of every wasm and JS file in `dir` and its subfolders, but for
-/// the subfolder `skip`.
-fn size_table(title: &str, dir: &Path, skip: Option<&str>) -> anyhow::Result<()> {
+/// the subfolders in `skip`.
+fn size_table(title: &str, dir: &Path, skip: &[&str]) -> anyhow::Result<()> {
     println!("\n## {title}: {}", dir.display());
     println!("{:<52} {:>10} {:>10}", "file", "raw B", "gzip -9 B");
     let mut files = Vec::new();
     collect(dir, &mut files)?;
-    if let Some(skip) = skip {
-        files.retain(|f| !f.starts_with(dir.join(skip)));
-    }
+    files.retain(|f| !skip.iter().any(|s| f.starts_with(dir.join(s))));
     files.sort();
     let (mut raw_total, mut gz_total) = (0, 0);
     for path in files {

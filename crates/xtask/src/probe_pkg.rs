@@ -97,6 +97,22 @@ pub fn compile(variant: &Variant) -> anyhow::Result<PathBuf> {
     Ok(cargo_out().join("ttfx_probe.wasm"))
 }
 
+/// Compiles the analysis worker's wasm (`ttfx-analysis`) with the same profile; returns
+/// its wasm.
+pub fn compile_analysis() -> anyhow::Result<PathBuf> {
+    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
+        "build",
+        "--locked",
+        "--profile",
+        "probe",
+        "-p",
+        "ttfx-analysis",
+        "--target",
+        "wasm32-unknown-unknown",
+    ]))?;
+    Ok(cargo_out().join("ttfx_analysis.wasm"))
+}
+
 /// Compiles one of ttfx-probe's cdylib examples without the voice feature; returns its
 /// wasm.
 pub fn compile_example(name: &str) -> anyhow::Result<PathBuf> {
@@ -134,6 +150,14 @@ pub fn build() -> anyhow::Result<PathBuf> {
     for variant in &VARIANTS {
         bindgen(&compile(variant)?, &out.join(variant.subdir))?;
     }
+    // The analysis for a module Worker: its wasm, its wasm-bindgen module and worker.js.
+    let analysis = out.join("analysis");
+    bindgen(&compile_analysis()?, &analysis)?;
+    std::fs::copy(
+        paths::root().join("crates/ttfx-analysis/src/worker.js"),
+        analysis.join("worker.js"),
+    )
+    .context("cannot copy crates/ttfx-analysis/src/worker.js")?;
     let template = paths::root().join("crates/ttfx-probe/pkg-template");
     let readme = std::fs::read_to_string(template.join("README.md"))
         .context("cannot read crates/ttfx-probe/pkg-template/README.md")?;
@@ -155,9 +179,10 @@ fn package_json() -> String {
   "types": "ttfx_probe.d.ts",
   "exports": {{
     ".": {{ "types": "./ttfx_probe.d.ts", "default": "./ttfx_probe.js" }},
-    "./voice": {{ "types": "./voice/ttfx_probe.d.ts", "default": "./voice/ttfx_probe.js" }}
+    "./voice": {{ "types": "./voice/ttfx_probe.d.ts", "default": "./voice/ttfx_probe.js" }},
+    "./analysis/worker.js": "./analysis/worker.js"
   }},
-  "files": ["ttfx_probe.js", "ttfx_probe_bg.wasm", "ttfx_probe.d.ts", "ttfx_probe_bg.wasm.d.ts", "snippets/", "voice/"],
+  "files": ["ttfx_probe.js", "ttfx_probe_bg.wasm", "ttfx_probe.d.ts", "ttfx_probe_bg.wasm.d.ts", "snippets/", "voice/", "analysis/"],
   "sideEffects": false,
   "license": "MIT OR Apache-2.0"
 }}
