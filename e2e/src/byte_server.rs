@@ -39,11 +39,11 @@ struct Params {
     gap_ms: u64,
 }
 
-async fn stream(Query(p): Query<Params>) -> Response {
-    let data = bytes(p.seed, p.len);
-    let chunk = p.chunk.max(1);
-    let pieces: Vec<Vec<u8>> = data.chunks(chunk).map(<[u8]>::to_vec).collect();
-    let gap = Duration::from_millis(p.gap_ms);
+/// `data` in pieces of `piece` bytes, each sent `gap_ms` after the one before, readable
+/// from any origin.
+fn paced(data: &[u8], piece: usize, gap_ms: u64, content_type: &str) -> Response {
+    let pieces: Vec<Vec<u8>> = data.chunks(piece.max(1)).map(<[u8]>::to_vec).collect();
+    let gap = Duration::from_millis(gap_ms);
     let body = futures_util::stream::unfold(pieces.into_iter(), move |mut rest| async move {
         let piece = rest.next()?;
         tokio::time::sleep(gap).await;
@@ -53,10 +53,19 @@ async fn stream(Query(p): Query<Params>) -> Response {
         ))
     });
     Response::builder()
-        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .header(header::CONTENT_TYPE, content_type)
         .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
         .body(Body::from_stream(body))
         .unwrap_or_default()
+}
+
+async fn stream(Query(p): Query<Params>) -> Response {
+    paced(
+        &bytes(p.seed, p.len),
+        p.chunk,
+        p.gap_ms,
+        "application/octet-stream",
+    )
 }
 
 /// Where ttfx-core keeps its conformance vectors: recorded streams of every dialect.
@@ -113,22 +122,8 @@ async fn vector(Query(p): Query<VectorParams>) -> Response {
             .body(Body::from(format!("no vector `{}`", p.name)))
             .unwrap_or_default();
     };
-    let step = data.len().div_ceil(p.pieces.max(1)).max(1);
-    let pieces: Vec<Vec<u8>> = data.chunks(step).map(<[u8]>::to_vec).collect();
-    let gap = Duration::from_millis(p.gap_ms);
-    let body = futures_util::stream::unfold(pieces.into_iter(), move |mut rest| async move {
-        let piece = rest.next()?;
-        tokio::time::sleep(gap).await;
-        Some((
-            Ok::<_, std::convert::Infallible>(bytes::Bytes::from(piece)),
-            rest,
-        ))
-    });
-    Response::builder()
-        .header(header::CONTENT_TYPE, vector_content_type(&p.name))
-        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
-        .body(Body::from_stream(body))
-        .unwrap_or_default()
+    let step = data.len().div_ceil(p.pieces.max(1));
+    paced(&data, step, p.gap_ms, vector_content_type(&p.name))
 }
 
 /// Beacon bodies received at `POST /collect`, in arrival order.

@@ -14,7 +14,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::Router;
@@ -24,32 +23,17 @@ use axum::routing::get;
 use common::{record, ttfx};
 use ttfx_core::decode::Limits;
 use ttfx_core::{ChatApi, Milestone, Recorder};
-use ttfx_e2e::ServeProcess;
+use ttfx_e2e::{ServeProcess, byte_server};
 
-fn vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ttfx-core/testdata/decode")
-}
-
-/// Every conformance vector's input, with the content type its server would send.
+/// Every recorded stream, with the content type its server would send.
 fn streams() -> Vec<(String, &'static str)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(vectors_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "in") {
-            continue;
-        }
-        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
-        let content_type = if name.starts_with("ollama") || name.starts_with("ndjson") {
-            "application/x-ndjson"
-        } else if name.starts_with("pcm16") {
-            "audio/pcm"
-        } else {
-            "text/event-stream"
-        };
-        out.push((name, content_type));
-    }
-    out.sort();
-    out
+    byte_server::vector_names()
+        .into_iter()
+        .map(|name| {
+            let content_type = byte_server::vector_content_type(&name);
+            (name, content_type)
+        })
+        .collect()
 }
 
 /// The upstream: `/v1/{name}` answers with that vector's bytes in five pieces, 3 ms
@@ -58,7 +42,8 @@ async fn upstream() -> String {
     let app = Router::new().route(
         "/v1/{name}",
         get(|Path(name): Path<String>| async move {
-            let bytes = std::fs::read(vectors_dir().join(format!("{name}.in"))).unwrap();
+            let bytes =
+                std::fs::read(byte_server::vectors_dir().join(format!("{name}.in"))).unwrap();
             let content_type = streams()
                 .into_iter()
                 .find(|(n, _)| *n == name)
