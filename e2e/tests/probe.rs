@@ -727,54 +727,63 @@ async fn the_analysis_worker_writes_the_native_report_for_every_recorded_stream(
         for (i, piece) in bytes.chunks(step).enumerate() {
             meta.extend([12.5 + 10.0 * i as f64, piece.len() as f64]);
         }
-        let page_object = json!({ "id": name, "label": "worker", "request": { "method": "GET" } });
-        let page = page_object.to_string();
         runs.push(json!({
             "run": run,
             "messages": [
-                ["begin", null],
-                ["headers", 4.25, 200, content_type, []],
+                ["begin", null, name, "worker"],
+                ["request", "GET", "http://h/v1/stream"],
+                ["headers", 4.25, 200, content_type, "queue;dur=1.5"],
                 ["chunks", { "f64": meta }, { "u8": bytes }],
                 ["end", 60.0],
-                ["finish", page_object],
+                ["observed", "first_dom", 40.5, null],
+                ["environment", "chromium", "156", null, false, 0.1, 1],
+                ["finish"],
             ]
         }));
-        let mut native = ttfx_analysis::Runs::default();
-        native.begin(run, None).map_err(anyhow::Error::msg)?;
-        expected.push((name, native, meta, bytes, content_type, page));
+        expected.push(native_report(run, name, content_type, &meta, &bytes)?);
     }
     let out = page::call(&f.client, "analysisWorker", json!({ "runs": runs })).await?;
     let results = out["results"].as_array().cloned().unwrap_or_default();
     assert_eq!(results.len(), names.len(), "{out}");
-    for ((name, native, meta, bytes, content_type, page), got) in expected.iter_mut().zip(&results)
-    {
-        let run = native_run(native, meta, bytes, content_type, page)?;
+    for ((name, got), want) in names.iter().zip(&results).zip(&expected) {
         assert_eq!(got["error"], Value::Null, "{name}: {got}");
-        assert_eq!(got["report"].as_str(), Some(run.as_str()), "{name}");
+        assert_eq!(got["report"].as_str(), Some(want.as_str()), "{name}");
     }
     Ok(())
 }
 
-/// The same observations through ttfx-analysis natively; the run is numbered 1.. as in
-/// the worker, so `begin` was called with it already.
-fn native_run(
-    native: &mut ttfx_analysis::Runs,
+/// The same observations through ttfx-analysis natively.
+fn native_report(
+    run: u32,
+    name: &str,
+    content_type: &str,
     meta: &[f64],
     bytes: &[u8],
-    content_type: &str,
-    page: &str,
 ) -> anyhow::Result<String> {
-    let run = native
-        .only_run()
-        .ok_or_else(|| anyhow::anyhow!("no run begun"))?;
-    native
-        .headers(run, 4.25, 200, Some(content_type), &[])
-        .map_err(anyhow::Error::msg)?;
+    use ttfx_core::Milestone;
+    let mut native = ttfx_analysis::Runs::default();
+    native.begin(run, None).map_err(anyhow::Error::msg)?;
+    native.recorder(run).map_err(anyhow::Error::msg)?.headers(
+        4.25,
+        200,
+        Some(content_type),
+        &["queue;dur=1.5"],
+    );
     native
         .chunks(run, meta, bytes)
         .map_err(anyhow::Error::msg)?;
-    native.end(run, 60.0).map_err(anyhow::Error::msg)?;
-    native
-        .finish(run, serde_json::from_str(page)?)
-        .map_err(anyhow::Error::msg)
+    native.recorder(run).map_err(anyhow::Error::msg)?.end(60.0);
+    let page = native.page(run).map_err(anyhow::Error::msg)?;
+    page.id = Some(name.to_owned());
+    page.label = Some("worker".into());
+    page.request.method = Some("GET".into());
+    page.request.url = Some("http://h/v1/stream".into());
+    page.milestones.set(Milestone::FirstDom, 40.5);
+    let env = &mut page.environment;
+    env.engine = Some("chromium".into());
+    env.engine_version = Some("156".into());
+    env.cross_origin_isolated = Some(false);
+    env.timer_resolution_ms = Some(0.1);
+    env.concurrency = Some(1);
+    native.finish(run).map_err(anyhow::Error::msg)
 }

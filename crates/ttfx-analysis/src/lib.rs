@@ -11,42 +11,31 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use ttfx_core::Milestone;
 use ttfx_core::decode::{DialectKind, Limits};
 use ttfx_core::recorder::Recorder;
 use ttfx_core::report::RunReport;
-use ttfx_core::server_timing::ServerTiming;
+use ttfx_core::server_timing::{ServerTiming, TimingSource};
 use ttfx_core::timeline::{
-    Anomaly, Environment, Milestones, PaintMethod, RequestInfo, ResourceTiming, Timeline,
+    Environment, Milestones, PaintMethod, RequestInfo, ResourceTiming, Timeline, Visibility,
+    VisibilityChange,
 };
 use wasm_bindgen::prelude::*;
 
-/// What the page observed itself, beside the stream, in the report's own field names
-/// (docs/report.md), handed over when the run ends.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// What the page observed itself, beside the stream.
+#[derive(Debug, Default)]
 pub struct PageObservations {
-    #[serde(default)]
     pub id: Option<String>,
-    #[serde(default)]
     pub label: Option<String>,
-    #[serde(default)]
     pub request: RequestInfo,
     /// Milestones only the page sees (`first_dom`, `first_paint`, `aborted`), ms since
     /// `request_start`.
-    #[serde(default)]
     pub milestones: Milestones,
-    #[serde(default)]
     pub paint_method: Option<PaintMethod>,
-    #[serde(default)]
     pub environment: Environment,
-    #[serde(default)]
     pub resource_timing: Option<ResourceTiming>,
     /// The Resource Timing entry's `serverTiming`.
-    #[serde(default)]
     pub server_timings: Vec<ServerTiming>,
-    #[serde(default)]
-    pub anomalies: Vec<Anomaly>,
 }
 
 impl PageObservations {
@@ -65,21 +54,38 @@ impl PageObservations {
         timeline.environment = self.environment;
         timeline.resource_timing = self.resource_timing.or(timeline.resource_timing.take());
         timeline.server.timings.extend(self.server_timings);
-        timeline.anomalies.extend(self.anomalies);
     }
+}
+
+/// One run in progress: the stream's recorder and what the page saw beside it.
+struct RunInProgress {
+    recorder: Recorder,
+    page: PageObservations,
 }
 
 /// The runs in progress, in plain Rust (tested natively); [`Analysis`] is its JS face.
 #[derive(Default)]
 pub struct Runs {
-    runs: BTreeMap<u32, Recorder>,
+    runs: BTreeMap<u32, RunInProgress>,
+}
+
+fn no_run(run: u32) -> String {
+    format!("ttfx analysis: no run {run} in progress (begin it first)")
 }
 
 impl Runs {
-    fn recorder(&mut self, run: u32) -> Result<&mut Recorder, String> {
-        self.runs
-            .get_mut(&run)
-            .ok_or_else(|| format!("ttfx analysis: no run {run} in progress (begin it first)"))
+    fn run(&mut self, run: u32) -> Result<&mut RunInProgress, String> {
+        self.runs.get_mut(&run).ok_or_else(|| no_run(run))
+    }
+
+    /// The run's recorder, for the stream's moments (headers, chunks, end, …).
+    pub fn recorder(&mut self, run: u32) -> Result<&mut Recorder, String> {
+        Ok(&mut self.run(run)?.recorder)
+    }
+
+    /// What the page observed beside the stream, filled in before [`Runs::finish`].
+    pub fn page(&mut self, run: u32) -> Result<&mut PageObservations, String> {
+        Ok(&mut self.run(run)?.page)
     }
 
     /// See [`Analysis::begin`].
@@ -88,38 +94,10 @@ impl Runs {
             None | Some("auto") => None,
             Some(name) => Some(name.parse::<DialectKind>().map_err(|e| e.to_string())?),
         };
-        self.runs
-            .insert(run, Recorder::new(dialect, Limits::DEFAULT));
+        let recorder = Recorder::new(dialect, Limits::DEFAULT);
+        let page = PageObservations::default();
+        self.runs.insert(run, RunInProgress { recorder, page });
         Ok(())
-    }
-
-    /// See [`Analysis::headers`].
-    pub fn headers(
-        &mut self,
-        run: u32,
-        at_ms: f64,
-        status: u16,
-        content_type: Option<&str>,
-        server_timing: &[&str],
-    ) -> Result<(), String> {
-        self.recorder(run)?
-            .headers(at_ms, status, content_type, server_timing);
-        Ok(())
-    }
-
-    /// See [`Analysis::end`].
-    pub fn end(&mut self, run: u32, at_ms: f64) -> Result<(), String> {
-        self.recorder(run)?.end(at_ms);
-        Ok(())
-    }
-
-    /// The run in progress, when there is exactly one.
-    pub fn only_run(&self) -> Option<u32> {
-        let mut keys = self.runs.keys();
-        match (keys.next(), keys.next()) {
-            (Some(run), None) => Some(*run),
-            _ => None,
-        }
     }
 
     /// See [`Analysis::chunks`].
@@ -137,12 +115,18 @@ impl Runs {
         Ok(())
     }
 
+    /// The only run in progress, when there is exactly one.
+    pub fn only_run(&self) -> Option<u32> {
+        let mut keys = self.runs.keys();
+        match (keys.next(), keys.next()) {
+            (Some(run), None) => Some(*run),
+            _ => None,
+        }
+    }
+
     /// See [`Analysis::finish`].
-    pub fn finish(&mut self, run: u32, page: PageObservations) -> Result<String, String> {
-        let recorder = self
-            .runs
-            .remove(&run)
-            .ok_or_else(|| format!("ttfx analysis: no run {run} in progress (begin it first)"))?;
+    pub fn finish(&mut self, run: u32) -> Result<String, String> {
+        let RunInProgress { recorder, page } = self.runs.remove(&run).ok_or_else(|| no_run(run))?;
         let (id, label) = (page.id.clone(), page.label.clone());
         let mut timeline = recorder.finish();
         page.apply_to(&mut timeline);
@@ -152,7 +136,9 @@ impl Runs {
     }
 }
 
-/// Runs in progress, for JS.
+/// Runs in progress, for JS. Every value crosses as a scalar or a typed array: the
+/// page's observations are few, and reading them from a JS object with serde's derives
+/// cost this wasm 26 KB gzip (measured), a third of its budget.
 #[wasm_bindgen]
 #[derive(Default)]
 pub struct Analysis {
@@ -172,21 +158,46 @@ impl Analysis {
 
     /// A run starts: `request_start` is 0 on its clock. `dialect` is a dialect name, or
     /// `undefined` / `"auto"` to detect it from the content type and the first frames.
-    pub fn begin(&mut self, run: u32, dialect: Option<String>) -> Result<(), JsError> {
-        self.runs.begin(run, dialect.as_deref()).map_err(js)
+    /// `id` and `label` go into the report.
+    pub fn begin(
+        &mut self,
+        run: u32,
+        dialect: Option<String>,
+        id: Option<String>,
+        label: Option<String>,
+    ) -> Result<(), JsError> {
+        self.runs.begin(run, dialect.as_deref()).map_err(js)?;
+        let page = self.runs.page(run).map_err(js)?;
+        page.id = id;
+        page.label = label;
+        Ok(())
+    }
+
+    /// The request as sent: its method and its URL without the query (which may hold a
+    /// key: the page strips it before it gets here).
+    pub fn request(
+        &mut self,
+        run: u32,
+        method: Option<String>,
+        url: Option<String>,
+    ) -> Result<(), JsError> {
+        let page = self.runs.page(run).map_err(js)?;
+        page.request.method = method;
+        page.request.url = url;
+        Ok(())
     }
 
     /// The response headers arrived at `at_ms`; `server_timing` holds the page-readable
-    /// `Server-Timing` header values.
+    /// `Server-Timing` header values joined with `, ` (one header's list syntax).
     pub fn headers(
         &mut self,
         run: u32,
         at_ms: f64,
         status: u16,
         content_type: Option<String>,
-        server_timing: Vec<String>,
+        server_timing: Option<String>,
     ) -> Result<(), JsError> {
-        let values: Vec<&str> = server_timing.iter().map(String::as_str).collect();
+        let values: Vec<&str> = server_timing.as_deref().into_iter().collect();
         self.runs.recorder(run).map_err(js)?.headers(
             at_ms,
             status,
@@ -219,7 +230,8 @@ impl Analysis {
 
     /// The body ended normally.
     pub fn end(&mut self, run: u32, at_ms: f64) -> Result<(), JsError> {
-        self.runs.end(run, at_ms).map_err(js)
+        self.runs.recorder(run).map_err(js)?.end(at_ms);
+        Ok(())
     }
 
     /// The user gave up (the signal fired or the app cancelled the body).
@@ -238,13 +250,116 @@ impl Analysis {
         Ok(())
     }
 
-    /// Ends the run: adds `page` (an object of [`PageObservations`], read directly from
-    /// JS: parsing JSON text would bring a float parser into this wasm) and returns the
-    /// report as JSON (docs/report.md). The run is forgotten either way.
-    pub fn finish(&mut self, run: u32, page: JsValue) -> Result<String, JsError> {
-        let page: PageObservations = serde_wasm_bindgen::from_value(page)
-            .map_err(|e| JsError::new(&format!("ttfx analysis: page observations: {e}")))?;
-        self.runs.finish(run, page).map_err(js)
+    /// A milestone only the page sees (`first_dom`, `first_paint`), ms since
+    /// `request_start`; `paint_method` (`element_timing`, `raf_estimate`, …) with
+    /// `first_paint`.
+    pub fn observed(
+        &mut self,
+        run: u32,
+        milestone: String,
+        at_ms: f64,
+        paint_method: Option<String>,
+    ) -> Result<(), JsError> {
+        let m = milestone
+            .parse::<Milestone>()
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let method = match paint_method.as_deref() {
+            None => None,
+            Some("element_timing") => Some(PaintMethod::ElementTiming),
+            Some("interaction_contentful_paint") => Some(PaintMethod::InteractionContentfulPaint),
+            Some("raf_estimate") => Some(PaintMethod::RafEstimate),
+            Some(other) => {
+                return Err(JsError::new(&format!("unknown paint method `{other}`")));
+            }
+        };
+        let page = self.runs.page(run).map_err(js)?;
+        page.milestones.set(m, at_ms);
+        if method.is_some() {
+            page.paint_method = method;
+        }
+        Ok(())
+    }
+
+    /// Where the run was measured (docs/report.md's `environment`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn environment(
+        &mut self,
+        run: u32,
+        engine: Option<String>,
+        engine_version: Option<String>,
+        user_agent: Option<String>,
+        cross_origin_isolated: Option<bool>,
+        timer_resolution_ms: Option<f64>,
+        concurrency: Option<u32>,
+    ) -> Result<(), JsError> {
+        let env = &mut self.runs.page(run).map_err(js)?.environment;
+        env.engine = engine;
+        env.engine_version = engine_version;
+        env.user_agent = user_agent;
+        env.cross_origin_isolated = cross_origin_isolated;
+        env.timer_resolution_ms = timer_resolution_ms;
+        env.concurrency = concurrency;
+        Ok(())
+    }
+
+    /// The page turned `hidden` or `visible` at `at_ms`.
+    pub fn visibility(&mut self, run: u32, at_ms: f64, hidden: bool) -> Result<(), JsError> {
+        let state = if hidden {
+            Visibility::Hidden
+        } else {
+            Visibility::Visible
+        };
+        let env = &mut self.runs.page(run).map_err(js)?.environment;
+        env.visibility_changes
+            .push(VisibilityChange { at_ms, state });
+        Ok(())
+    }
+
+    /// The request's Resource Timing entry, its times in ms since `request_start`.
+    #[wasm_bindgen(js_name = resourceTiming)]
+    pub fn resource_timing(
+        &mut self,
+        run: u32,
+        request_start_ms: Option<f64>,
+        response_start_ms: Option<f64>,
+        response_end_ms: Option<f64>,
+        encoded_body_size: Option<f64>,
+    ) -> Result<(), JsError> {
+        self.runs.page(run).map_err(js)?.resource_timing = Some(ResourceTiming {
+            request_start_ms,
+            response_start_ms,
+            response_end_ms,
+            encoded_body_size: encoded_body_size.map(|v| v as u64),
+        });
+        Ok(())
+    }
+
+    /// One `serverTiming` entry of the request's Resource Timing entry.
+    #[wasm_bindgen(js_name = resourceServerTiming)]
+    pub fn resource_server_timing(
+        &mut self,
+        run: u32,
+        name: String,
+        duration_ms: Option<f64>,
+        description: Option<String>,
+    ) -> Result<(), JsError> {
+        self.runs
+            .page(run)
+            .map_err(js)?
+            .server_timings
+            .push(ServerTiming {
+                name,
+                duration_ms,
+                description: description.filter(|d| !d.is_empty()),
+                source: TimingSource::ResourceTiming,
+            });
+        Ok(())
+    }
+
+    /// Ends the run and returns its report as JSON (docs/report.md). The run is
+    /// forgotten either way.
+    pub fn finish(&mut self, run: u32) -> Result<String, JsError> {
+        self.runs.finish(run).map_err(js)
     }
 
     /// Runs still in progress (a page that never ends its runs shows here).
@@ -256,8 +371,6 @@ impl Analysis {
 
 #[cfg(test)]
 mod tests {
-    use ttfx_core::Milestone;
-
     use super::*;
 
     fn sse(content: &str) -> String {
@@ -276,12 +389,15 @@ mod tests {
         runs.chunks(7, &[80.0, a.len() as f64, 95.0, b.len() as f64], &bytes)
             .unwrap();
         runs.recorder(7).unwrap().end(100.0);
-        let page = r#"{"id":"r7","label":"chat","request":{"method":"POST","url":"https://h/v1"},
-            "milestones":{"first_dom":82.5,"first_paint":90.0},"paint_method":"element_timing",
-            "environment":{"engine":"chromium"}}"#;
-        let page = serde_json::from_str(page).unwrap();
-        let report: serde_json::Value =
-            serde_json::from_str(&runs.finish(7, page).unwrap()).unwrap();
+        let page = runs.page(7).unwrap();
+        page.id = Some("r7".into());
+        page.label = Some("chat".into());
+        page.request.url = Some("https://h/v1".into());
+        page.milestones.set(Milestone::FirstDom, 82.5);
+        page.milestones.set(Milestone::FirstPaint, 90.0);
+        page.paint_method = Some(PaintMethod::ElementTiming);
+        page.environment.engine = Some("chromium".into());
+        let report: serde_json::Value = serde_json::from_str(&runs.finish(7).unwrap()).unwrap();
         let t = &report["run"]["timeline"];
         assert_eq!(report["run"]["id"], "r7");
         assert_eq!(report["run"]["target"], "chat");
@@ -291,6 +407,7 @@ mod tests {
         assert_eq!(t["paint_method"], "element_timing");
         assert_eq!(t["request"]["url"], "https://h/v1");
         assert_eq!(t["request"]["dialect"], "openai-chat");
+        assert_eq!(t["environment"]["engine"], "chromium");
         assert_eq!(t["chunks"].as_array().unwrap().len(), 2);
         assert_eq!(report["run"]["metrics"]["render_lag_ms"]["value"], 10.0);
 
@@ -314,17 +431,16 @@ mod tests {
     fn misuse_is_a_clear_error() {
         let mut runs = Runs::default();
         assert!(runs.chunks(1, &[], &[]).unwrap_err().contains("no run 1"));
+        assert!(runs.finish(1).unwrap_err().contains("no run 1"));
         assert!(
             runs.begin(1, Some("klingon"))
                 .unwrap_err()
                 .contains("klingon")
         );
-        let odd = serde_json::from_str::<PageObservations>(r#"{"colour":"red"}"#);
-        assert!(odd.unwrap_err().to_string().contains("colour"));
         // A batch whose lengths overrun its bytes uses what is there.
         runs.begin(3, None).unwrap();
         runs.chunks(3, &[1.0, 1000.0], b"data: x").unwrap();
-        let report = runs.finish(3, PageObservations::default()).unwrap();
+        let report = runs.finish(3).unwrap();
         assert!(report.contains("\"bytes\":7"), "{report}");
     }
 }
