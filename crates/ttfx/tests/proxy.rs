@@ -144,6 +144,14 @@ impl Logged {
     }
 }
 
+/// A test that fails before `stop` must not leave the server running.
+impl Drop for Logged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[tokio::test]
 async fn proxy_preserves_bytes_and_chunk_timing_and_keeps_the_key_secret() {
     let (upstream, seen) = fixture().await;
