@@ -70,8 +70,9 @@ function chunkBatch(hooks) {
     bytes.set(value, used);
     used += value.byteLength;
     meta.push(at, value.byteLength);
-    if (used >= FLUSH_BYTES) flush();
+    return used >= FLUSH_BYTES;
   };
+  // add() copies only; whoever calls it flushes a full batch when decoding may run.
   return { add, flush };
 }
 
@@ -95,8 +96,10 @@ function laterQueue(hooks) {
     for (const [name, args] of queue.splice(0)) {
       if (name === "chunk") {
         const started = measured ? performance.now() : 0;
-        batch.add(...args);
+        if (batch.add(...args)) batch.flush();
         if (measured) costSample("chunk", performance.now() - started);
+      } else if (name === "flush") {
+        batch.flush();
       } else {
         // Every chunk before the end, error or cancel reaches the decoder first.
         batch.flush();
@@ -114,6 +117,14 @@ function laterQueue(hooks) {
     push(name, ...args) {
       queue.push([name, args]);
       schedule();
+    },
+    // Copies a chunk into the batch now, before it moves into the app's byte stream;
+    // decoding a full batch waits for the later task like everything else.
+    copy(at, value) {
+      const measured = Array.isArray(globalThis.__ttfxCostSamples);
+      const started = measured ? performance.now() : 0;
+      if (batch.add(at, value)) this.push("flush");
+      if (measured) costSample("chunk", performance.now() - started);
     },
     close() {
       closing = true;
@@ -172,12 +183,12 @@ export function tapBody(body, hooks) {
         // A byte stream cannot carry an empty chunk; the probe ignores those too. Read on,
         // so the app's pending read is answered.
         if (value.byteLength === 0) continue;
-        // Enqueueing moves the chunk's buffer into the stream, so the probe keeps a copy
-        // made just before: one memcpy of the chunk (well under a microsecond for the few
-        // hundred bytes of an SSE event), and the app can transfer its buffer away freely.
-        const mine = value.slice();
+        // Enqueueing moves the chunk's buffer into the stream, so the probe copies the
+        // bytes into its batch just before: one memcpy (well under a microsecond for the
+        // few hundred bytes of an SSE event), no allocation per chunk, and the app can
+        // transfer its buffer away freely.
+        later.copy(at, value);
         controller.enqueue(value);
-        later.push("chunk", at, mine);
         return;
       }
     },
