@@ -1,6 +1,6 @@
 // The app side of the probe's e2e tests: a minimal streaming chat client whose received
 // bytes are hashed, so the tests can prove the probe never changes them.
-import init, * as ttfx from "./pkg/ttfx_probe.js";
+import init, * as ttfx from "./pkg/probe.js";
 
 await init();
 
@@ -9,7 +9,7 @@ await init();
 let voiceBuild = null;
 async function voiceApi() {
   if (!voiceBuild) {
-    voiceBuild = await import("./pkg/voice/ttfx_probe.js");
+    voiceBuild = await import("./pkg/voice/index.js");
     await voiceBuild.default();
   }
   return voiceBuild;
@@ -265,6 +265,8 @@ async function analysisWorker({ runs }) {
   const done = new Promise((resolve, reject) => {
     worker.onerror = (e) => reject(new Error("worker error: " + (e.message || e)));
     worker.onmessage = ({ data }) => {
+      if (data.ready) return;
+      if (data.failed) return reject(new Error(data.failed));
       answers.set(data.run, data.error ? { error: data.error } : { report: data.report });
       if (answers.size === runs.length) resolve();
     };

@@ -49,7 +49,7 @@ pub fn probe_pkg() -> anyhow::Result<PathBuf> {
     let path = std::env::var_os("TTFX_PROBE_PKG")
         .map(PathBuf::from)
         .unwrap_or_else(|| target_dir().join("probe-pkg"));
-    if !path.join("ttfx_probe.js").is_file() {
+    if !path.join("probe.js").is_file() {
         bail!(
             "no probe package at {} (run `cargo xtask test`, which builds it)",
             path.display()

@@ -1,7 +1,8 @@
 //! The probe as a frontend team ships it: the tarball `npm pack` wrote is installed into
 //! a Vite app (e2e/vite-app), the app is built by Vite (pinned by `cargo xtask setup`),
 //! served by `ttfx serve` and measures a stream in headless Chromium. The bundler, not
-//! the probe's own folder layout, resolves the package's entry, its JS glue and its wasm.
+//! the probe's own folder layout, resolves the package's entry, its analysis Worker and
+//! the Worker's wasm.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -118,16 +119,28 @@ async fn a_vite_app_bundles_the_packed_probe_and_measures_a_stream() -> anyhow::
     assert!(first_visible >= 60.0, "{result}");
     assert!(milestones["first_dom"].is_number(), "{result}");
     assert_eq!(run["timeline"]["request"]["dialect"], "openai-chat");
-    // The wasm came from the bundle's assets (renamed with a content hash), not from the
-    // package's own folder.
-    let wasm: Vec<&str> = result["wasm"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    // The analysis ran in the package's Worker, which the bundler emitted with its wasm
+    // (renamed with a content hash); the page itself fetched no wasm.
+    assert_eq!(
+        run["timeline"]["environment"]["analysis"], "worker",
+        "{result}"
+    );
+    let page_wasm = result["wasm"].as_array().map_or(0, Vec::len);
+    assert_eq!(page_wasm, 0, "the page fetched wasm up front: {result}");
+    let assets: Vec<String> = std::fs::read_dir(app.dist().join("assets"))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
     assert!(
-        wasm.iter()
-            .any(|p| p.starts_with("/assets/") && p.contains("ttfx_probe_bg")),
-        "{wasm:?}"
+        assets
+            .iter()
+            .any(|a| a.starts_with("ttfx_analysis_bg") && a.ends_with(".wasm")),
+        "{assets:?}"
+    );
+    assert!(
+        assets
+            .iter()
+            .any(|a| a.starts_with("worker") && a.ends_with(".js")),
+        "{assets:?}"
     );
     Ok(())
 }
@@ -184,35 +197,57 @@ async fn csp_server(dist: PathBuf, policy: &'static str) -> anyhow::Result<Strin
 }
 
 /// docs/probe.md's CSP: no inline script, no eval, only wasm compilation allowed. The
-/// probe measures under it; without `'wasm-unsafe-eval'` the same app cannot start its
-/// wasm, which shows the header is enforced.
+/// probe measures under it with its analysis in a Worker; with `worker-src 'none'` the
+/// analysis runs on the main thread and the report says so; without `'wasm-unsafe-eval'`
+/// the analysis cannot start anywhere, which shows the header is enforced, and the app's
+/// stream is still untouched (the report says why the probe stopped).
 #[tokio::test]
 async fn the_probe_measures_under_a_strict_content_security_policy() -> anyhow::Result<()> {
     let app = App::build("csp")?;
     let sim = ServeProcess::start(&paths::ttfx_bin()?, &[])?;
     let endpoint = format!("{}{}", sim.url.trim_end_matches('/'), ENDPOINT);
-
-    let strict = csp_server(
-        app.dist(),
-        "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'",
-    )
-    .await?;
-    let result = app_result(&strict, &endpoint).await?;
-    assert!(result["error"].is_null(), "{result}");
-    let milestones = &result["report"]["run"]["timeline"]["milestones"];
-    assert!(
-        milestones["first_visible_token"].as_f64().unwrap_or(0.0) >= 60.0,
-        "{result}"
-    );
+    let mut texts = Vec::new();
+    for (policy, site) in [
+        (
+            "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'",
+            "worker",
+        ),
+        (
+            "script-src 'self' 'wasm-unsafe-eval'; worker-src 'none'",
+            "main_thread",
+        ),
+    ] {
+        let page = csp_server(app.dist(), policy).await?;
+        let result = app_result(&page, &endpoint).await?;
+        assert!(result["error"].is_null(), "{policy}: {result}");
+        let timeline = &result["report"]["run"]["timeline"];
+        assert!(
+            timeline["milestones"]["first_visible_token"]
+                .as_f64()
+                .unwrap_or(0.0)
+                >= 60.0,
+            "{policy}: {result}"
+        );
+        assert_eq!(
+            timeline["environment"]["analysis"], site,
+            "{policy}: {result}"
+        );
+        texts.push(result["text"].clone());
+    }
 
     let no_wasm = csp_server(app.dist(), "script-src 'self'").await?;
     let refused = app_result(&no_wasm, &endpoint).await?;
+    assert!(refused["error"].is_null(), "{refused}");
+    assert_eq!(
+        refused["text"], texts[0],
+        "the app's reply is unchanged: {refused}"
+    );
+    let anomalies = refused["report"]["run"]["timeline"]["anomalies"].to_string();
     assert!(
-        refused["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("WebAssembly")
-                || e.contains("wasm")
-                || e.contains("Content Security Policy")),
+        anomalies.contains("probe_fault")
+            && (anomalies.contains("WebAssembly")
+                || anomalies.contains("wasm")
+                || anomalies.contains("Content Security Policy")),
         "{refused}"
     );
     Ok(())

@@ -728,13 +728,13 @@ async fn the_analysis_worker_writes_the_native_report_for_every_recorded_stream(
         runs.push(json!({
             "run": run,
             "messages": [
-                ["begin", null, name, "worker"],
-                ["request", "GET", "http://h/v1/stream"],
+                ["begin", null, name, "worker", null],
+                ["request", "GET", "http://h/v1/stream?key=secret", 1_767_225_600_000.5],
                 ["headers", 4.25, 200, content_type, "queue;dur=1.5"],
                 ["chunks", { "f64": meta }, { "u8": bytes }],
                 ["end", 60.0],
                 ["observed", "first_dom", 40.5, null],
-                ["environment", "chromium", "156", null, false, 0.1, 1],
+                ["environment", "chromium", "156", null, false, 0.1, 1, "worker"],
                 ["finish"],
             ]
         }));
@@ -775,7 +775,9 @@ fn native_report(
     page.id = Some(name.to_owned());
     page.label = Some("worker".into());
     page.request.method = Some("GET".into());
+    // The query never reaches a report: the analysis strips it.
     page.request.url = Some("http://h/v1/stream".into());
+    page.request_start_unix_ms = Some(1_767_225_600_000.5);
     page.milestones.set(Milestone::FirstDom, 40.5);
     let env = &mut page.environment;
     env.engine = Some("chromium".into());
@@ -783,5 +785,6 @@ fn native_report(
     env.cross_origin_isolated = Some(false);
     env.timer_resolution_ms = Some(0.1);
     env.concurrency = Some(1);
+    env.analysis = Some(ttfx_core::timeline::AnalysisSite::Worker);
     native.finish(run).map_err(anyhow::Error::msg)
 }

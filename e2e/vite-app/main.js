@@ -1,5 +1,5 @@
 // The app measures one streamed reply through the probe, imported by its package name:
-// the bundler resolves the package's exports, its JS glue and its wasm asset.
+// the bundler resolves the package's exports, its analysis Worker and the Worker's wasm.
 import init, { Probe } from "ttfx-probe";
 
 async function main() {

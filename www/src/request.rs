@@ -76,8 +76,7 @@ pub async fn measure(
     if let Some(problem) = turn.as_ref().and_then(Voice::stop) {
         sink.error(&problem);
     }
-    let report =
-        report.ok_or_else(|| "the probe gave no report (switched off after a fault)".to_owned())?;
+    let report = report.map_err(|e| format!("the probe gave no report: {e}"))?;
     let mut record = report.run;
     if let Some(id) = request_id.filter(|_| same_origin(&target.url())) {
         if let Some(server) = fetch_record(&id).await {

@@ -13,14 +13,21 @@ use std::collections::BTreeMap;
 
 use ttfx_core::Milestone;
 use ttfx_core::decode::{DialectKind, Limits};
-use ttfx_core::recorder::Recorder;
+use ttfx_core::recorder::{Recorder, url_without_query};
 use ttfx_core::report::RunReport;
 use ttfx_core::server_timing::{ServerTiming, TimingSource};
 use ttfx_core::timeline::{
-    Environment, Milestones, PaintMethod, RequestInfo, ResourceTiming, Timeline, Visibility,
-    VisibilityChange,
+    AnalysisSite, Environment, Milestones, PaintMethod, RequestInfo, ResourceTiming, Timeline,
+    Visibility, VisibilityChange,
 };
+use ttfx_core::voice_result::VoiceResult;
 use wasm_bindgen::prelude::*;
+
+mod fault;
+#[cfg(feature = "voice")]
+mod voice;
+
+pub use fault::last_panic;
 
 /// What the page observed itself, beside the stream.
 #[derive(Debug, Default)]
@@ -28,6 +35,8 @@ pub struct PageObservations {
     pub id: Option<String>,
     pub label: Option<String>,
     pub request: RequestInfo,
+    /// `request_start` on the wall clock (`performance.timeOrigin` + its page time).
+    pub request_start_unix_ms: Option<f64>,
     /// Milestones only the page sees (`first_dom`, `first_paint`, `aborted`), ms since
     /// `request_start`.
     pub milestones: Milestones,
@@ -36,6 +45,8 @@ pub struct PageObservations {
     pub resource_timing: Option<ResourceTiming>,
     /// The Resource Timing entry's `serverTiming`.
     pub server_timings: Vec<ServerTiming>,
+    /// Voice results the page included (voice builds).
+    pub voice: Vec<VoiceResult>,
 }
 
 impl PageObservations {
@@ -44,16 +55,28 @@ impl PageObservations {
         if self.request.method.is_some() {
             timeline.request.method = self.request.method;
         }
-        if self.request.url.is_some() {
-            timeline.request.url = self.request.url;
+        if let Some(url) = self.request.url {
+            // The query may hold a key: it never reaches a report.
+            timeline.request.url = Some(url_without_query(&url).to_owned());
+        }
+        if self.request_start_unix_ms.is_some() {
+            timeline.request_start_unix_ms = self.request_start_unix_ms;
         }
         for (m, at) in self.milestones.iter() {
             timeline.milestones.set(m, at);
         }
         timeline.paint_method = self.paint_method.or(timeline.paint_method);
         timeline.environment = self.environment;
+        // A page that stayed visible throughout has nothing to say about visibility.
+        let changes = &mut timeline.environment.visibility_changes;
+        if changes.iter().all(|c| c.state == Visibility::Visible) {
+            changes.clear();
+        }
         timeline.resource_timing = self.resource_timing.or(timeline.resource_timing.take());
         timeline.server.timings.extend(self.server_timings);
+        for result in self.voice {
+            result.apply_to(timeline);
+        }
     }
 }
 
@@ -61,6 +84,8 @@ impl PageObservations {
 struct RunInProgress {
     recorder: Recorder,
     page: PageObservations,
+    /// Testing only: fail inside on the first chunk, as a decoder bug would.
+    fault: Option<fault::Injected>,
 }
 
 /// The runs in progress, in plain Rust (tested natively); [`Analysis`] is its JS face.
@@ -90,19 +115,41 @@ impl Runs {
 
     /// See [`Analysis::begin`].
     pub fn begin(&mut self, run: u32, dialect: Option<&str>) -> Result<(), String> {
+        self.begin_with_fault(run, dialect, None)
+    }
+
+    /// [`Runs::begin`] with a fault to inject (`"decoder-panic"`), for containment tests.
+    pub fn begin_with_fault(
+        &mut self,
+        run: u32,
+        dialect: Option<&str>,
+        fault: Option<&str>,
+    ) -> Result<(), String> {
         let dialect = match dialect {
             None | Some("auto") => None,
             Some(name) => Some(name.parse::<DialectKind>().map_err(|e| e.to_string())?),
         };
+        let fault = fault.map(fault::Injected::from_name).transpose()?;
         let recorder = Recorder::new(dialect, Limits::DEFAULT);
         let page = PageObservations::default();
-        self.runs.insert(run, RunInProgress { recorder, page });
+        self.runs.insert(
+            run,
+            RunInProgress {
+                recorder,
+                page,
+                fault,
+            },
+        );
         Ok(())
     }
 
     /// See [`Analysis::chunks`].
     pub fn chunks(&mut self, run: u32, meta: &[f64], bytes: &[u8]) -> Result<(), String> {
-        let recorder = self.recorder(run)?;
+        let state = self.run(run)?;
+        if let Some(fault) = state.fault {
+            fault.trigger();
+        }
+        let recorder = &mut state.recorder;
         let (pairs, _) = meta.as_chunks::<2>();
         let mut rest = bytes;
         for [at_ms, len] in pairs {
@@ -126,7 +173,8 @@ impl Runs {
 
     /// See [`Analysis::finish`].
     pub fn finish(&mut self, run: u32) -> Result<String, String> {
-        let RunInProgress { recorder, page } = self.runs.remove(&run).ok_or_else(|| no_run(run))?;
+        let RunInProgress { recorder, page, .. } =
+            self.runs.remove(&run).ok_or_else(|| no_run(run))?;
         let (id, label) = (page.id.clone(), page.label.clone());
         let mut timeline = recorder.finish();
         page.apply_to(&mut timeline);
@@ -151,39 +199,47 @@ fn js(e: String) -> JsError {
 
 #[wasm_bindgen]
 impl Analysis {
+    /// Also installs the panic hook that keeps a fault's message for [`last_panic`].
     #[wasm_bindgen(constructor)]
     pub fn new() -> Analysis {
+        fault::install_hook();
         Analysis::default()
     }
 
     /// A run starts: `request_start` is 0 on its clock. `dialect` is a dialect name, or
     /// `undefined` / `"auto"` to detect it from the content type and the first frames.
-    /// `id` and `label` go into the report.
+    /// `id` and `label` go into the report. `fault` (testing only): `"decoder-panic"`
+    /// makes the first chunk batch panic, as a decoder bug would.
     pub fn begin(
         &mut self,
         run: u32,
         dialect: Option<String>,
         id: Option<String>,
         label: Option<String>,
+        fault: Option<String>,
     ) -> Result<(), JsError> {
-        self.runs.begin(run, dialect.as_deref()).map_err(js)?;
+        self.runs
+            .begin_with_fault(run, dialect.as_deref(), fault.as_deref())
+            .map_err(js)?;
         let page = self.runs.page(run).map_err(js)?;
         page.id = id;
         page.label = label;
         Ok(())
     }
 
-    /// The request as sent: its method and its URL without the query (which may hold a
-    /// key: the page strips it before it gets here).
+    /// The request as sent: its method, its URL (the report keeps it without the query,
+    /// which may hold a key) and `request_start` on the wall clock.
     pub fn request(
         &mut self,
         run: u32,
         method: Option<String>,
         url: Option<String>,
+        start_unix_ms: Option<f64>,
     ) -> Result<(), JsError> {
         let page = self.runs.page(run).map_err(js)?;
         page.request.method = method;
-        page.request.url = url;
+        page.request.url = url.map(|u| url_without_query(&u).to_owned());
+        page.request_start_unix_ms = start_unix_ms;
         Ok(())
     }
 
@@ -280,7 +336,8 @@ impl Analysis {
         Ok(())
     }
 
-    /// Where the run was measured (docs/report.md's `environment`).
+    /// Where the run was measured (docs/report.md's `environment`); `analysis` is where
+    /// this analysis runs (`"worker"`, `"main_thread"`).
     #[allow(clippy::too_many_arguments)]
     pub fn environment(
         &mut self,
@@ -291,8 +348,18 @@ impl Analysis {
         cross_origin_isolated: Option<bool>,
         timer_resolution_ms: Option<f64>,
         concurrency: Option<u32>,
+        analysis: Option<String>,
     ) -> Result<(), JsError> {
+        let site = match analysis.as_deref() {
+            None => None,
+            Some(name) => Some(AnalysisSite::from_name(name).ok_or_else(|| {
+                JsError::new(&format!(
+                    "unknown analysis site `{name}` (worker, main_thread)"
+                ))
+            })?),
+        };
         let env = &mut self.runs.page(run).map_err(js)?.environment;
+        env.analysis = site;
         env.engine = engine;
         env.engine_version = engine_version;
         env.user_agent = user_agent;

@@ -1,24 +1,40 @@
-// The analysis worker: a module Worker the probe starts after the page's first measured
-// request. Messages are { op, run, args } in the order the page observed them; `finish`
-// answers { run, report } (the report's JSON text) or { run, error }. A failing call is
-// answered, never thrown: the page's probe records it, the page is not affected.
+// The analysis worker: a module Worker the probe starts lazily, after the page's first
+// measured request. It answers { ready: true } once the wasm is loaded (or { failed } if
+// it cannot load). Then messages are { op, run, args } in the order the page observed
+// them; `finish` is answered { run, op, report } (the report's JSON text), and a failing
+// call { run, op, error }. Nothing is thrown: the page's probe records the error, the
+// page itself is not affected.
 import init, { Analysis } from "./ttfx_analysis.js";
 
-const ready = init().then(() => new Analysis());
+let analysis = null;
+
+function describe(e) {
+  const panic = e instanceof WebAssembly.RuntimeError ? Analysis.lastPanic() : null;
+  return String((e && e.message) || e) + (panic ? " (" + panic + ")" : "");
+}
+
+const ready = init().then(
+  () => {
+    analysis = new Analysis();
+    self.postMessage({ ready: true });
+  },
+  (e) => self.postMessage({ failed: "the analysis did not load: " + describe(e) }),
+);
 
 self.onmessage = async (event) => {
   const { op, run, args = [] } = event.data || {};
-  let analysis;
-  try {
-    analysis = await ready;
-  } catch (e) {
-    self.postMessage({ run, op, error: "the analysis did not load: " + String((e && e.message) || e) });
+  await ready;
+  if (!analysis) {
+    self.postMessage({ run, op, error: "the analysis did not load" });
     return;
   }
   try {
     const result = analysis[op](run, ...args);
     if (op === "finish") self.postMessage({ run, op, report: result });
   } catch (e) {
-    self.postMessage({ run, op, error: String((e && e.message) || e) });
+    self.postMessage({ run, op, error: describe(e) });
+    // A trap leaves the Analysis object borrowed for good: the runs it held are lost
+    // (their finish answers an error), later runs get a fresh one.
+    if (e instanceof WebAssembly.RuntimeError) analysis = new Analysis();
   }
 };

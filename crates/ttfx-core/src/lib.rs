@@ -20,6 +20,7 @@ pub mod server_record;
 pub mod server_timing;
 pub mod stats;
 pub mod timeline;
+pub mod voice_result;
 
 pub use chat_api::ChatApi;
 pub use metrics::RequestMetrics;

@@ -376,6 +376,32 @@ pub struct Environment {
     /// Requests in flight from this page when this one started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,
+    /// Where the probe's analysis (decoding, metrics, this report) ran. It changes no
+    /// figure: every milestone keeps the arrival time the page took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<AnalysisSite>,
+}
+
+/// Where a browser run's analysis ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnalysisSite {
+    /// A module Web Worker: off the page's main thread (the default).
+    Worker,
+    /// The page's main thread, in idle time: where a Worker cannot start (a CSP with
+    /// `worker-src 'none'`), and for Rust front ends that link the analysis in.
+    MainThread,
+}
+
+impl AnalysisSite {
+    /// `"worker"` or `"main_thread"`, as in the report.
+    pub fn from_name(name: &str) -> Option<AnalysisSite> {
+        match name {
+            "worker" => Some(AnalysisSite::Worker),
+            "main_thread" => Some(AnalysisSite::MainThread),
+            _ => None,
+        }
+    }
 }
 
 /// The page became visible or hidden.

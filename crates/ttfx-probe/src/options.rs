@@ -1,36 +1,33 @@
-//! Probe options, read from a plain JS object or built in Rust.
+//! Probe options for Rust callers, handed to the front as the same plain object a JS
+//! page passes (`docs/probe.md`), which checks them.
 
-use js_sys::{Function, Reflect};
-use ttfx_core::decimal::Decimal;
+use js_sys::{Function, Object, Reflect};
 use ttfx_core::decode::DialectKind;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
-use crate::ProbeError;
-
-/// How a probe measures and where its reports go.
+/// Options of a [`crate::Probe`].
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
     /// The stream's dialect; `None` detects it from the content type and first frames.
     pub dialect: Option<DialectKind>,
-    /// A name for what is measured (a deployment, a profile); reports carry it as `target`.
+    /// What is measured; reports carry it as `target`.
     pub label: Option<String>,
-    /// Where to `sendBeacon` each report, if anywhere.
+    /// Where to `navigator.sendBeacon` each report (sampled by `sample_rate`).
     pub collector_url: Option<String>,
-    /// Fraction of runs whose report is beaconed (0..=1); the callback and `window.__ttfx`
-    /// always get every report.
+    /// Fraction of reports beaconed, 0..=1.
     pub sample_rate: f64,
-    /// How long after the stream ends to wait for the first paint of the reply.
+    /// How long after the stream ends to wait for the reply's first paint.
     pub paint_timeout_ms: f64,
-    /// Called with every report (a thrown error is recorded, never propagated).
+    /// Called with every report (a plain object).
     pub on_report: Option<Function>,
-    /// Testing only: make the probe fail on purpose, to show the app is unaffected.
+    /// Testing only: make the probe fail on purpose.
     pub fault: Option<Fault>,
 }
 
-/// Faults the probe can inject into itself (for containment tests).
+/// A fault to inject, to check that a probe failure never reaches the app.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
-    /// The decoder panics on the first chunk.
+    /// The analysis panics on the first chunk batch.
     DecoderPanic,
 }
 
@@ -49,91 +46,31 @@ impl Default for ProbeOptions {
 }
 
 impl ProbeOptions {
-    /// Reads options from a JS object (`undefined`/`null` give the defaults). Unknown
-    /// keys are ignored; known keys of the wrong type are an error that names them.
-    pub fn from_js(value: &JsValue) -> Result<ProbeOptions, ProbeError> {
-        let mut options = ProbeOptions::default();
-        if value.is_undefined() || value.is_null() {
-            return Ok(options);
-        }
-        if !value.is_object() {
-            return Err(ProbeError::BadOption("options must be an object".into()));
-        }
-        if let Some(d) = string(value, "dialect")? {
-            options.dialect = match d.as_str() {
-                "auto" => None,
-                other => Some(
-                    other
-                        .parse()
-                        .map_err(|e| ProbeError::BadOption(format!("dialect: {e}")))?,
-                ),
-            };
-        }
-        options.label = string(value, "label")?;
-        options.collector_url = string(value, "collectorUrl")?;
-        if let Some(rate) = number(value, "sampleRate")? {
-            if !(0.0..=1.0).contains(&rate) {
-                return Err(ProbeError::BadOption(format!(
-                    "sampleRate must be between 0 and 1, got {}",
-                    Decimal(rate)
-                )));
-            }
-            options.sample_rate = rate;
-        }
-        if let Some(ms) = number(value, "paintTimeoutMs")? {
-            if !(0.0..=60_000.0).contains(&ms) {
-                return Err(ProbeError::BadOption(format!(
-                    "paintTimeoutMs must be between 0 and 60000, got {}",
-                    Decimal(ms)
-                )));
-            }
-            options.paint_timeout_ms = ms;
-        }
-        let on_report = get(value, "onReport")?;
-        if !on_report.is_undefined() && !on_report.is_null() {
-            options.on_report = Some(
-                on_report
-                    .dyn_into::<Function>()
-                    .map_err(|_| ProbeError::BadOption("onReport must be a function".into()))?,
-            );
-        }
-        options.fault = match string(value, "__faultInjection")?.as_deref() {
-            None => None,
-            Some("decoder-panic") => Some(Fault::DecoderPanic),
-            Some(other) => {
-                return Err(ProbeError::BadOption(format!(
-                    "__faultInjection: unknown fault `{other}` (known: decoder-panic)"
-                )));
-            }
+    /// The options as the front reads them, with `analysis`: where the front gets its
+    /// analysis from.
+    pub(crate) fn to_js(&self, analysis: &JsValue) -> Object {
+        let object = Object::new();
+        let set = |key: &str, value: JsValue| {
+            let _ = Reflect::set(&object, &JsValue::from_str(key), &value);
         };
-        Ok(options)
-    }
-}
-
-fn get(object: &JsValue, key: &str) -> Result<JsValue, ProbeError> {
-    Reflect::get(object, &JsValue::from_str(key))
-        .map_err(|e| ProbeError::BadOption(format!("{key}: {}", crate::error::describe_js(&e))))
-}
-
-fn string(object: &JsValue, key: &str) -> Result<Option<String>, ProbeError> {
-    let v = get(object, key)?;
-    if v.is_undefined() || v.is_null() {
-        return Ok(None);
-    }
-    v.as_string()
-        .map(Some)
-        .ok_or_else(|| ProbeError::BadOption(format!("{key} must be a string")))
-}
-
-fn number(object: &JsValue, key: &str) -> Result<Option<f64>, ProbeError> {
-    let v = get(object, key)?;
-    if v.is_undefined() || v.is_null() {
-        return Ok(None);
-    }
-    match v.as_f64() {
-        Some(n) if n.is_finite() => Ok(Some(n)),
-        _ => Err(ProbeError::BadOption(format!(
-            "{key} must be a finite number"
-        ))),
+        if let Some(d) = self.dialect {
+            set("dialect", d.as_str().into());
+        }
+        if let Some(label) = &self.label {
+            set("label", label.into());
+        }
+        if let Some(url) = &self.collector_url {
+            set("collectorUrl", url.into());
+        }
+        set("sampleRate", self.sample_rate.into());
+        set("paintTimeoutMs", self.paint_timeout_ms.into());
+        if let Some(f) = &self.on_report {
+            set("onReport", f.into());
+        }
+        if self.fault == Some(Fault::DecoderPanic) {
+            set("__faultInjection", "decoder-panic".into());
+        }
+        set("analysis", analysis.clone());
+        object
     }
 }

@@ -38,11 +38,3 @@ async fn probe_clock_follows_real_time() {
     assert!(elapsed >= 29.0, "30 ms timeout measured as {elapsed} ms");
     assert!(elapsed < 5_000.0, "30 ms timeout measured as {elapsed} ms");
 }
-
-#[wasm_bindgen_test]
-fn js_edge_reports_version_and_clock() {
-    assert_eq!(ttfx_probe::js_api::version(), env!("CARGO_PKG_VERSION"));
-    let before = page_now();
-    let js_now = ttfx_probe::js_api::now().unwrap();
-    assert!(js_now >= before, "{js_now} >= {before}");
-}

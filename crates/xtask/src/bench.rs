@@ -16,25 +16,27 @@ pub fn run() -> anyhow::Result<()> {
     size_table("lab page size (release)", &paths::lab_dist(), &[])?;
     let pkg = crate::probe_pkg::build()?;
     size_table(
-        "probe package, text build (what a chat UI loads today, all up front)",
+        "probe package, up front: the front a chat page loads before it measures \
+         (#15: at most 12 KB gzip)",
         &pkg,
         &["voice", "analysis"],
     )?;
     size_table(
-        "probe package, voice build (`ttfx-probe/voice`)",
-        &pkg.join("voice"),
+        "probe package, the analysis loaded lazily into a Worker (`analysis/`; #15: at \
+         most 70 KB gzip)",
+        &pkg.join("analysis"),
         &[],
     )?;
     size_table(
-        "probe package, analysis worker (`analysis/`; #15: lazy, at most 70 KB gzip)",
-        &pkg.join("analysis"),
+        "probe package, voice build (`ttfx-probe/voice`; loads ../probe.js too)",
+        &pkg.join("voice"),
         &[],
     )?;
     probe_size_breakdown()?;
     probe_cost(&pkg)
 }
 
-/// Where the text build's bytes go, by area, from twiggy on a wasm-bindgen build that
+/// Where the analysis wasm's bytes go, by area, from twiggy on a wasm-bindgen build that
 /// keeps function names (the shipped package drops them), and how much of it the shared
 /// ttfx-core analysis alone takes (the `analysis_only` example: decode, timeline,
 /// metrics, report JSON, no browser code).
@@ -45,8 +47,7 @@ fn probe_size_breakdown() -> anyhow::Result<()> {
         println!("twiggy is not installed; `cargo install twiggy` to see the breakdown");
         return Ok(());
     };
-    let text = &crate::probe_pkg::VARIANTS[0];
-    let wasm = crate::probe_pkg::compile(text)?;
+    let wasm = crate::probe_pkg::compile_analysis()?;
     let out = paths::target().join("probe-pkg-names");
     cmd::run(
         Command::new(&bindgen)
@@ -56,14 +57,13 @@ fn probe_size_breakdown() -> anyhow::Result<()> {
     )?;
     let csv = Command::new(&twiggy)
         .args(["top", "-n", "1000000", "-f", "csv"])
-        .arg(out.join("ttfx_probe_bg.wasm"))
+        .arg(out.join("ttfx_analysis_bg.wasm"))
         .output()
         .context("cannot run twiggy")?;
     let csv = String::from_utf8_lossy(&csv.stdout);
     println!(
-        "\n## where the {} build's wasm bytes go (twiggy, names kept; raw bytes, by the \
-         crate that owns each function: generic code counts where it is defined)",
-        text.name
+        "\n## where the analysis wasm's bytes go (twiggy, names kept; raw bytes, by the \
+         crate that owns each function: generic code counts where it is defined)"
     );
     let mut areas: Vec<(&str, u64)> = AREAS.iter().map(|(name, _)| (*name, 0)).collect();
     let mut total = 0;
@@ -120,10 +120,7 @@ const AREAS: &[(&str, &[&str])] = &[
         "ttfx-core timeline, recorder, metrics, report",
         &["ttfx_core"],
     ),
-    (
-        "probe: browser side (run, render, instrument, ...)",
-        &["ttfx_probe"],
-    ),
+    ("analysis: its JS face (ttfx-analysis)", &["ttfx_analysis"]),
     (
         "wasm-bindgen, js-sys, web-sys, futures",
         &[

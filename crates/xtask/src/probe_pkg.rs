@@ -1,5 +1,6 @@
-//! `cargo xtask probe-pkg`: the probe as an npm-style package folder (ES module built by
-//! wasm-bindgen `--target web`, its `.d.ts`, package.json and README).
+//! `cargo xtask probe-pkg`: the probe as an npm-style package folder (the front, the
+//! analysis and the voice build as ES modules, wasm-bindgen `--target web` for the wasm,
+//! `.d.ts` files, package.json and README) and its `npm pack` tarball.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,32 +42,6 @@ pub fn pack(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(tarball)
 }
 
-/// A build of the probe the package ships: its cargo features and its folder in the
-/// package.
-pub struct Variant {
-    pub name: &'static str,
-    /// Cargo feature flags.
-    features: &'static [&'static str],
-    /// Folder inside the package ("" for the root).
-    pub subdir: &'static str,
-}
-
-/// The text probe at the package root (`import … from "ttfx-probe"`), and the probe with
-/// the voice API (TtsPlayer, AudioTap, VoiceHandoff) under `voice/`
-/// (`"ttfx-probe/voice"`): a chat UI does not download the voice code.
-pub const VARIANTS: [Variant; 2] = [
-    Variant {
-        name: "text",
-        features: &["--no-default-features"],
-        subdir: "",
-    },
-    Variant {
-        name: "voice",
-        features: &[],
-        subdir: "voice",
-    },
-];
-
 /// Where cargo writes the probe's wasm (the `probe` profile: release, optimized for size).
 fn cargo_out() -> PathBuf {
     paths::target().join("wasm32-unknown-unknown/probe")
@@ -91,9 +66,10 @@ fn cargo_build(extra: &[&str]) -> anyhow::Result<()> {
     )
 }
 
-/// Compiles one variant; returns the wasm cargo wrote (overwritten by the next variant).
-pub fn compile(variant: &Variant) -> anyhow::Result<PathBuf> {
-    cargo_build(variant.features)?;
+/// Compiles the voice build (ttfx-probe with its default features: the Rust API over the
+/// front, the audio API, and the analysis with voice results); returns its wasm.
+pub fn compile_voice() -> anyhow::Result<PathBuf> {
+    cargo_build(&[])?;
     Ok(cargo_out().join("ttfx_probe.wasm"))
 }
 
@@ -141,27 +117,47 @@ pub fn bindgen(wasm: &Path, out: &Path) -> anyhow::Result<()> {
     )
 }
 
-/// Builds the package (both variants, as shipped) and returns its folder.
+/// The probe's front (`crates/ttfx-probe/js/`): what the package ships at its root.
+fn front_dir() -> PathBuf {
+    paths::root().join("crates/ttfx-probe/js")
+}
+
+fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))
+}
+
+/// Builds the package and returns its folder:
+/// - the root: the front (`probe.js` and its types), what a page loads before it
+///   measures;
+/// - `analysis/`: the analysis (ttfx-analysis as wasm) and `worker.js`, loaded lazily;
+/// - `voice/`: the voice build (`ttfx-probe/voice`): the front plus the audio API, with
+///   the analysis linked in (voice results need it).
 pub fn build() -> anyhow::Result<PathBuf> {
     let out = out_dir();
     if out.exists() {
         std::fs::remove_dir_all(&out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
-    for variant in &VARIANTS {
-        bindgen(&compile(variant)?, &out.join(variant.subdir))?;
-    }
-    // The analysis for a module Worker: its wasm, its wasm-bindgen module and worker.js.
+    std::fs::create_dir_all(&out)?;
+    let front = front_dir();
+    copy(&front.join("probe.js"), &out.join("probe.js"))?;
+    copy(&front.join("probe.d.ts"), &out.join("probe.d.ts"))?;
+
     let analysis = out.join("analysis");
     bindgen(&compile_analysis()?, &analysis)?;
-    std::fs::copy(
-        paths::root().join("crates/ttfx-analysis/src/worker.js"),
-        analysis.join("worker.js"),
-    )
-    .context("cannot copy crates/ttfx-analysis/src/worker.js")?;
+    copy(
+        &paths::root().join("crates/ttfx-analysis/src/worker.js"),
+        &analysis.join("worker.js"),
+    )?;
+
+    let voice = out.join("voice");
+    bindgen(&compile_voice()?, &voice)?;
+    copy(&front.join("voice.js"), &voice.join("index.js"))?;
+    copy(&front.join("voice.d.ts"), &voice.join("index.d.ts"))?;
+
     let template = paths::root().join("crates/ttfx-probe/pkg-template");
-    let readme = std::fs::read_to_string(template.join("README.md"))
-        .context("cannot read crates/ttfx-probe/pkg-template/README.md")?;
-    std::fs::write(out.join("README.md"), readme)?;
+    copy(&template.join("README.md"), &out.join("README.md"))?;
     std::fs::write(out.join("package.json"), package_json())?;
     Ok(out)
 }
@@ -174,15 +170,16 @@ fn package_json() -> String {
   "version": "{version}",
   "description": "Client-side clocks for streamed LLM and TTS responses: first byte, first token, first paint, first audio.",
   "type": "module",
-  "main": "ttfx_probe.js",
-  "module": "ttfx_probe.js",
-  "types": "ttfx_probe.d.ts",
+  "main": "probe.js",
+  "module": "probe.js",
+  "types": "probe.d.ts",
   "exports": {{
-    ".": {{ "types": "./ttfx_probe.d.ts", "default": "./ttfx_probe.js" }},
-    "./voice": {{ "types": "./voice/ttfx_probe.d.ts", "default": "./voice/ttfx_probe.js" }},
+    ".": {{ "types": "./probe.d.ts", "default": "./probe.js" }},
+    "./voice": {{ "types": "./voice/index.d.ts", "default": "./voice/index.js" }},
+    "./analysis": {{ "types": "./analysis/ttfx_analysis.d.ts", "default": "./analysis/ttfx_analysis.js" }},
     "./analysis/worker.js": "./analysis/worker.js"
   }},
-  "files": ["ttfx_probe.js", "ttfx_probe_bg.wasm", "ttfx_probe.d.ts", "ttfx_probe_bg.wasm.d.ts", "snippets/", "voice/", "analysis/"],
+  "files": ["probe.js", "probe.d.ts", "voice/", "analysis/"],
   "sideEffects": false,
   "license": "MIT OR Apache-2.0"
 }}

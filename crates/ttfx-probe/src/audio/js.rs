@@ -23,6 +23,7 @@ use crate::clock::now_ms;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_VOICE: &'static str = r#"
+import type { AudioMeasurement } from "../probe.js";
 export interface TtsPlayerOptions {
   /** The app's AudioContext (else the player creates one). */
   context?: AudioContext;

@@ -1,45 +1,17 @@
 //! What the player observed, in page time, and its conversion into ttfx-core types
 //! relative to the request's `request_start`.
 
-use serde::{Deserialize, Serialize};
 use ttfx_core::Milestone;
 use ttfx_core::playback::OutputMapping;
 use ttfx_core::timeline::{
-    AudioChunk, AudioOutMethod, AudioOutput, AudioSeries, ContextState, Milestones, Timeline,
-    Underrun,
+    AudioChunk, AudioOutMethod, AudioOutput, AudioSeries, ContextState, Underrun,
 };
 use web_sys::AudioContext;
 
 use super::context::Reading;
 use super::tap::TapHit;
 
-/// The audio side of one request, ready to merge into its timeline.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AudioMeasurement {
-    /// `tts_request`, `first_audio_byte`, `first_audio_scheduled`, `first_audio_out`, ms
-    /// since `request_start`.
-    pub milestones: Milestones,
-    pub audio: AudioSeries,
-    /// How `first_audio_out` was timed, when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audio_out_method: Option<AudioOutMethod>,
-    /// What limited the measurement (no worklet, decode trouble, …).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-impl AudioMeasurement {
-    /// Adds the audio milestones, series and method to `timeline` (same `request_start`).
-    pub fn apply_to(&self, timeline: &mut Timeline) {
-        for (m, at) in self.milestones.iter() {
-            timeline.milestones.set(m, at);
-        }
-        timeline.audio = Some(self.audio.clone());
-        if self.audio_out_method.is_some() {
-            timeline.audio_out_method = self.audio_out_method;
-        }
-    }
-}
+pub use ttfx_core::voice_result::AudioMeasurement;
 
 /// Everything the player saw, in absolute page milliseconds.
 #[derive(Debug, Clone, Default)]

@@ -13,11 +13,9 @@ pub struct Site {
 
 impl Site {
     pub fn assemble(probe_pkg: &Path) -> anyhow::Result<Site> {
-        if !probe_pkg.join("ttfx_probe.js").is_file()
-            || !probe_pkg.join("voice/ttfx_probe.js").is_file()
-        {
+        if !probe_pkg.join("probe.js").is_file() || !probe_pkg.join("voice/index.js").is_file() {
             bail!(
-                "no probe package (text and voice builds) at {} (build it with `cargo xtask probe-pkg`, or pass \
+                "no probe package (front and voice build) at {} (build it with `cargo xtask probe-pkg`, or pass \
                  --probe-pkg DIR)",
                 probe_pkg.display()
             );

@@ -1,0 +1,960 @@
+// ttfx-probe: the part of the probe a page loads before it measures.
+//
+// It takes the clocks (fetch, chunk arrival, render, visibility) and keeps the bytes; it
+// decodes nothing. The analysis (ttfx-core's decoding, recorder, metrics and report, as
+// wasm) is loaded lazily and runs in a module Worker, or on the main thread in idle time
+// where a Worker cannot start. Every milestone keeps the arrival time taken here, so
+// where and when the analysis runs changes no figure.
+//
+// Hand-written JS, not Rust, for size: this part must stay under 12 KB gzip, and
+// wasm-bindgen's generated JS glue for the probe was 40.7 KB (about 8 KB gzip) before
+// any wasm (docs/probe.md, "Loading model"). Rust front ends reach the same code through
+// ttfx-probe's Rust API, which calls this module (src/front.rs).
+//
+// Safety (docs/architecture.md): the app's chunk is always enqueued first and the probe's
+// work on it runs later, in its own task; every probe step is guarded, and a fault
+// switches the probe off and settles the run with a `probe_fault` report.
+
+export const VERSION = "0.1.0";
+// ttfx_core::report::SCHEMA_VERSION; e2e `the_app_gets_exact_bytes_even_when_the_probe_fails_inside` checks it.
+const SCHEMA_VERSION = 1;
+// ttfx_core::decode::DialectKind's names; a ttfx-probe unit test checks the list.
+const DIALECTS = ["auto", "openai-chat", "openai-responses", "anthropic", "ollama", "llamacpp", "openai-speech", "pcm16", "wav", "text"];
+
+// The probe's clock.
+export const now = () => performance.now();
+export const version = () => VERSION;
+// Nothing to initialise up front any more; kept so `await init()` in existing pages works.
+export default async function init() {}
+
+const describe = (e) => String((e && e.message) || e);
+
+// Set once the probe failed inside: every later run passes the app's data through and
+// settles at once with the reason.
+let disabled = null;
+function disable(reason) {
+  disabled = disabled || reason;
+}
+
+// `cargo xtask bench` sets globalThis.__ttfxCostSamples to an array to collect the
+// probe's main-thread time per piece of work, as [name, ms].
+function timed(name, fn) {
+  const samples = globalThis.__ttfxCostSamples;
+  if (!Array.isArray(samples)) return fn();
+  const started = performance.now();
+  try {
+    return fn();
+  } finally {
+    samples.push([name, performance.now() - started]);
+  }
+}
+
+function idle(fn, timeout) {
+  if (typeof requestIdleCallback === "function") requestIdleCallback(fn, { timeout });
+  else setTimeout(() => fn(null), 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// The analysis host: where the observations of every run go, in order, as
+// [run, op, args] (ttfx-analysis's `Analysis` methods). Before the analysis is loaded
+// they wait in `queue`.
+
+// Load the analysis once this many bytes wait for it, idle or not: the wait is bounded.
+const LOAD_NOW_BYTES = 4 * 1024 * 1024;
+// The main-thread fallback works in slices of about this many ms.
+const SLICE_MS = 4;
+
+class AnalysisHost {
+  // `module`: a function resolving to an `Analysis` object to run on the main thread;
+  // without it, the package's worker (and its own module as the fallback).
+  constructor(module) {
+    this.module = module;
+    this.queue = [];
+    this.waiting = new Map();
+    this.state = "unloaded";
+    this.site = module ? "main_thread" : "worker";
+    this.queuedBytes = 0;
+    this.busy = false;
+  }
+
+  // The run's environment says where its analysis ran: known only when it runs.
+  withSite(op, args) {
+    return op === "environment" ? [...args, this.site] : args;
+  }
+
+  post(run, op, args, transfer) {
+    this.worker.postMessage({ op, run, args: this.withSite(op, args) }, transfer || []);
+  }
+
+  send(run, op, args, transfer) {
+    if (this.state === "worker") {
+      this.post(run, op, args, transfer);
+      return;
+    }
+    if (this.state === "broken") return;
+    this.queue.push([run, op, args, transfer]);
+    if (transfer) this.queuedBytes += transfer.reduce((n, b) => n + b.byteLength, 0);
+    if (this.state === "main") this.drainSoon();
+    else if (this.queuedBytes >= LOAD_NOW_BYTES) this.load();
+  }
+
+  // The report's JSON text, or { error }.
+  finish(run) {
+    if (this.state === "broken") return Promise.resolve({ error: this.broken });
+    return new Promise((resolve) => {
+      this.waiting.set(run, resolve);
+      this.send(run, "finish", []);
+    });
+  }
+
+  answer(run, outcome) {
+    const resolve = this.waiting.get(run);
+    if (!resolve) return;
+    this.waiting.delete(run);
+    resolve(outcome);
+  }
+
+  // A failed call fails its run: the answer to its finish carries the first error.
+  failed(run, error) {
+    this.errors = this.errors || new Map();
+    if (!this.errors.has(run)) this.errors.set(run, error);
+  }
+
+  settle(run, outcome) {
+    const error = this.errors && this.errors.get(run);
+    if (this.errors) this.errors.delete(run);
+    this.answer(run, error ? { error } : outcome);
+  }
+
+  // Starts loading (once): when a run's stream ends, in idle time after the first
+  // measured request, or when too many bytes wait.
+  load() {
+    if (this.state !== "unloaded") return;
+    if (this.module) return this.loadMain(this.module);
+    this.state = "starting";
+    let worker;
+    try {
+      // This exact form lets bundlers find and emit the worker and its wasm.
+      worker = new Worker(new URL("./analysis/worker.js", import.meta.url), { type: "module" });
+    } catch (_) {
+      return this.fallBack();
+    }
+    worker.onmessage = ({ data }) => {
+      if (data.ready) {
+        this.state = "worker";
+        this.worker = worker;
+        for (const [run, op, args, transfer] of this.queue.splice(0)) this.post(run, op, args, transfer);
+        this.queuedBytes = 0;
+      } else if (data.failed) {
+        worker.terminate();
+        this.fallBack();
+      } else if (data.error) {
+        if (data.op === "finish") this.settle(data.run, { error: data.error });
+        else this.failed(data.run, data.error);
+      } else if (data.op === "finish") {
+        this.settle(data.run, { report: data.report });
+      }
+    };
+    worker.onerror = (event) => {
+      // A Worker the page's CSP refuses (`worker-src 'none'`) fails here, before ready.
+      if (event && event.preventDefault) event.preventDefault();
+      worker.terminate();
+      if (this.state === "starting") return this.fallBack();
+      for (const run of [...this.waiting.keys()]) this.answer(run, { error: "the analysis worker stopped: " + describe(event && event.message) });
+    };
+  }
+
+  fallBack() {
+    this.site = "main_thread";
+    this.loadMain(async () => {
+      const m = await import("./analysis/ttfx_analysis.js");
+      await m.default();
+      return new m.Analysis();
+    });
+  }
+
+  loadMain(module) {
+    this.state = "loading";
+    Promise.resolve()
+      .then(module)
+      .then(
+        (analysis) => {
+          this.analysis = analysis;
+          this.state = "main";
+          this.drainSoon();
+        },
+        (e) => {
+          this.state = "broken";
+          this.broken = "the analysis did not load: " + describe(e);
+          for (const run of [...this.waiting.keys()]) this.answer(run, { error: this.broken });
+          this.queue = [];
+        },
+      );
+  }
+
+  drainSoon() {
+    if (this.busy) return;
+    this.busy = true;
+    idle((deadline) => this.drain(deadline), 100);
+  }
+
+  // Main-thread mode: runs queued calls in idle time, a slice at a time.
+  drain() {
+    this.busy = false;
+    const until = performance.now() + SLICE_MS;
+    while (this.queue.length > 0 && performance.now() < until) {
+      const [run, op, args, transfer] = this.queue.shift();
+      if (transfer) this.queuedBytes -= transfer.reduce((n, b) => n + b.byteLength, 0);
+      try {
+        const result = this.analysis[op](run, ...this.withSite(op, args));
+        if (op === "finish") this.settle(run, { report: result });
+      } catch (e) {
+        // Same as the worker (analysis/worker.js): a trap carries the panic's message and
+        // leaves the Analysis object unusable, so later runs get a fresh one.
+        const Analysis = this.analysis.constructor;
+        const trap = typeof WebAssembly !== "undefined" && e instanceof WebAssembly.RuntimeError;
+        const panic = trap && typeof Analysis.lastPanic === "function" ? Analysis.lastPanic() : null;
+        const error = describe(e) + (panic ? " (" + panic + ")" : "");
+        if (op === "finish") this.settle(run, { error });
+        else this.failed(run, error);
+        if (trap) this.analysis = new Analysis();
+      }
+    }
+    if (this.queue.length > 0) this.drainSoon();
+  }
+}
+
+let pageHost = null;
+
+// ---------------------------------------------------------------------------------------
+// The body tap.
+
+// The body's chunks, copied but not yet analysed, go out in batches: once FLUSH_BYTES
+// wait and when the stream ends. One call per chunk, every few ms, runs cold (about 85 µs
+// per chunk in `cargo xtask bench`); a batch decodes in a warm loop. The arrival times
+// are taken when each chunk is handed over, so batching changes no milestone.
+const FLUSH_BYTES = 16 * 1024;
+
+function chunkBatch(run) {
+  let bytes = new Uint8Array(0);
+  let used = 0;
+  // [arrival ms since request_start, length] per chunk, in order.
+  let meta = [];
+  const flush = () => {
+    if (meta.length === 0) return;
+    // The batch's buffer moves to the analysis (transferred to a worker): the next
+    // batch gets a fresh one.
+    run.chunks(new Float64Array(meta), bytes.subarray(0, used));
+    bytes = new Uint8Array(0);
+    used = 0;
+    meta = [];
+  };
+  const add = (at, value) => {
+    if (!(value instanceof Uint8Array)) {
+      flush();
+      run.oddChunk(at, "not_bytes");
+      return false;
+    }
+    if (value.byteLength === 0 && value.buffer.byteLength === 0) {
+      // The app transferred the chunk's buffer before this task ran.
+      flush();
+      run.oddChunk(at, "detached");
+      return false;
+    }
+    if (used + value.byteLength > bytes.length) {
+      const grown = new Uint8Array(Math.max(FLUSH_BYTES, 2 * bytes.length, used + value.byteLength));
+      grown.set(bytes.subarray(0, used));
+      bytes = grown;
+    }
+    bytes.set(value, used);
+    used += value.byteLength;
+    meta.push(at - run.start, value.byteLength);
+    return used >= FLUSH_BYTES;
+  };
+  return { add, flush };
+}
+
+// A macrotask queue: the probe's chunk work runs after the app's own microtask chain for
+// that chunk (its read() continuation, TextDecoderStream pipes, framework updates).
+function laterQueue(run) {
+  const queue = [];
+  const batch = chunkBatch(run);
+  let scheduled = false;
+  let closing = false;
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => {
+    scheduled = false;
+    for (const [name, args] of queue.splice(0)) {
+      if (name === "chunk") {
+        if (timed("chunk", () => batch.add(...args))) run.guard(() => timed("flush", batch.flush));
+      } else if (name === "flush") {
+        run.guard(() => timed("flush", batch.flush));
+      } else {
+        // Every chunk before the end, error or cancel is sent first.
+        run.guard(batch.flush);
+        run.guard(() => run[name](...args));
+      }
+    }
+    // Free the ports once the last queued call ran (open ports keep pages out of the
+    // back/forward cache).
+    if (closing && queue.length === 0) {
+      channel.port1.close();
+      channel.port2.close();
+    }
+  };
+  const push = (name, ...args) => {
+    queue.push([name, args]);
+    if (!scheduled) {
+      scheduled = true;
+      channel.port2.postMessage(0);
+    }
+  };
+  return {
+    push,
+    // Copies a chunk into the batch now, before it moves into the app's byte stream; the
+    // batch goes out in the later task like everything else.
+    copy(at, value) {
+      if (timed("chunk", () => batch.add(at, value))) push("flush");
+    },
+    close() {
+      closing = true;
+      push("flush");
+    },
+  };
+}
+
+// A fetch body is a byte stream: an app may read it with `getReader({ mode: "byob" })`.
+const BYTE_STREAMS = (() => {
+  try {
+    new ReadableStream({ type: "bytes" });
+    return true;
+  } catch (_) {
+    return false;
+  }
+})();
+
+// Up to this many bytes are read ahead of the app, so arrival times do not depend on how
+// fast the app reads.
+const READ_AHEAD_BYTES = 16 * 1024 * 1024;
+
+// A stream that yields exactly the bytes of `body`, timestamping each chunk when the
+// network hands it over. A body the app stops reading for `abandonAfterMs` while bytes
+// wait for it is `abandoned`: the run reports, and the tap reads only what the app asks
+// for from then on (the bytes already queued stay the app's).
+function tapBody(body, run, abandonAfterMs) {
+  const reader = body.getReader();
+  const later = laterQueue(run);
+  let enqueued = 0;
+  let abandoned = false;
+  let over = false;
+  let controllerRef = null;
+  let lastConsumed = -1;
+  let lastProgress = performance.now();
+  const watchdog = setInterval(() => {
+    if (over || !controllerRef) return clearInterval(watchdog);
+    const queued = READ_AHEAD_BYTES - (controllerRef.desiredSize || 0);
+    const consumed = enqueued - queued;
+    const t = performance.now();
+    if (consumed !== lastConsumed || queued <= 0) {
+      lastConsumed = consumed;
+      lastProgress = t;
+    } else if (t - lastProgress >= abandonAfterMs) {
+      abandoned = true;
+      clearInterval(watchdog);
+      later.push("abandon", t, queued);
+      later.close();
+    }
+  }, Math.min(1000, Math.max(10, abandonAfterMs / 4)));
+  const source = {
+    start(controller) {
+      controllerRef = controller;
+    },
+    async pull(controller) {
+      // Once abandoned, read only when the app waits for bytes.
+      if (abandoned && (controller.desiredSize || 0) < READ_AHEAD_BYTES) return;
+      for (;;) {
+        let result;
+        try {
+          result = await reader.read();
+        } catch (error) {
+          over = true;
+          if (!abandoned) {
+            later.push("bodyError", performance.now(), String((error && error.name) || "Error") + ": " + describe(error));
+            later.close();
+          }
+          controller.error(error);
+          return;
+        }
+        const at = performance.now();
+        if (result.done) {
+          over = true;
+          controller.close();
+          // A BYOB read waiting at the end is answered with an empty view.
+          if (controller.byobRequest) controller.byobRequest.respond(0);
+          if (!abandoned) {
+            later.push("end", at);
+            later.close();
+          }
+          return;
+        }
+        const value = result.value;
+        if (!BYTE_STREAMS) {
+          controller.enqueue(value);
+          if (!abandoned) later.push("chunk", at, value);
+          return;
+        }
+        // A byte stream cannot carry an empty chunk; read on, so the app's read is answered.
+        if (value.byteLength === 0) continue;
+        // Enqueueing moves the chunk's buffer into the stream, so the probe copies the
+        // bytes into its batch just before: one memcpy, no allocation per chunk, and the
+        // app can transfer its buffer away freely.
+        if (!abandoned) later.copy(at, value);
+        enqueued += value.byteLength;
+        controller.enqueue(value);
+        return;
+      }
+    },
+    cancel(reason) {
+      over = true;
+      if (!abandoned) {
+        later.push("cancel", performance.now());
+        later.close();
+      }
+      return reader.cancel(reason);
+    },
+  };
+  if (BYTE_STREAMS) {
+    source.type = "bytes";
+    return new ReadableStream(source, { highWaterMark: READ_AHEAD_BYTES });
+  }
+  return new ReadableStream(source, new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }));
+}
+
+// Statuses whose Response cannot carry a body, and opaque responses (status 0), are
+// handed to the app untouched: re-wrapping them would throw.
+function canWrap(response) {
+  return response.body !== null && response.status >= 200 && response.status <= 599 && ![101, 103, 204, 205, 304].includes(response.status);
+}
+
+// A Response equal to `original` but for its body. `url`, `redirected` and `type` are
+// read-only on a constructed Response, so they are copied as own properties.
+function wrapResponse(original, body) {
+  const wrapped = new Response(body, { status: original.status, statusText: original.statusText, headers: original.headers });
+  for (const key of ["url", "redirected", "type"]) Object.defineProperty(wrapped, key, { value: original[key], enumerable: true });
+  return wrapped;
+}
+
+function inputUrl(input) {
+  try {
+    const raw = typeof input === "string" || input instanceof URL ? String(input) : input.url;
+    return new URL(raw, globalThis.location && location.href).href;
+  } catch (_) {
+    return "";
+  }
+}
+
+function inputMethod(input, init) {
+  const method = (init && init.method) || (input && typeof input === "object" && input.method);
+  return typeof method === "string" ? method.toUpperCase() : "GET";
+}
+
+const inputSignal = (input, init) => (init && init.signal) || (input && typeof input === "object" && input.signal) || null;
+
+// ---------------------------------------------------------------------------------------
+// Render timing: `first_dom` (MutationObserver) and `first_paint` (Element Timing, else
+// the frame after `first_dom`).
+
+// Element Timing entries kept per watch: the first paint at or after `first_dom` is the
+// one wanted, and a long reply must not grow this list.
+const MAX_PAINTS = 16;
+const ELEMENT_TIMING = typeof PerformanceObserver !== "undefined" && (PerformanceObserver.supportedEntryTypes || []).includes("element");
+
+const isElement = (v) => typeof Element !== "undefined" && v instanceof Element;
+
+function markPainted(element) {
+  if (element && element.setAttribute && !element.hasAttribute("elementtiming")) element.setAttribute("elementtiming", "ttfx-reply");
+}
+
+class RenderWatch {
+  constructor(element) {
+    // Chromium reports a text paint once per element, and only for elements marked before
+    // they paint: mark the element now and the parents of the first text at first_dom.
+    markPainted(element);
+    this.notBefore = null;
+    this.firstDom = null;
+    this.paints = [];
+    this.frame = null;
+    let baseline = element.textContent;
+    this.observer = new MutationObserver((records, observer) => {
+      if (this.firstDom !== null) return;
+      const at = performance.now();
+      const text = element.textContent;
+      if (this.notBefore === null || at < this.notBefore) {
+        baseline = text;
+        return;
+      }
+      if (!text.trim() || text === baseline) return;
+      this.firstDom = at;
+      for (const record of records) {
+        for (const node of [record.target, ...record.addedNodes]) markPainted(node.nodeType === 3 ? node.parentElement : node);
+      }
+      // requestAnimationFrame runs just before the frame is rendered, and a message posted
+      // from it runs just after: the paint estimate where there is no Element Timing.
+      // Hidden pages get no frames, so the estimate never comes and the report says so.
+      if (typeof requestAnimationFrame === "function") {
+        requestAnimationFrame(() => {
+          const channel = new MessageChannel();
+          channel.port1.onmessage = () => {
+            channel.port1.close();
+            this.frame = this.frame || performance.now();
+          };
+          channel.port2.postMessage(0);
+        });
+      }
+      // The rest of the reply streams in with no probe work per insertion.
+      observer.disconnect();
+    });
+    this.observer.observe(element, { childList: true, characterData: true, subtree: true });
+    if (ELEMENT_TIMING) {
+      this.paintObserver = new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) {
+          if (entry.element && element.contains(entry.element) && entry.renderTime > 0 && this.paints.length < MAX_PAINTS) this.paints.push(entry.renderTime);
+        }
+      });
+      this.paintObserver.observe({ type: "element", buffered: true });
+    }
+  }
+
+  // [time, method] of the first paint at or after first_dom.
+  firstPaint() {
+    if (this.firstDom === null) return null;
+    const after = this.paints.filter((t) => t >= this.firstDom);
+    if (after.length > 0) return [Math.min(...after), "element_timing"];
+    return this.frame === null ? null : [this.frame, "raf_estimate"];
+  }
+
+  settled() {
+    if (this.firstDom === null) return false;
+    return ELEMENT_TIMING ? this.paints.some((t) => t >= this.firstDom) : this.frame !== null;
+  }
+
+  stop() {
+    this.observer.disconnect();
+    if (this.paintObserver) this.paintObserver.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The environment, once per probe.
+
+function engineInfo() {
+  const ua = (globalThis.navigator && navigator.userAgent) || "";
+  let m;
+  if ((m = ua.match(/Firefox\/([\d.]+)/))) return ["gecko", m[1], ua];
+  if ((m = ua.match(/(?:Chrome|Chromium|HeadlessChrome)\/([\d.]+)/))) return ["chromium", m[1], ua];
+  if ((m = ua.match(/AppleWebKit\/([\d.]+)/))) return ["webkit", m[1], ua];
+  return [null, null, ua];
+}
+
+// The smallest step of performance.now(), by watching it change a few times (at most
+// about 2 ms of spinning).
+function timerResolution() {
+  let best = Infinity;
+  let last = performance.now();
+  const deadline = last + 2;
+  for (let changes = 0; changes < 8; ) {
+    const t = performance.now();
+    if (t > deadline) break;
+    if (t !== last) {
+      best = Math.min(best, t - last);
+      last = t;
+      changes += 1;
+    }
+  }
+  return Number.isFinite(best) ? best : null;
+}
+
+// ---------------------------------------------------------------------------------------
+// Options.
+
+function readOptions(o) {
+  if (o === undefined || o === null) o = {};
+  if (typeof o !== "object") throw new Error("ttfx: options must be an object");
+  const string = (key) => {
+    const v = o[key];
+    if (v === undefined || v === null) return null;
+    if (typeof v !== "string") throw new Error(`ttfx: ${key} must be a string`);
+    return v;
+  };
+  const number = (key, fallback, max) => {
+    const v = o[key];
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== "number" || !Number.isFinite(v)) throw new Error(`ttfx: ${key} must be a finite number`);
+    if (v < 0 || v > max) throw new Error(`ttfx: ${key} must be between 0 and ${max}, got ${v}`);
+    return v;
+  };
+  const fn = (key) => {
+    const v = o[key];
+    if (v === undefined || v === null) return null;
+    if (typeof v !== "function") throw new Error(`ttfx: ${key} must be a function`);
+    return v;
+  };
+  const dialect = string("dialect") || "auto";
+  if (!DIALECTS.includes(dialect)) throw new Error(`ttfx: dialect: unknown dialect \`${dialect}\` (known: ${DIALECTS.join(", ")})`);
+  const fault = string("__faultInjection");
+  if (fault !== null && fault !== "decoder-panic") throw new Error(`ttfx: __faultInjection: unknown fault \`${fault}\` (known: decoder-panic)`);
+  return {
+    dialect,
+    label: string("label"),
+    collectorUrl: string("collectorUrl"),
+    sampleRate: number("sampleRate", 1, 1),
+    paintTimeoutMs: number("paintTimeoutMs", 1000, 60000),
+    abandonAfterMs: number("abandonAfterMs", 30000, 3600000),
+    onReport: fn("onReport"),
+    analysis: fn("analysis"),
+    fault,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Probe and runs.
+
+// Run numbers are unique in the page: every probe's runs share the page's analysis.
+let nextRun = 1;
+
+// `window.__ttfx` keeps the last REPORT_RING reports, so a page that measures every
+// request for hours holds a bounded number (a QA driver reads them as they come; the
+// report of one run is also `run.finished()`'s value).
+export const REPORT_RING = 100;
+
+// How long a run waits for included voice results after its stream ends
+// (ttfx_core::voice_result::TIMEOUT_MS).
+const VOICE_TIMEOUT_MS = 15000;
+
+export class Probe {
+  constructor(options) {
+    this.options = readOptions(options);
+    if (typeof globalThis.fetch !== "function") throw new Error("ttfx: this global scope has no fetch()");
+    // The page's fetch when the probe was made: runs call this, so a probe that also
+    // instruments `window.fetch` never measures itself.
+    this.fetch = globalThis.fetch;
+    this.host = this.options.analysis ? new AnalysisHost(this.options.analysis) : (pageHost = pageHost || new AnalysisHost(null));
+    const [engine, engineVersion, userAgent] = engineInfo();
+    this.environment = [engine, engineVersion, userAgent, globalThis.crossOriginIsolated === true ? true : globalThis.crossOriginIsolated === false ? false : null, timerResolution()];
+    this.inFlight = 0;
+  }
+
+  // Starts measuring one request; `label` overrides the probe's label.
+  start(label) {
+    return new ProbeRun(this, label === undefined || label === null ? this.options.label : String(label));
+  }
+
+  // Wraps `window.fetch` so matching requests are measured with no app change.
+  instrumentFetch(options) {
+    if (disabled) throw new Error("ttfx: the probe is switched off: " + disabled);
+    const match = options && options.match;
+    const test = typeof match === "string" ? (url) => url.includes(match) : match instanceof RegExp ? (url) => match.test(url) : typeof match === "function" ? (url) => match(url) === true : null;
+    if (!test) throw new Error("ttfx: match must be a string, a RegExp or a function");
+    const watch = options.watch;
+    if (watch !== undefined && watch !== null && typeof watch !== "function" && !isElement(watch)) throw new Error("ttfx: watch must be an Element or a function");
+    const original = globalThis.fetch;
+    let active = true;
+    const probe = this;
+    const wrapper = function (input, init) {
+      let measured = false;
+      try {
+        measured = active && !disabled && test(inputUrl(input));
+      } catch (_) {
+        measured = false;
+      }
+      if (!measured) return original.apply(this, arguments);
+      try {
+        const run = probe.start();
+        const element = typeof watch === "function" ? watch() : watch;
+        if (isElement(element)) run.watch(element);
+        return run.fetch(input, init);
+      } catch (_) {
+        return original.apply(this, arguments);
+      }
+    };
+    globalThis.fetch = wrapper;
+    return new FetchHandle(() => {
+      active = false;
+      if (globalThis.fetch !== wrapper) return false;
+      globalThis.fetch = original;
+      return true;
+    });
+  }
+}
+
+// Returned by `instrumentFetch`; `restore()` stops measuring and puts the original fetch
+// back when nobody wrapped it since (else the wrapper becomes a pass-through).
+export class FetchHandle {
+  constructor(restore) {
+    this.restore = restore;
+  }
+}
+
+export class ProbeRun {
+  constructor(probe, label) {
+    this.probe = probe;
+    this.label = label;
+    this.key = nextRun++;
+    this.id = `ttfx-${Math.floor(performance.timeOrigin).toString(16)}-${this.key}`;
+    this.start = null;
+    this.render = null;
+    this.voice = [];
+    this.over = false;
+    this.done = new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  // `request_start` on the page clock once `fetch` was called.
+  get requestStart() {
+    return this.start === null ? undefined : this.start;
+  }
+
+  send(op, ...args) {
+    this.probe.host.send(this.key, op, args);
+  }
+
+  // Runs probe work; a throw switches the probe off and settles the run.
+  guard(fn) {
+    if (this.settled) return;
+    try {
+      fn();
+    } catch (e) {
+      this.fault(describe(e));
+    }
+  }
+
+  // `fetch(input, init)`, measured. The Response's body yields exactly the server's bytes;
+  // a failed fetch rejects with the page's own error.
+  async fetch(input, init) {
+    const original = this.probe.fetch;
+    const call = () => (init === undefined ? original.call(globalThis, input) : original.call(globalThis, input, init));
+    if (disabled) {
+      // Settle at once: a switched-off probe must not leave callers waiting.
+      this.fault(disabled);
+      return call();
+    }
+    if (this.start !== null) return call();
+    this.guard(() => this.begin(input, init));
+    let response;
+    try {
+      response = await call();
+    } catch (e) {
+      this.guard(() => {
+        this.send("networkError", performance.now() - this.start, "fetch rejected (network or CORS): " + describe(e));
+        this.finish();
+      });
+      throw e;
+    }
+    let out = response;
+    this.guard(() => (out = this.observe(response)));
+    return out;
+  }
+
+  begin(input, init) {
+    this.start = performance.now();
+    this.url = inputUrl(input);
+    const probe = this.probe;
+    const o = probe.options;
+    const [engine, engineVersion, userAgent, isolated, resolution] = probe.environment;
+    probe.inFlight += 1;
+    this.send("begin", o.dialect, this.id, this.label, o.fault);
+    this.send("request", inputMethod(input, init), this.url, performance.timeOrigin + this.start);
+    this.send("environment", engine, engineVersion, userAgent, isolated, resolution, probe.inFlight);
+    if (probe.host.state === "unloaded") idle(() => probe.host.load(), 2000);
+    this.hidden = [];
+    this.onVisibility = () => this.hidden.push([performance.now(), document.visibilityState === "hidden"]);
+    if (globalThis.document) {
+      this.onVisibility();
+      document.addEventListener("visibilitychange", this.onVisibility);
+    }
+    const signal = inputSignal(input, init);
+    if (signal) {
+      if (signal.aborted) this.send("abort", 0);
+      else {
+        this.signal = signal;
+        this.onAbort = () => this.guard(() => this.send("abort", performance.now() - this.start));
+        signal.addEventListener("abort", this.onAbort);
+      }
+    }
+    if (this.render) this.render.notBefore = this.start;
+  }
+
+  // Headers are in: record them and splice the probe into the body.
+  observe(response) {
+    const at = performance.now() - this.start;
+    const headers = response.headers;
+    this.send("headers", at, response.status, headers.get("content-type"), headers.get("server-timing"));
+    if (response.type === "opaque") this.send("anomaly", at, "opaque_response", "no-cors response: status and body are hidden from the page");
+    if (!canWrap(response)) {
+      this.send("end", at);
+      this.finish();
+      return response;
+    }
+    // tapBody takes the reader only once it cannot fail, so a throw leaves the body intact.
+    return wrapResponse(response, tapBody(response.body, this, this.probe.options.abandonAfterMs));
+  }
+
+  // Called by the body tap, in its later task.
+  chunks(meta, bytes) {
+    this.probe.host.send(this.key, "chunks", [meta, bytes], [meta.buffer, bytes.buffer]);
+  }
+  oddChunk(at, kind) {
+    const [cls, detail] = kind === "detached" ? ["chunk_detached", "a chunk's buffer was detached before the probe read it"] : ["non_byte_chunk", "a body chunk was not a Uint8Array"];
+    this.send("anomaly", at - this.start, cls, detail);
+  }
+  end(at) {
+    this.send("end", at - this.start);
+    this.finish();
+  }
+  bodyError(at, detail) {
+    this.send("networkError", at - this.start, "body stream errored: " + detail);
+    this.finish();
+  }
+  cancel(at) {
+    this.send("abort", at - this.start);
+    this.finish();
+  }
+  abandon(at, queued) {
+    this.send("anomaly", at - this.start, "abandoned", `the app stopped reading the body for ${this.probe.options.abandonAfterMs} ms with ${queued} bytes waiting; the probe stopped reading ahead and reports what it saw`);
+    this.send("end", at - this.start);
+    this.finish();
+  }
+
+  // Times the reply's render in `element`; call before the first token lands.
+  watch(element) {
+    if (disabled) throw new Error("ttfx: the probe is switched off: " + disabled);
+    if (!isElement(element)) throw new Error("ttfx: watch needs an Element");
+    const watch = new RenderWatch(element);
+    if (this.start !== null) watch.notBefore = this.start;
+    if (this.render) this.render.stop();
+    this.render = watch;
+  }
+
+  // The voice build's hook (its runs' includeAudio/includeHandoff): the report waits (at
+  // most 15 s after the stream ends) for this voice result, "audio" (`player.result()`)
+  // or "handoff" (`handoff.result()`), and its analysis merges it.
+  include(part, result) {
+    this.voice.push([part, result]);
+  }
+
+  // Resolves with the report once the stream is over and its paint is known.
+  finished() {
+    return this.done;
+  }
+
+  // Once the stream is over: wait (bounded) for the paint, the Resource Timing entry and
+  // voice results, send what the page saw, and deliver the report.
+  finish() {
+    if (this.over) return;
+    this.over = true;
+    this.probe.inFlight -= 1;
+    if (this.signal) this.signal.removeEventListener("abort", this.onAbort);
+    if (globalThis.document && this.onVisibility) document.removeEventListener("visibilitychange", this.onVisibility);
+    // The stream is over: the analysis is wanted now.
+    this.probe.host.load();
+    this.complete().catch((e) => this.fault(describe(e)));
+  }
+
+  async complete() {
+    const deadline = performance.now() + this.probe.options.paintTimeoutMs;
+    while (this.render && !this.render.settled() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 16));
+    const entry = await this.resourceTiming();
+    const voice = [];
+    for (const [part, result] of this.voice) {
+      const value = await Promise.race([Promise.resolve(result).then((v) => v, () => null), new Promise((r) => setTimeout(() => r(null), VOICE_TIMEOUT_MS))]);
+      voice.push([part, value === undefined ? null : value]);
+    }
+    if (this.settled) return;
+    const start = this.start;
+    if (this.render) {
+      this.render.stop();
+      if (this.render.firstDom !== null) this.send("observed", "first_dom", this.render.firstDom - start);
+      const paint = this.render.firstPaint();
+      if (paint) this.send("observed", "first_paint", paint[0] - start, paint[1]);
+    }
+    for (const [at, hidden] of this.hidden) this.send("visibility", Math.max(0, at - start), hidden);
+    if (entry) {
+      const rel = (v) => (v > 0 ? v - start : undefined);
+      this.send("resourceTiming", rel(entry.requestStart), rel(entry.responseStart), rel(entry.responseEnd), entry.encodedBodySize);
+      for (const s of entry.serverTiming || []) this.send("resourceServerTiming", s.name, s.duration, s.description);
+    }
+    for (const [part, value] of voice) this.send("voice", part, value);
+    const outcome = await this.probe.host.finish(this.key);
+    if (outcome.error) return this.fault(outcome.error);
+    timed("report", () => this.deliver(outcome.report));
+  }
+
+  // The request's Resource Timing entry: it appears only after the body ends, so poll for
+  // it (5 × 20 ms). Its absence (aborted streams) is not a failure.
+  async resourceTiming() {
+    if (!globalThis.performance || typeof performance.getEntriesByName !== "function" || !this.url) return null;
+    for (let i = 0; i < 5; i++) {
+      const entries = performance.getEntriesByName(this.url, "resource").filter((e) => e.startTime >= this.start - 1);
+      if (entries.length > 0) return entries[entries.length - 1];
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return null;
+  }
+
+  // The probe failed inside: switch it off and settle the run with what is known.
+  fault(reason) {
+    disable(reason);
+    this.deliver(null, {
+      schema_version: SCHEMA_VERSION,
+      kind: "run",
+      generator: "ttfx-probe " + VERSION,
+      run: {
+        id: this.id,
+        ...(this.label === null ? {} : { target: this.label }),
+        timeline: {
+          milestones: { request_start: 0 },
+          chunks: [],
+          environment: {},
+          server: {},
+          request: {},
+          anomalies: [{ at_ms: 0, class: "probe_fault", detail: "the probe stopped itself; the app's request was not affected: " + disabled }],
+        },
+        metrics: {},
+      },
+    });
+  }
+
+  // Delivers the report (JSON text, or an object) once: the app's callback, the
+  // `window.__ttfx` ring, a sampled beacon, and `finished()`. The report holds no header
+  // values and no query strings, so nothing here can leak a key.
+  deliver(text, object) {
+    if (this.settled) return;
+    this.settled = true;
+    let report = object || JSON.parse(text);
+    const o = this.probe.options;
+    if (o.onReport) {
+      try {
+        o.onReport(report);
+      } catch (e) {
+        const timeline = report.run.timeline;
+        (timeline.anomalies = timeline.anomalies || []).push({ at_ms: 0, class: "callback_threw", detail: "onReport threw (ignored): " + describe(e) });
+        text = null;
+      }
+    }
+    try {
+      const ring = (globalThis.__ttfx = globalThis.__ttfx || []);
+      ring.push(report);
+      if (ring.length > REPORT_RING) ring.splice(0, ring.length - REPORT_RING);
+    } catch (_) {
+      // The page put something else at window.__ttfx: the report still reaches onReport
+      // and finished().
+    }
+    if (o.collectorUrl && Math.random() < o.sampleRate) {
+      try {
+        navigator.sendBeacon(o.collectorUrl, text || JSON.stringify(report));
+      } catch (_) {
+        // No beacon API here: the report still reaches the page.
+      }
+    }
+    this.resolve(report);
+  }
+}
