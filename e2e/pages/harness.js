@@ -112,6 +112,39 @@ async function measure({ url, init = {}, options = {}, watch = true, abortAfterM
   return out;
 }
 
+// A probed request whose body the app leaves unread until the run has reported (as an app
+// that dropped a reply it no longer wants), then reads in full: what the probe reported,
+// and that the app still got every byte.
+async function unread({ url, options = {} }) {
+  const probe = new ttfx.Probe(options);
+  const run = probe.start();
+  const response = await run.fetch(url);
+  const report = await Promise.race([
+    run.finished(),
+    new Promise((resolve) => setTimeout(() => resolve({ harnessTimeout: "run.finished() did not settle within 20 s" }), 20000)),
+  ]);
+  const reportedAt = performance.now() - run.requestStart;
+  const app = await consume(response, null);
+  return { report, reportedAt, readAt: performance.now() - run.requestStart, ...app };
+}
+
+// A probed request for a large body that the app reads and counts (no copy): the bytes
+// the probe held for its analysis at most, and the report.
+async function large({ url }) {
+  const probe = new ttfx.Probe({ label: "large" });
+  const run = probe.start();
+  const response = await run.fetch(url);
+  const reader = response.body.getReader();
+  let bytes = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+  }
+  const report = await run.finished();
+  return { bytes, memory: probe.memory(), report };
+}
+
 // The same request without any probe, for comparison.
 async function direct({ url, init = {}, byob = false }) {
   const response = await fetch(url, init);
@@ -173,7 +206,7 @@ async function chunkToDom(url, init, run) {
 // A/B on the same stream: the app's chunk-to-DOM time per DOM update, without and with
 // the probe, in pairs whose order alternates (ABBA…) so drift and warm-up hit both arms
 // alike; plus the probe's own main-thread time during the probed runs, by piece of work
-// (glue.js and the probe's run/ name them: chunk, onChunks, onEnd, report). One Probe serves every
+// (probe.js names them: chunk, flush, task, report). One Probe serves every
 // run, as in an app.
 async function bench({ url, init = {}, runs = 10 }) {
   const probe = new ttfx.Probe({ label: "bench" });
@@ -190,7 +223,8 @@ async function bench({ url, init = {}, runs = 10 }) {
         const measured = await chunkToDom(url, init, probe.start());
         times[probed] = measured.latencies;
         environment = measured.environment || environment;
-        for (const [hook, ms] of globalThis.__ttfxCostSamples) (cost[hook] ||= []).push(ms);
+        const samples = globalThis.__ttfxCostSamples;
+        for (let k = 0; k + 1 < samples.length; k += 2) (cost[samples[k]] ||= []).push(samples[k + 1]);
         globalThis.__ttfxCostSamples = null;
       } else {
         times[probed] = (await chunkToDom(url, init, null)).latencies;
@@ -207,6 +241,26 @@ async function bench({ url, init = {}, runs = 10 }) {
     differences, without, withProbe, cost,
     isolated: environment.cross_origin_isolated, clockStepMs: environment.timer_resolution_ms,
   };
+}
+
+// One probed run of a long stream, read and rendered like a chat app: the probe's
+// main-thread time per piece of work (see `bench`), to find its longest task.
+async function longStream({ url, init = {} }) {
+  const probe = new ttfx.Probe({ label: "long" });
+  globalThis.__ttfxCostSamples = [];
+  const element = document.createElement("p");
+  document.body.append(element);
+  const run = probe.start();
+  run.watch(element);
+  const response = await run.fetch(url, init);
+  await consume(response, element);
+  const report = await run.finished();
+  const cost = {};
+  const samples = globalThis.__ttfxCostSamples;
+  for (let k = 0; k + 1 < samples.length; k += 2) (cost[samples[k]] ||= []).push(samples[k + 1]);
+  globalThis.__ttfxCostSamples = null;
+  element.remove();
+  return { cost, chunks: report.run.timeline.chunks.length, analysis: report.run.timeline.environment.analysis };
 }
 
 // A voice turn as an app would build it: the LLM reply streams into the page, its first
@@ -265,7 +319,7 @@ async function analysisWorker({ runs }) {
   const done = new Promise((resolve, reject) => {
     worker.onerror = (e) => reject(new Error("worker error: " + (e.message || e)));
     worker.onmessage = ({ data }) => {
-      if (data.ready) return;
+      if (data.ready || data.analysed) return;
       if (data.failed) return reject(new Error(data.failed));
       answers.set(data.run, data.error ? { error: data.error } : { report: data.report });
       if (answers.size === runs.length) resolve();
@@ -282,5 +336,5 @@ async function analysisWorker({ runs }) {
   return { results: runs.map(({ run }) => answers.get(run)), waitedMs: performance.now() - started };
 }
 
-window.harness = { measure, direct, instrumented, bench, voice, exportsOf, analysisWorker, ttfx };
+window.harness = { measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

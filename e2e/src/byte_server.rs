@@ -59,6 +59,48 @@ fn paced(data: &[u8], piece: usize, gap_ms: u64, content_type: &str) -> Response
         .unwrap_or_default()
 }
 
+#[derive(Debug, Deserialize)]
+struct LargeParams {
+    /// Total bytes.
+    len: u64,
+    /// Bytes per chunk.
+    chunk: usize,
+}
+
+/// `/large?len=N&chunk=C`: N bytes of SSE comment lines (`: xxxx…\n`, which carry no
+/// event), as fast as the connection takes them, made as they are sent: the server holds
+/// one chunk, however long the body.
+async fn large(Query(p): Query<LargeParams>) -> Response {
+    let chunk = p.chunk.clamp(2, 1 << 20);
+    let mut line = vec![b'x'; chunk];
+    line[0] = b':';
+    line[chunk - 1] = b'\n';
+    let line = bytes::Bytes::from(line);
+    let body = futures_util::stream::unfold(p.len, move |left| {
+        let line = line.clone();
+        async move {
+            if left == 0 {
+                return None;
+            }
+            let n = usize::try_from(left.min(line.len() as u64)).unwrap_or(line.len());
+            let piece = if n == line.len() {
+                line
+            } else {
+                // The last piece still ends its line.
+                let mut tail = vec![b'x'; n];
+                tail[n - 1] = b'\n';
+                bytes::Bytes::from(tail)
+            };
+            Some((Ok::<_, std::convert::Infallible>(piece), left - n as u64))
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(Body::from_stream(body))
+        .unwrap_or_default()
+}
+
 async fn stream(Query(p): Query<Params>) -> Response {
     paced(
         &bytes(p.seed, p.len),
@@ -152,6 +194,7 @@ pub async fn start() -> anyhow::Result<ByteServer> {
     let beacons = Beacons::default();
     let app = Router::new()
         .route("/bytes", get(stream))
+        .route("/large", get(large))
         .route("/vector", get(vector))
         .route("/collect", post(collect))
         .with_state(beacons.clone());

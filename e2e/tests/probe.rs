@@ -590,6 +590,80 @@ fn sha256_hex(data: &[u8]) -> String {
         .collect()
 }
 
+/// A body the app leaves unread is not held by the probe forever: once the app has not
+/// read for `abandonAfterMs` while bytes wait, the run reports with an `abandoned` anomaly
+/// (before the server has even finished), and the probe stops reading ahead. Nothing is
+/// taken from the app: when it reads later, it gets every byte.
+#[tokio::test]
+async fn a_body_the_app_leaves_unread_is_reported_abandoned_and_kept_for_the_app()
+-> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let server = byte_server::start().await?.addr;
+    let name = "openai-chat-basic";
+    let sent = std::fs::read(byte_server::vectors_dir().join(format!("{name}.in")))?;
+    let expected = sha256_hex(&sent);
+    // Three pieces 1.5 s apart: the server is still sending when the probe gives up,
+    // 300 ms after the first piece waits unread.
+    let url = format!("http://{server}/vector?name={name}&pieces=3&gap_ms=1500");
+    let out = page::call(
+        &f.client,
+        "unread",
+        json!({ "url": url, "options": { "abandonAfterMs": 300 } }),
+    )
+    .await?;
+    let timeline = &out["report"]["run"]["timeline"];
+    let anomalies = timeline["anomalies"].to_string();
+    assert!(anomalies.contains("abandoned"), "{out}");
+    // Reported before the last piece was sent (3 gaps of 1.5 s).
+    let reported = out["reportedAt"].as_f64().unwrap_or(f64::INFINITY);
+    assert!(reported < 4_500.0, "{out}");
+    assert!(out["readAt"].as_f64().unwrap_or(0.0) >= 4_500.0, "{out}");
+    assert_eq!(out["bytes"], sent.len(), "{out}");
+    assert_eq!(out["sha256"], expected.as_str(), "{out}");
+    // What arrived before the probe gave up was analysed.
+    assert!(timeline["milestones"]["first_byte"].is_number(), "{out}");
+    Ok(())
+}
+
+/// A 500 MB body: the app gets every byte, and the bytes the probe holds for its
+/// analysis never pass its stated bound (16 MiB), however fast the body comes; the
+/// analysis keeps a bounded chunk series.
+#[tokio::test]
+async fn a_500_mb_body_keeps_the_probes_memory_bounded() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let bytes = byte_server::start().await?.addr;
+    let len: u64 = 500 * 1000 * 1000;
+    let url = format!("http://{bytes}/large?len={len}&chunk=65536");
+    let out = page::call(&f.client, "large", json!({ "url": url })).await?;
+    assert_eq!(out["bytes"], len, "{}", out["memory"]);
+    let memory = &out["memory"];
+    let peak = memory["peakHeldBytes"].as_f64().unwrap_or(f64::INFINITY);
+    let bound = memory["maxHeldBytes"].as_f64().unwrap_or(0.0);
+    assert_eq!(bound, 16.0 * 1024.0 * 1024.0, "{memory}");
+    assert!(peak > 0.0 && peak <= bound, "{memory}");
+    assert_eq!(
+        memory["heldBytes"], 0,
+        "every held byte was released: {memory}"
+    );
+    let timeline = &out["report"]["run"]["timeline"];
+    let chunks = timeline["chunks"].as_array().map_or(0, Vec::len);
+    assert!(chunks > 0, "{timeline}");
+    // Bytes analysed plus bytes the report says were skipped cover the body.
+    let analysed = chunk_bytes(timeline);
+    let skipped: u64 = timeline["anomalies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["class"] == "analysis_skipped")
+        .filter_map(|a| a["detail"].as_str()?.split(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(
+        analysed + skipped >= len,
+        "analysed {analysed} + skipped {skipped} of {len}"
+    );
+    Ok(())
+}
+
 /// `window.__ttfx` is a ring of the last 100 reports: a page that measures every request
 /// for hours holds a bounded number, oldest dropped first.
 #[tokio::test]

@@ -1,8 +1,8 @@
 // The analysis worker: a module Worker the probe starts lazily, after the page's first
 // measured request. It answers { ready: true } once the wasm is loaded (or { failed } if
 // it cannot load). Then messages are { op, run, args } in the order the page observed
-// them; `finish` is answered { run, op, report } (the report's JSON text), and a failing
-// call { run, op, error }. Nothing is thrown: the page's probe records the error, the
+// them; `finish` is answered { run, op, report } (the report's JSON text), a chunk batch
+// { analysed: bytes } once done with, and a failing call { run, op, error }. Nothing is thrown: the page's probe records the error, the
 // page itself is not affected.
 import init, { Analysis } from "./ttfx_analysis.js";
 
@@ -31,7 +31,10 @@ self.onmessage = async (event) => {
   try {
     const result = analysis[op](run, ...args);
     if (op === "finish") self.postMessage({ run, op, report: result });
+    // The page holds a bounded number of bytes for the analysis: tell it these are done.
+    else if (op === "chunks") self.postMessage({ analysed: args[1].byteLength });
   } catch (e) {
+    if (op === "chunks") self.postMessage({ analysed: args[1].byteLength });
     self.postMessage({ run, op, error: describe(e) });
     // A trap leaves the Analysis object borrowed for good: the runs it held are lost
     // (their finish answers an error), later runs get a fresh one.

@@ -16,7 +16,7 @@
 // switches the probe off and settles the run with a `probe_fault` report.
 
 export const VERSION = "0.1.0";
-// ttfx_core::report::SCHEMA_VERSION; e2e `the_app_gets_exact_bytes_even_when_the_probe_fails_inside` checks it.
+// ttfx_core::report::SCHEMA_VERSION, for the fault report built here (src/front.rs checks it).
 const SCHEMA_VERSION = 1;
 // ttfx_core::decode::DialectKind's names; a ttfx-probe unit test checks the list.
 const DIALECTS = ["auto", "openai-chat", "openai-responses", "anthropic", "ollama", "llamacpp", "openai-speech", "pcm16", "wav", "text"];
@@ -37,15 +37,17 @@ function disable(reason) {
 }
 
 // `cargo xtask bench` sets globalThis.__ttfxCostSamples to an array to collect the
-// probe's main-thread time per piece of work, as [name, ms].
+// probe's main-thread time per piece of work, as name, ms, name, ms, …
+const costStart = () => (Array.isArray(globalThis.__ttfxCostSamples) ? performance.now() : -1);
+function costEnd(name, started) {
+  if (started >= 0 && Array.isArray(globalThis.__ttfxCostSamples)) globalThis.__ttfxCostSamples.push(name, performance.now() - started);
+}
 function timed(name, fn) {
-  const samples = globalThis.__ttfxCostSamples;
-  if (!Array.isArray(samples)) return fn();
-  const started = performance.now();
+  const started = costStart();
   try {
     return fn();
   } finally {
-    samples.push([name, performance.now() - started]);
+    costEnd(name, started);
   }
 }
 
@@ -59,8 +61,12 @@ function idle(fn, timeout) {
 // [run, op, args] (ttfx-analysis's `Analysis` methods). Before the analysis is loaded
 // they wait in `queue`.
 
-// Load the analysis once this many bytes wait for it, idle or not: the wait is bounded.
+// Load the analysis once this many bytes wait for it, idle or not.
 const LOAD_NOW_BYTES = 4 * 1024 * 1024;
+// The most body bytes the probe holds for the analysis: waiting for it to load, or sent
+// to the worker and not yet analysed (a body that arrives faster than it decodes). Past
+// this, batches are not analysed; the run's report counts them (`analysis_skipped`).
+const MAX_HELD_BYTES = 16 * 1024 * 1024;
 // The main-thread fallback works in slices of about this many ms.
 const SLICE_MS = 4;
 
@@ -73,8 +79,26 @@ class AnalysisHost {
     this.waiting = new Map();
     this.state = "unloaded";
     this.site = module ? "main_thread" : "worker";
-    this.queuedBytes = 0;
+    // Body bytes held for the analysis (queued here or in flight to the worker), and
+    // the most ever held: see `memory()`.
+    this.heldBytes = 0;
+    this.peakHeldBytes = 0;
+    this.skipped = new Map();
     this.busy = false;
+  }
+
+  // Whether a batch of `n` bytes may be held; else it is counted as skipped.
+  hold(run, meta, n) {
+    if (this.heldBytes + n > MAX_HELD_BYTES) {
+      const s = this.skipped.get(run) || { at: meta[0], bytes: 0, chunks: 0 };
+      s.bytes += n;
+      s.chunks += meta.length / 2;
+      this.skipped.set(run, s);
+      return false;
+    }
+    this.heldBytes += n;
+    this.peakHeldBytes = Math.max(this.peakHeldBytes, this.heldBytes);
+    return true;
   }
 
   // The run's environment says where its analysis ran: known only when it runs.
@@ -82,25 +106,37 @@ class AnalysisHost {
     return op === "environment" ? [...args, this.site] : args;
   }
 
-  post(run, op, args, transfer) {
-    this.worker.postMessage({ op, run, args: this.withSite(op, args) }, transfer || []);
+  post(run, op, args) {
+    this.worker.postMessage({ op, run, args: this.withSite(op, args) });
   }
 
-  send(run, op, args, transfer) {
+  send(run, op, args) {
     if (this.state === "worker") {
-      this.post(run, op, args, transfer);
+      this.post(run, op, args);
       return;
     }
     if (this.state === "broken") return;
-    this.queue.push([run, op, args, transfer]);
-    if (transfer) this.queuedBytes += transfer.reduce((n, b) => n + b.byteLength, 0);
+    this.queue.push([run, op, args]);
     if (this.state === "main") this.drainSoon();
-    else if (this.queuedBytes >= LOAD_NOW_BYTES) this.load();
+  }
+
+  // A chunk batch: views of the tap's buffers, copied here. A worker message is a copy
+  // (structured clone: a memcpy off the JS heap); a queued batch is sliced.
+  sendBatch(run, meta, bytes) {
+    if (this.state === "broken" || !this.hold(run, meta, bytes.byteLength)) return;
+    if (this.state === "worker") return this.post(run, "chunks", [meta, bytes]);
+    this.send(run, "chunks", [meta.slice(), bytes.slice()]);
+    if (this.state === "unloaded" && this.heldBytes >= LOAD_NOW_BYTES) this.load();
   }
 
   // The report's JSON text, or { error }.
   finish(run) {
     if (this.state === "broken") return Promise.resolve({ error: this.broken });
+    const skipped = this.skipped.get(run);
+    if (skipped) {
+      this.skipped.delete(run);
+      this.send(run, "anomaly", [skipped.at, "analysis_skipped", `${skipped.bytes} bytes in ${skipped.chunks} chunks were not analysed: the body arrived faster than the analysis ran, and the probe holds at most ${MAX_HELD_BYTES} bytes for it`]);
+    }
     return new Promise((resolve) => {
       this.waiting.set(run, resolve);
       this.send(run, "finish", []);
@@ -143,8 +179,10 @@ class AnalysisHost {
       if (data.ready) {
         this.state = "worker";
         this.worker = worker;
-        for (const [run, op, args, transfer] of this.queue.splice(0)) this.post(run, op, args, transfer);
-        this.queuedBytes = 0;
+        for (const [run, op, args] of this.queue.splice(0)) this.post(run, op, args);
+      } else if (data.analysed) {
+        // The worker is done with a batch: its bytes are no longer held.
+        this.heldBytes -= data.analysed;
       } else if (data.failed) {
         worker.terminate();
         this.fallBack();
@@ -203,8 +241,8 @@ class AnalysisHost {
     this.busy = false;
     const until = performance.now() + SLICE_MS;
     while (this.queue.length > 0 && performance.now() < until) {
-      const [run, op, args, transfer] = this.queue.shift();
-      if (transfer) this.queuedBytes -= transfer.reduce((n, b) => n + b.byteLength, 0);
+      const [run, op, args] = this.queue.shift();
+      if (op === "chunks") this.heldBytes -= args[1].byteLength;
       try {
         const result = this.analysis[op](run, ...this.withSite(op, args));
         if (op === "finish") this.settle(run, { report: result });
@@ -236,18 +274,21 @@ let pageHost = null;
 const FLUSH_BYTES = 16 * 1024;
 
 function chunkBatch(run) {
-  let bytes = new Uint8Array(0);
+  // Both buffers are kept from batch to batch: a batch is copied out when it goes (into
+  // the worker's message, or the main-thread queue), so a stream allocates nothing per
+  // chunk and nothing per batch, and gives the page's garbage collector no work.
+  let bytes = new Uint8Array(FLUSH_BYTES);
   let used = 0;
   // [arrival ms since request_start, length] per chunk, in order.
-  let meta = [];
+  let meta = new Float64Array(256);
+  let n = 0;
   const flush = () => {
-    if (meta.length === 0) return;
-    // The batch's buffer moves to the analysis (transferred to a worker): the next
-    // batch gets a fresh one.
-    run.chunks(new Float64Array(meta), bytes.subarray(0, used));
-    bytes = new Uint8Array(0);
+    if (n === 0) return;
+    run.chunks(meta.subarray(0, n), bytes.subarray(0, used));
     used = 0;
-    meta = [];
+    n = 0;
+    // One huge chunk grew the buffer: do not copy its size out with every later batch.
+    if (bytes.length > 4 * FLUSH_BYTES) bytes = new Uint8Array(FLUSH_BYTES);
   };
   const add = (at, value) => {
     if (!(value instanceof Uint8Array)) {
@@ -262,13 +303,19 @@ function chunkBatch(run) {
       return false;
     }
     if (used + value.byteLength > bytes.length) {
-      const grown = new Uint8Array(Math.max(FLUSH_BYTES, 2 * bytes.length, used + value.byteLength));
+      const grown = new Uint8Array(Math.max(2 * bytes.length, used + value.byteLength));
       grown.set(bytes.subarray(0, used));
       bytes = grown;
     }
+    if (n + 2 > meta.length) {
+      const grown = new Float64Array(2 * meta.length);
+      grown.set(meta);
+      meta = grown;
+    }
     bytes.set(value, used);
     used += value.byteLength;
-    meta.push(at - run.start, value.byteLength);
+    meta[n++] = at - run.start;
+    meta[n++] = value.byteLength;
     return used >= FLUSH_BYTES;
   };
   return { add, flush };
@@ -282,13 +329,15 @@ function laterQueue(run) {
   let scheduled = false;
   let closing = false;
   const channel = new MessageChannel();
-  channel.port1.onmessage = () => {
+  channel.port1.onmessage = () => timed("task", () => {
     scheduled = false;
     for (const [name, args] of queue.splice(0)) {
       if (name === "chunk") {
         if (timed("chunk", () => batch.add(...args))) run.guard(() => timed("flush", batch.flush));
       } else if (name === "flush") {
-        run.guard(() => timed("flush", batch.flush));
+        const started = costStart();
+        run.guard(batch.flush);
+        costEnd("flush", started);
       } else {
         // Every chunk before the end, error or cancel is sent first.
         run.guard(batch.flush);
@@ -301,7 +350,7 @@ function laterQueue(run) {
       channel.port1.close();
       channel.port2.close();
     }
-  };
+  });
   const push = (name, ...args) => {
     queue.push([name, args]);
     if (!scheduled) {
@@ -314,7 +363,9 @@ function laterQueue(run) {
     // Copies a chunk into the batch now, before it moves into the app's byte stream; the
     // batch goes out in the later task like everything else.
     copy(at, value) {
-      if (timed("chunk", () => batch.add(at, value))) push("flush");
+      const started = costStart();
+      if (batch.add(at, value)) push("flush");
+      costEnd("chunk", started);
     },
     close() {
       closing = true;
@@ -644,6 +695,13 @@ export class Probe {
     this.inFlight = 0;
   }
 
+  // Body bytes the probe holds for its analysis now and at most so far (bounded by
+  // MAX_HELD_BYTES, whatever the body's length), for diagnostics and tests.
+  memory() {
+    const host = this.host;
+    return { heldBytes: host.heldBytes, peakHeldBytes: host.peakHeldBytes, maxHeldBytes: MAX_HELD_BYTES };
+  }
+
   // Starts measuring one request; `label` overrides the probe's label.
   start(label) {
     return new ProbeRun(this, label === undefined || label === null ? this.options.label : String(label));
@@ -798,9 +856,9 @@ export class ProbeRun {
     return wrapResponse(response, tapBody(response.body, this, this.probe.options.abandonAfterMs));
   }
 
-  // Called by the body tap, in its later task.
+  // Called by the body tap, in its later task, with views of its reused buffers.
   chunks(meta, bytes) {
-    this.probe.host.send(this.key, "chunks", [meta, bytes], [meta.buffer, bytes.buffer]);
+    this.probe.host.sendBatch(this.key, meta, bytes);
   }
   oddChunk(at, kind) {
     const [cls, detail] = kind === "detached" ? ["chunk_detached", "a chunk's buffer was detached before the probe read it"] : ["non_byte_chunk", "a body chunk was not a Uint8Array"];
