@@ -46,6 +46,12 @@ fn npm_cache() -> PathBuf {
 }
 
 /// TypeScript's compiler, installed by `cargo xtask setup` into the per-user cache.
+pub fn esbuild() -> PathBuf {
+    npm_cache()
+        .join(format!("esbuild-{}", crate::setup::ESBUILD_VERSION))
+        .join("node_modules/esbuild/bin/esbuild")
+}
+
 pub fn tsc() -> PathBuf {
     npm_cache()
         .join(format!("typescript-{}", crate::setup::TYPESCRIPT_VERSION))

@@ -122,6 +122,25 @@ fn front_dir() -> PathBuf {
     paths::root().join("crates/ttfx-probe/js")
 }
 
+/// The front as shipped: minified by esbuild (names, whitespace, comments), with a source
+/// map beside it for debugging (fetched only by developer tools).
+fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
+    cmd::run(
+        // esbuild's install puts its native binary at bin/esbuild.
+        Command::new(crate::paths::esbuild())
+            .arg(from)
+            .args([
+                "--minify",
+                "--format=esm",
+                "--target=es2020",
+                "--sourcemap",
+                "--legal-comments=none",
+                "--log-level=warning",
+            ])
+            .arg(format!("--outfile={}", to.display())),
+    )
+}
+
 fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::copy(from, to)
         .map(|_| ())
@@ -141,7 +160,7 @@ pub fn build() -> anyhow::Result<PathBuf> {
     }
     std::fs::create_dir_all(&out)?;
     let front = front_dir();
-    copy(&front.join("probe.js"), &out.join("probe.js"))?;
+    minify(&front.join("probe.js"), &out.join("probe.js"))?;
     copy(&front.join("probe.d.ts"), &out.join("probe.d.ts"))?;
 
     let analysis = out.join("analysis");
@@ -179,7 +198,7 @@ fn package_json() -> String {
     "./analysis": {{ "types": "./analysis/ttfx_analysis.d.ts", "default": "./analysis/ttfx_analysis.js" }},
     "./analysis/worker.js": "./analysis/worker.js"
   }},
-  "files": ["probe.js", "probe.d.ts", "voice/", "analysis/"],
+  "files": ["probe.js", "probe.js.map", "probe.d.ts", "voice/", "analysis/"],
   "sideEffects": false,
   "license": "MIT OR Apache-2.0"
 }}

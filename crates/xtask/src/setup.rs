@@ -30,6 +30,11 @@ pub const TYPESCRIPT_VERSION: &str = "5.9.3";
 /// would. 7.x runs on the Node.js 20 these machines have.
 pub const VITE_VERSION: &str = "7.3.8";
 
+/// esbuild minifies the probe's front for the package (`cargo xtask probe-pkg`): the part
+/// a page loads up front must stay under 12 KB gzip, and its comments alone are 4 KB.
+/// The version Vite 7.3.8 itself installs.
+pub const ESBUILD_VERSION: &str = "0.28.2";
+
 /// geckodriver for `ttfx run --browser firefox`, built by `cargo install` (Debian has no
 /// package of it).
 const GECKODRIVER_VERSION: &str = "0.37.1";
@@ -67,6 +72,8 @@ pub enum Tool {
     TypeScript,
     /// Vite from npm, for the test that bundles the packed probe into an app.
     Vite,
+    /// esbuild from npm, which minifies the probe's front for the package.
+    Esbuild,
     /// Firefox + geckodriver, WebKitGTK + WebKitWebDriver and Xvfb, for
     /// `ttfx run --browser firefox|webkit` (root for the Debian packages).
     OtherBrowsers,
@@ -77,9 +84,14 @@ pub enum Tool {
 /// `cargo xtask lab`: Trunk builds the page (cargo for wasm32, then wasm-bindgen) and
 /// `ttfx serve` serves it. No browser, driver or Node, so nothing that needs root.
 pub const LAB_TOOLS: &[Tool] = &[Tool::WasmTarget, Tool::WasmBindgenCli, Tool::Trunk];
-/// `cargo xtask probe-pkg`: cargo for wasm32, then wasm-bindgen.
-/// `npm pack` writes its tarball.
-pub const PROBE_PKG_TOOLS: &[Tool] = &[Tool::WasmTarget, Tool::WasmBindgenCli, Tool::Node];
+/// `cargo xtask probe-pkg`: cargo for wasm32, then wasm-bindgen; esbuild minifies the
+/// front; `npm pack` writes the tarball.
+pub const PROBE_PKG_TOOLS: &[Tool] = &[
+    Tool::WasmTarget,
+    Tool::WasmBindgenCli,
+    Tool::Node,
+    Tool::Esbuild,
+];
 /// `cargo xtask bench`: the lab page, the probe package and the probe's cost in
 /// headless Chromium.
 pub const BENCH_TOOLS: &[Tool] = &[
@@ -87,6 +99,8 @@ pub const BENCH_TOOLS: &[Tool] = &[
     Tool::WasmBindgenCli,
     Tool::Trunk,
     Tool::Chromium,
+    Tool::Node,
+    Tool::Esbuild,
 ];
 /// `cargo xtask test` and plain `cargo xtask setup`: every stage's tools (wasm tests and
 /// e2e in Chromium, the package's `.d.ts` under tsc).
@@ -98,6 +112,7 @@ pub const TEST_TOOLS: &[Tool] = &[
     Tool::Node,
     Tool::TypeScript,
     Tool::Vite,
+    Tool::Esbuild,
 ];
 
 pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
@@ -124,6 +139,9 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
                 ensure_npm_package("typescript", TYPESCRIPT_VERSION, &paths::tsc())?;
             }
             Tool::Vite => ensure_npm_package("vite", VITE_VERSION, &paths::vite())?,
+            Tool::Esbuild => {
+                ensure_npm_package("esbuild", ESBUILD_VERSION, &paths::esbuild())?;
+            }
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
         }
     }
@@ -368,6 +386,7 @@ mod tests {
                         | Tool::Node
                         | Tool::TypeScript
                         | Tool::Vite
+                        | Tool::Esbuild
                         | Tool::OtherBrowsers
                 )
             })
