@@ -70,6 +70,22 @@ impl Recorder {
         self.timeline.chunk_summary.as_ref().map_or(0, |s| s.chunks)
     }
 
+    /// What this recorder holds, in bytes of capacity (tests of the memory bound).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> Held {
+        use std::mem::size_of;
+        let summary = self.timeline.chunk_summary.as_ref();
+        Held {
+            chunks: self.timeline.chunks.capacity() * size_of::<Chunk>(),
+            bins: summary.map_or(0, |s| {
+                s.bins.capacity() * size_of::<crate::series::ChunkBin>()
+            }),
+            gap_buckets: summary.map_or(0, |s| s.gaps.buckets.capacity() * size_of::<(f64, u64)>()),
+            burst_window: self.summarizer.as_ref().map_or(0, Summarizer::held_bytes),
+            decoder: self.decoder.as_ref().and_then(Decoder::held_bytes),
+        }
+    }
+
     /// The timeline so far, for fields the caller fills in itself (environment, request
     /// info, render and audio milestones).
     pub fn timeline_mut(&mut self) -> &mut Timeline {
@@ -326,6 +342,18 @@ impl Recorder {
         }
         self.timeline.milestones.set(Milestone::LastToken, at_ms);
     }
+}
+
+/// What a [`Recorder`] holds, by part, in bytes (tests of the memory bound).
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub chunks: usize,
+    pub bins: usize,
+    pub gap_buckets: usize,
+    pub burst_window: usize,
+    /// `None` for raw bodies (see `Decoder::held_bytes`).
+    pub decoder: Option<usize>,
 }
 
 /// The server's wall-clock receive/send times, when its `Server-Timing` header carries
