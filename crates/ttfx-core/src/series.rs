@@ -237,9 +237,11 @@ impl GapDigest {
     }
 
     /// A bucket's value: its middle, held inside the exact extremes (which can only
-    /// bring it closer to the gaps it stands for).
+    /// bring it closer to the gaps it stands for). Not `f64::clamp`: its assertion
+    /// would panic on a hand-edited digest and brings core's float formatter into the
+    /// probe's wasm.
     fn middle(&self, lower: f64) -> f64 {
-        bucket_middle(lower).clamp(self.min_ms, self.max_ms)
+        bucket_middle(lower).max(self.min_ms).min(self.max_ms)
     }
 
     /// Count, mean, extremes and percentiles of the gaps, as [`Summary::of`] gives
@@ -292,7 +294,7 @@ impl GapDigest {
     }
 
     /// What a report read from a file must hold for the readers above to be right:
-    /// finite figures and ascending buckets that add up to `count`.
+    /// finite figures, min ≤ max, and ascending buckets that add up to `count`.
     pub(crate) fn check(&self) -> Result<(), &'static str> {
         if self.is_empty() {
             return Ok(());
@@ -300,6 +302,9 @@ impl GapDigest {
         let figures = [self.sum_ms, self.min_ms, self.max_ms, self.above_floor_ms];
         if figures.iter().any(|v| !v.is_finite() || *v < 0.0) {
             return Err("a gap figure is negative or not finite");
+        }
+        if self.min_ms > self.max_ms {
+            return Err("min_ms is above max_ms");
         }
         if self.buckets.windows(2).any(|w| w[0].0 >= w[1].0)
             || self.buckets.iter().any(|(l, _)| !l.is_finite() || *l < 0.0)

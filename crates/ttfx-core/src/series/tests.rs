@@ -173,6 +173,15 @@ fn an_inconsistent_digest_read_from_a_file_is_refused() {
     t.chunk_summary = Some(summary.clone());
     assert!(t.validate().is_err());
     summary.gaps.count = 3;
+    summary.gaps.min_ms = 40.0;
+    t.chunk_summary = Some(summary.clone());
+    assert_eq!(
+        t.validate().unwrap_err().to_string(),
+        "chunk_summary: min_ms is above max_ms"
+    );
+    // Reading such a digest never panics (no f64::clamp on its figures).
+    assert!(summary.gaps.percentile(50.0).is_some());
+    summary.gaps.min_ms = 10.0;
     summary.bins.push(ChunkBin {
         from_ms: f64::NAN,
         ..ChunkBin::default()
