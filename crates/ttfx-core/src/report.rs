@@ -15,26 +15,25 @@ use crate::series::GapDigest;
 use crate::stats::{Budget, Goodput, Summary, goodput};
 use crate::timeline::{ServerData, Timeline, TimelineError};
 
-/// The newest schema this build reads and writes. Bump it whenever a field changes
-/// meaning or disappears; adding an optional field does not need a bump.
-///
-/// Version 2 is version 1 plus summarized chunk series (`timeline.chunk_summary`): in
-/// such a run `chunks[]` and `icl_ms` hold only the stream's beginning, which a version-1
-/// reader would take for the whole stream. Only documents with such a run say 2; every
-/// other document is written as version 1, byte for byte what version 1 wrote, so
-/// readers of version 1 keep reading them.
-pub const SCHEMA_VERSION: u32 = 2;
+/// The schema of every document without a summarized chunk series, and the oldest
+/// this build reads. Bump it whenever a field changes meaning or disappears; adding an
+/// optional field does not need a bump.
+pub const SCHEMA_VERSION: u32 = 1;
 
-/// The oldest schema this build reads, and the version of documents without a
-/// summarized chunk series.
-pub const SCHEMA_VERSION_OLDEST: u32 = 1;
+/// The schema of a document holding a run whose chunk series was summarized
+/// (`timeline.chunk_summary`), and the newest this build reads: version 1 plus that
+/// summary. In such a run `chunks[]` and `icl_ms` hold only the stream's beginning,
+/// which a version-1 reader would take for the whole stream, so such a document says
+/// 2. Every other document stays version 1, byte for byte what version 1 wrote, and
+/// readers of version 1 keep reading it.
+pub const SCHEMA_VERSION_SUMMARIZED: u32 = 2;
 
 /// The version a document holding `runs` is written as.
 fn schema_version(runs: &[Run]) -> u32 {
     if runs.iter().any(|r| r.timeline.chunk_summary.is_some()) {
-        SCHEMA_VERSION
+        SCHEMA_VERSION_SUMMARIZED
     } else {
-        SCHEMA_VERSION_OLDEST
+        SCHEMA_VERSION
     }
 }
 
@@ -265,7 +264,8 @@ impl ReportFile {
             .ok_or(ReportError::MissingVersion)?;
         match version.as_u64() {
             Some(v)
-                if (u64::from(SCHEMA_VERSION_OLDEST)..=u64::from(SCHEMA_VERSION)).contains(&v) => {}
+                if (u64::from(SCHEMA_VERSION)..=u64::from(SCHEMA_VERSION_SUMMARIZED))
+                    .contains(&v) => {}
             _ => return Err(ReportError::UnsupportedVersion(version.to_string())),
         }
         let kind = value
@@ -324,7 +324,7 @@ impl fmt::Display for ReportError {
             ReportError::UnsupportedVersion(found) => write!(
                 f,
                 "unsupported schema_version {found} (this ttfx reads versions \
-                 {SCHEMA_VERSION_OLDEST} to {SCHEMA_VERSION})"
+                 {SCHEMA_VERSION} to {SCHEMA_VERSION_SUMMARIZED})"
             ),
             ReportError::UnknownKind(found) => {
                 write!(
