@@ -16,6 +16,7 @@ pub mod playback;
 pub mod recorder;
 pub mod report;
 pub mod segment;
+pub mod series;
 pub mod server_record;
 pub mod server_timing;
 pub mod stats;

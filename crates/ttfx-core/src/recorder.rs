@@ -12,6 +12,7 @@
 use crate::decode::server_timing_header;
 use crate::decode::{Decoder, DialectKind, ErrorClass, Event, Limits};
 use crate::milestone::Milestone;
+use crate::series::{KEPT_CHUNKS, SeriesBound, Summarizer};
 use crate::server_timing::{ServerTiming, TimingSource};
 use crate::timeline::{Anomaly, Chunk, Failure, FailureClass, ServerWallClock, Timeline};
 
@@ -26,15 +27,20 @@ pub struct Recorder {
     decoder: Option<Decoder>,
     timeline: Timeline,
     dropped_anomalies: u64,
-    /// Most chunks kept in the series (`None`: all of them).
-    chunk_limit: Option<usize>,
-    chunks_not_kept: u64,
+    /// Chunks kept one by one before the rest is summarized.
+    bound: SeriesBound,
+    /// Set once the series passes the bound.
+    summarizer: Option<Summarizer>,
     ended: bool,
 }
 
 impl Recorder {
     /// A recorder for a request that starts now (`request_start` = 0). `dialect` is
     /// `None` to detect it from the content type and the first frames.
+    ///
+    /// Its memory is bounded however long the stream: the first [`KEPT_CHUNKS`] chunks
+    /// are kept one by one, later ones are summarized ([`crate::series`]) with every
+    /// metric they feed kept right.
     pub fn new(dialect: Option<DialectKind>, limits: Limits) -> Recorder {
         let mut timeline = Timeline::default();
         timeline.milestones.set(Milestone::RequestStart, 0.0);
@@ -44,23 +50,40 @@ impl Recorder {
             decoder: None,
             timeline,
             dropped_anomalies: 0,
-            chunk_limit: None,
-            chunks_not_kept: 0,
+            bound: SeriesBound::keeping(KEPT_CHUNKS),
+            summarizer: None,
             ended: false,
         }
     }
 
-    /// Keeps at most `limit` chunks in the series; later ones still move the milestones
-    /// and are counted ([`Recorder::chunks_not_kept`]). For records that live as long as
-    /// a server does; the probe bounds its streams itself.
+    /// Keeps `limit` chunks one by one instead of [`KEPT_CHUNKS`]; later ones are
+    /// summarized the same way (their bins are at most `limit / 8`). For records that
+    /// live as long as a server does and are many, so each must be small.
+    /// `usize::MAX` keeps every chunk: memory then grows with the stream.
     pub fn with_chunk_limit(mut self, limit: usize) -> Recorder {
-        self.chunk_limit = Some(limit);
+        self.bound = SeriesBound::keeping(limit);
         self
     }
 
-    /// Chunks left out of the series by the chunk limit.
+    /// Chunks left out of `timeline.chunks`, counted in its `chunk_summary`.
     pub fn chunks_not_kept(&self) -> u64 {
-        self.chunks_not_kept
+        self.timeline.chunk_summary.as_ref().map_or(0, |s| s.chunks)
+    }
+
+    /// What this recorder holds, in bytes of capacity (tests of the memory bound).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> Held {
+        use std::mem::size_of;
+        let summary = self.timeline.chunk_summary.as_ref();
+        Held {
+            chunks: self.timeline.chunks.capacity() * size_of::<Chunk>(),
+            bins: summary.map_or(0, |s| {
+                s.bins.capacity() * size_of::<crate::series::ChunkBin>()
+            }),
+            gap_buckets: summary.map_or(0, |s| s.gaps.buckets.capacity() * size_of::<(f64, u64)>()),
+            burst_window: self.summarizer.as_ref().map_or(0, Summarizer::held_bytes),
+            decoder: self.decoder.as_ref().and_then(Decoder::held_bytes),
+        }
     }
 
     /// The timeline so far, for fields the caller fills in itself (environment, request
@@ -135,13 +158,28 @@ impl Recorder {
     }
 
     fn keep(&mut self, chunk: Chunk) {
-        if self
-            .chunk_limit
-            .is_some_and(|limit| self.timeline.chunks.len() >= limit)
-        {
-            self.chunks_not_kept += 1;
-        } else {
-            self.timeline.chunks.push(chunk);
+        let timeline = &mut self.timeline;
+        if timeline.chunks.len() < self.bound.kept {
+            timeline.chunks.push(chunk);
+            return;
+        }
+        let bound = self.bound;
+        let summarizer = self.summarizer.get_or_insert_with(|| {
+            let (summarizer, summary) = Summarizer::start(&timeline.chunks, bound);
+            timeline.chunk_summary = Some(summary);
+            summarizer
+        });
+        let in_order = timeline
+            .chunk_summary
+            .as_mut()
+            .is_none_or(|summary| summarizer.push(summary, &chunk));
+        if !in_order {
+            self.anomaly(
+                chunk.at_ms,
+                "chunk_out_of_order",
+                "a chunk was timed before an earlier one; the summarized series counts it \
+                 as arriving with that one",
+            );
         }
     }
 
@@ -304,6 +342,18 @@ impl Recorder {
         }
         self.timeline.milestones.set(Milestone::LastToken, at_ms);
     }
+}
+
+/// What a [`Recorder`] holds, by part, in bytes (tests of the memory bound).
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub chunks: usize,
+    pub bins: usize,
+    pub gap_buckets: usize,
+    pub burst_window: usize,
+    /// `None` for raw bodies (see `Decoder::held_bytes`).
+    pub decoder: Option<usize>,
 }
 
 /// The server's wall-clock receive/send times, when its `Server-Timing` header carries

@@ -11,12 +11,31 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::{Outcome, RequestMetrics};
+use crate::series::GapDigest;
 use crate::stats::{Budget, Goodput, Summary, goodput};
 use crate::timeline::{ServerData, Timeline, TimelineError};
 
-/// The schema this build reads and writes. Bump it whenever a field changes meaning or
-/// disappears; adding an optional field does not need a bump.
+/// The schema of every document without a summarized chunk series, and the oldest
+/// this build reads. Bump it whenever a field changes meaning or disappears; adding an
+/// optional field does not need a bump.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The schema of a document holding a run whose chunk series was summarized
+/// (`timeline.chunk_summary`), and the newest this build reads: version 1 plus that
+/// summary. In such a run `chunks[]` and `icl_ms` hold only the stream's beginning,
+/// which a version-1 reader would take for the whole stream, so such a document says
+/// 2. Every other document stays version 1, byte for byte what version 1 wrote, and
+/// readers of version 1 keep reading it.
+pub const SCHEMA_VERSION_SUMMARIZED: u32 = 2;
+
+/// The version a document holding `runs` is written as.
+fn schema_version(runs: &[Run]) -> u32 {
+    if runs.iter().any(|r| r.timeline.chunk_summary.is_some()) {
+        SCHEMA_VERSION_SUMMARIZED
+    } else {
+        SCHEMA_VERSION
+    }
+}
 
 /// What wrote a report, for provenance.
 pub const GENERATOR: &str = concat!("ttfx-core ", env!("CARGO_PKG_VERSION"));
@@ -106,7 +125,7 @@ impl RunReport {
 
     pub fn new(run: Run) -> RunReport {
         RunReport {
-            schema_version: SCHEMA_VERSION,
+            schema_version: schema_version(std::slice::from_ref(&run)),
             kind: ReportKind::Run,
             generator: GENERATOR.to_owned(),
             run,
@@ -133,7 +152,7 @@ pub struct BatchReport {
     pub outcomes: OutcomeCounts,
     /// Per metric name: count, mean, min, max, p50/p90/p95/p99 (numpy linear). Each
     /// request's value counts once, except `icl_ms`, which pools every gap of every run
-    /// (as vLLM pools ITL).
+    /// (as vLLM pools ITL; see [`statistics`] for runs with a summarized series).
     pub statistics: BTreeMap<String, Summary>,
     /// Against the budgets given, when any were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,11 +165,11 @@ impl BatchReport {
     pub fn from_runs(runs: Vec<Run>, budgets: &[Budget]) -> BatchReport {
         let metrics: Vec<RequestMetrics> = runs.iter().map(|r| r.metrics.clone()).collect();
         BatchReport {
-            schema_version: SCHEMA_VERSION,
+            schema_version: schema_version(&runs),
             kind: ReportKind::Batch,
             generator: GENERATOR.to_owned(),
             outcomes: outcome_counts(&metrics),
-            statistics: statistics(&metrics),
+            statistics: statistics(&runs),
             goodput: (!budgets.is_empty()).then(|| goodput(&metrics, budgets)),
             runs,
         }
@@ -174,9 +193,16 @@ fn outcome_counts(metrics: &[RequestMetrics]) -> OutcomeCounts {
 }
 
 /// Statistics of every metric that at least one run has.
-pub fn statistics(metrics: &[RequestMetrics]) -> BTreeMap<String, Summary> {
+///
+/// `icl_ms` pools every gap of every run. While every run kept its whole series, that
+/// is exact, over the gaps themselves. A run with a summarized series brings its gap
+/// digest instead (its `icl_ms` lists only the first gaps), so the pool becomes a digest
+/// too, with the other runs' gaps added to it: count, min and max stay exact, the mean
+/// up to the order of its sum, the percentiles within
+/// [`crate::series::GAP_RELATIVE_ERROR`].
+pub fn statistics(runs: &[Run]) -> BTreeMap<String, Summary> {
     let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for m in metrics {
+    for m in runs.iter().map(|r| &r.metrics) {
         for (name, value) in m.scalars() {
             if let Some(v) = value {
                 values.entry(name.to_owned()).or_default().push(v);
@@ -188,17 +214,36 @@ pub fn statistics(metrics: &[RequestMetrics]) -> BTreeMap<String, Summary> {
                 .or_default()
                 .push(g.gap_ms);
         }
-        if !m.icl_ms.is_empty() {
-            values
-                .entry("icl_ms".to_owned())
-                .or_default()
-                .extend(&m.icl_ms);
-        }
     }
-    values
+    let mut statistics: BTreeMap<String, Summary> = values
         .into_iter()
         .filter_map(|(name, v)| Summary::of(&v).map(|s| (name, s)))
-        .collect()
+        .collect();
+    if let Some(icl) = pooled_icl(runs) {
+        statistics.insert("icl_ms".to_owned(), icl);
+    }
+    statistics
+}
+
+fn pooled_icl(runs: &[Run]) -> Option<Summary> {
+    let digests: Vec<&GapDigest> = runs
+        .iter()
+        .filter_map(|r| r.timeline.chunk_summary.as_ref().map(|s| &s.gaps))
+        .collect();
+    if digests.is_empty() {
+        let gaps: Vec<f64> = runs.iter().flat_map(|r| r.metrics.icl_ms.clone()).collect();
+        return Summary::of(&gaps);
+    }
+    let mut pool = GapDigest::default();
+    for digest in digests {
+        pool.merge(digest);
+    }
+    for run in runs.iter().filter(|r| r.timeline.chunk_summary.is_none()) {
+        for &gap in run.metrics.icl_ms.iter().filter(|g| g.is_finite()) {
+            pool.insert(gap);
+        }
+    }
+    pool.summary()
 }
 
 /// A parsed report file of either kind.
@@ -218,7 +263,9 @@ impl ReportFile {
             .get("schema_version")
             .ok_or(ReportError::MissingVersion)?;
         match version.as_u64() {
-            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v)
+                if (u64::from(SCHEMA_VERSION)..=u64::from(SCHEMA_VERSION_SUMMARIZED))
+                    .contains(&v) => {}
             _ => return Err(ReportError::UnsupportedVersion(version.to_string())),
         }
         let kind = value
@@ -276,7 +323,8 @@ impl fmt::Display for ReportError {
             ReportError::MissingVersion => f.write_str("not a ttfx report: no schema_version"),
             ReportError::UnsupportedVersion(found) => write!(
                 f,
-                "unsupported schema_version {found} (this ttfx reads version {SCHEMA_VERSION})"
+                "unsupported schema_version {found} (this ttfx reads versions \
+                 {SCHEMA_VERSION} to {SCHEMA_VERSION_SUMMARIZED})"
             ),
             ReportError::UnknownKind(found) => {
                 write!(
@@ -411,12 +459,12 @@ mod tests {
             "not a ttfx report: no schema_version"
         );
         assert_eq!(
-            err(r#"{"schema_version":2,"kind":"run"}"#),
-            "unsupported schema_version 2 (this ttfx reads version 1)"
+            err(r#"{"schema_version":3,"kind":"run"}"#),
+            "unsupported schema_version 3 (this ttfx reads versions 1 to 2)"
         );
         assert_eq!(
             err(r#"{"schema_version":"1"}"#),
-            "unsupported schema_version \"1\" (this ttfx reads version 1)"
+            "unsupported schema_version \"1\" (this ttfx reads versions 1 to 2)"
         );
         assert_eq!(
             err(r#"{"schema_version":1,"kind":"trace"}"#),

@@ -14,6 +14,7 @@ use crate::decimal::Decimal;
 use crate::handoff::HandoffRecord;
 use crate::milestone::Milestone;
 use crate::playback::OutputTimestamp;
+use crate::series::ChunkSummary;
 use crate::server_timing::{ServerTiming, TimingSource, Usage};
 
 /// One measured request.
@@ -22,9 +23,15 @@ pub struct Timeline {
     /// Milestones observed; a milestone that was not observed is absent.
     #[serde(default)]
     pub milestones: Milestones,
-    /// One entry per body chunk handed to the reader, in arrival order.
+    /// One entry per body chunk handed to the reader, in arrival order; past the
+    /// recorder's bound only the first chunks, the rest being in `chunk_summary`.
     #[serde(default)]
     pub chunks: Vec<Chunk>,
+    /// The chunks after the kept ones, when there were more than the recorder keeps
+    /// ([`crate::series`]): their totals, bins for plotting, and the figures of the
+    /// whole stream that the metrics need. Absent for a series kept whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_summary: Option<ChunkSummary>,
     /// How `first_paint` was timed, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paint_method: Option<PaintMethod>,
@@ -481,6 +488,8 @@ pub enum TimelineError {
         earlier: Milestone,
         later: Milestone,
     },
+    /// A summarized series' figures contradict themselves.
+    InvalidChunkSummary(&'static str),
 }
 
 impl fmt::Display for TimelineError {
@@ -501,6 +510,7 @@ impl fmt::Display for TimelineError {
             TimelineError::OutOfOrder { earlier, later } => {
                 write!(f, "{later} is recorded before {earlier}")
             }
+            TimelineError::InvalidChunkSummary(why) => write!(f, "chunk_summary: {why}"),
         }
     }
 }
@@ -532,6 +542,16 @@ impl Timeline {
                 .enumerate()
                 .map(|(i, c)| (format!("chunks[{i}].at_ms"), c.at_ms)),
         );
+        if let Some(summary) = &self.chunk_summary {
+            for (i, b) in summary.bins.iter().enumerate() {
+                times.push((format!("chunk_summary.bins[{i}].from_ms"), b.from_ms));
+                times.push((format!("chunk_summary.bins[{i}].to_ms"), b.to_ms));
+            }
+            summary
+                .gaps
+                .check()
+                .map_err(TimelineError::InvalidChunkSummary)?;
+        }
         if let Some(audio) = &self.audio {
             times.push(("audio.audio_ms".into(), audio.audio_ms));
             times.push(("audio.last_byte_at_ms".into(), audio.last_byte_at_ms));

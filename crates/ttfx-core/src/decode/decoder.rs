@@ -50,6 +50,36 @@ enum SseSlot {
 }
 
 impl Decoder {
+    /// Bytes the decoder holds between chunks: unfinished lines and events, events
+    /// held while detecting the dialect, and its scratch lists (tests of the memory
+    /// bound). `None` for raw bodies, whose dialects keep their few bytes privately.
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> Option<usize> {
+        use std::mem::size_of;
+        let event_bytes = |e: &SseEvent| {
+            size_of::<SseEvent>()
+                + e.event_type.capacity()
+                + e.data.capacity()
+                + e.last_event_id.capacity()
+        };
+        let stage = match &self.stage {
+            Stage::Sniffing(prefix) => prefix.capacity(),
+            Stage::Sse(framer, SseSlot::Detecting(pending)) => {
+                framer.held_bytes() + pending.iter().map(event_bytes).sum::<usize>()
+            }
+            Stage::Sse(framer, SseSlot::Ready(_)) => framer.held_bytes(),
+            Stage::Ndjson(framer, _) => framer.held_bytes(),
+            Stage::Raw(_) => return None,
+            Stage::Finished => 0,
+        };
+        Some(
+            stage
+                + self.held.capacity() * size_of::<Event>()
+                + self.sse_items.capacity() * size_of::<SseItem>()
+                + self.ndjson_items.capacity() * size_of::<NdjsonItem>(),
+        )
+    }
+
     /// A decoder for a known dialect.
     pub fn new(kind: DialectKind, limits: Limits) -> Self {
         let mut decoder = Decoder::empty(limits);

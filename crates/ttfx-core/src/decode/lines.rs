@@ -39,6 +39,12 @@ pub(crate) struct LineSplitter {
 }
 
 impl LineSplitter {
+    /// Bytes held for a line not yet ended (tests of the memory bound).
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.line.capacity()
+    }
+
     pub(crate) fn new(max_line_bytes: usize, cr_ends_line: bool) -> Self {
         LineSplitter {
             max_line_bytes,

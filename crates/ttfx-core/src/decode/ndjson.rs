@@ -33,6 +33,12 @@ pub struct NdjsonFramer {
 }
 
 impl NdjsonFramer {
+    /// Bytes held for the line not yet ended (tests of the memory bound).
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.lines.held_bytes()
+    }
+
     pub fn new(limits: Limits) -> Self {
         NdjsonFramer {
             lines: LineSplitter::new(limits.max_line_bytes, false),

@@ -72,6 +72,16 @@ struct Block {
 }
 
 impl SseFramer {
+    /// Bytes held for the line and the event not yet ended (tests of the memory bound).
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        let b = &self.block;
+        self.lines.held_bytes()
+            + b.event_type.capacity()
+            + b.data.capacity()
+            + b.last_event_id.capacity()
+    }
+
     pub fn new(limits: Limits) -> Self {
         SseFramer {
             lines: LineSplitter::new(limits.max_line_bytes, true),

@@ -47,13 +47,6 @@ pub fn verdict(chunks_by_time: &[Chunk]) -> Buffered {
         .map(|c| (c.at_ms, u64::from(c.visible_tokens)))
         .collect();
     let total: u64 = visible.iter().map(|(_, n)| n).sum();
-    if total == 0 {
-        return Buffered {
-            verdict: BufferedVerdict::Undetermined,
-            visible_tokens: 0,
-            burst_share: None,
-        };
-    }
     // Two pointers: every window worth checking starts at a chunk.
     let (mut best, mut in_window, mut end) = (0u64, 0u64, 0usize);
     for &(t0, n0) in &visible {
@@ -64,6 +57,19 @@ pub fn verdict(chunks_by_time: &[Chunk]) -> Buffered {
         best = best.max(in_window);
         // The window's own first chunk is always inside it, so this never underflows.
         in_window -= n0;
+    }
+    of_counts(best, total)
+}
+
+/// The rule applied to its two figures: the most visible tokens in one window and the
+/// visible tokens of the whole stream (a summarized series keeps both as it goes).
+pub fn of_counts(best: u64, total: u64) -> Buffered {
+    if total == 0 {
+        return Buffered {
+            verdict: BufferedVerdict::Undetermined,
+            visible_tokens: 0,
+            burst_share: None,
+        };
     }
     let share = best as f64 / total as f64;
     let verdict = if total < BUFFERED_MIN_TOKENS {

@@ -26,6 +26,12 @@ pub fn inter_chunk_gaps(chunks_by_time: &[Chunk]) -> Vec<f64> {
     times.windows(2).map(|w| w[1] - w[0]).collect()
 }
 
+/// max(STALL_FACTOR × median gap, STALL_FLOOR_MS): the one place the threshold is
+/// computed, for the gaps themselves and for a summarized series' digest.
+pub fn stall_threshold(median_gap_ms: f64) -> f64 {
+    (STALL_FACTOR * median_gap_ms).max(STALL_FLOOR_MS)
+}
+
 /// Gaps far above the request's own typical gap.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Stalls {
@@ -48,7 +54,7 @@ pub fn stalls(gaps: &[f64]) -> Option<Stalls> {
         return None;
     }
     let median = percentile(gaps, 50.0)?;
-    let threshold = (STALL_FACTOR * median).max(STALL_FLOOR_MS);
+    let threshold = stall_threshold(median);
     let stalled: Vec<f64> = gaps.iter().copied().filter(|g| *g > threshold).collect();
     Some(Stalls {
         count: stalled.len() as u32,

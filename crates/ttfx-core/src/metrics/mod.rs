@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::gap::{self, ClockOffset, Gap};
 use crate::handoff::{self, Handoff};
 use crate::milestone::Milestone;
+use crate::stats::Summary;
 use crate::timeline::{AudioOutMethod, PaintMethod, Timeline, TimelineError};
 
 pub mod audio;
@@ -163,8 +164,15 @@ pub struct RequestMetrics {
     pub ttft_visible_ms: Option<Measured>,
     /// last_token, completed requests only.
     pub e2e_ms: Option<Measured>,
-    /// Gaps between consecutive token-carrying chunks (vLLM bench's "ITL").
+    /// Gaps between consecutive token-carrying chunks (vLLM bench's "ITL"). When the
+    /// chunk series was summarized, only those between the kept chunks: `icl_summary`
+    /// then covers every gap.
     pub icl_ms: Vec<f64>,
+    /// Statistics of every gap of a summarized chunk series (`timeline.chunk_summary`),
+    /// from its digest: count, min and max exact, percentiles within
+    /// [`crate::series::GAP_RELATIVE_ERROR`]. Absent when the series was kept whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icl_summary: Option<Summary>,
     /// Output tokens (reasoning included), from usage or estimated.
     pub output_tokens: Option<Measured>,
     /// (last_token − first_token) / (streamed tokens − 1).
@@ -216,6 +224,33 @@ impl RequestMetrics {
 
         let e2e_ms = latency::e2e(timeline, outcome);
         let icl_ms = chunks::inter_chunk_gaps(&chunks);
+        // A summarized series has the figures of its whole stream in its summary: the
+        // kept chunks alone would give only the stream's beginning.
+        let summary = timeline.chunk_summary.as_ref();
+        let (stalls, icl_summary, buffered) = match summary {
+            None => (chunks::stalls(&icl_ms), None, buffered::verdict(&chunks)),
+            Some(s) => {
+                let kept_visible: u64 = chunks.iter().map(|c| u64::from(c.visible_tokens)).sum();
+                notes.push(format!(
+                    "chunk series summarized after {} chunks ({} more): icl_ms lists the \
+                     gaps between the kept chunks, icl_summary all of them",
+                    chunks.len(),
+                    s.chunks
+                ));
+                if s.burst_lower_bound {
+                    notes.push(
+                        "more visible-token chunks in 100 ms than the burst window holds: \
+                         burst_share is a lower bound"
+                            .into(),
+                    );
+                }
+                (
+                    s.gaps.stalls(),
+                    s.gaps.summary(),
+                    buffered::of_counts(s.burst_visible_tokens, kept_visible + s.visible_tokens),
+                )
+            }
+        };
         let tokens = tokens::TokenFacts::from_timeline(timeline, &chunks);
         let tpot_ms = tokens.tpot(timeline, outcome);
         let clock_offset = match gap::clock_offset(timeline) {
@@ -263,9 +298,10 @@ impl RequestMetrics {
             handoff: timeline.handoff.as_ref().map(|record| {
                 handoff::verdict(record, timeline.milestones.get(Milestone::LastToken))
             }),
-            stalls: chunks::stalls(&icl_ms),
+            stalls,
             icl_ms,
-            buffered: buffered::verdict(&chunks),
+            icl_summary,
+            buffered,
             hidden_reasoning: tokens.hidden_reasoning,
             gaps: gap::gaps(timeline),
             clock_offset,

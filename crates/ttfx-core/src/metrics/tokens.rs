@@ -35,8 +35,16 @@ pub(crate) struct TokenFacts {
 
 impl TokenFacts {
     pub fn from_timeline(t: &Timeline, chunks: &[Chunk]) -> TokenFacts {
-        let streamed: u64 = chunks.iter().map(Chunk::tokens).sum();
-        let streamed_reasoning: u64 = chunks.iter().map(|c| u64::from(c.reasoning_tokens)).sum();
+        // A summarized series keeps the totals of the chunks it did not keep, exactly.
+        let (rest, rest_reasoning) = t.chunk_summary.as_ref().map_or((0, 0), |s| {
+            (s.visible_tokens + s.reasoning_tokens, s.reasoning_tokens)
+        });
+        let streamed: u64 = chunks.iter().map(Chunk::tokens).sum::<u64>() + rest;
+        let streamed_reasoning: u64 = chunks
+            .iter()
+            .map(|c| u64::from(c.reasoning_tokens))
+            .sum::<u64>()
+            + rest_reasoning;
         let usage = t.server.usage.as_ref();
 
         let hidden_reasoning =

@@ -22,8 +22,11 @@ use ttfx_core::{Milestone, Recorder};
 
 /// Records kept; the oldest goes first. At ~1 KiB per short record this bounds memory.
 pub const MAX_RECORDS: usize = 10_000;
-/// Chunks kept per record; later ones are counted, not kept.
-pub const MAX_CHUNKS: usize = 20_000;
+/// Chunks kept one by one per record (a simulated reply has a few hundred); later ones
+/// are summarized by the probe's own rule (`ttfx_core::series`): a record of a long
+/// stream holds about 40 KiB (32 KiB of chunks, 128 bins, a gap digest of a few KiB;
+/// ~170 KiB at worst) however long the stream, where 20,000 kept chunks were 640 KiB.
+pub const MAX_CHUNKS: usize = 1_024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -343,6 +346,25 @@ mod tests {
         // What clients read back is the same record.
         let read = ttfx_core::ServerRecord::from_json(&json.to_string()).unwrap();
         assert_eq!(read.server, data);
+    }
+
+    #[test]
+    fn a_long_stream_keeps_its_first_chunks_and_counts_the_rest() {
+        let t0 = Instant::now();
+        let at = |ms: usize| t0 + std::time::Duration::from_millis(ms as u64);
+        let mut r = Record::new("long", Kind::Sim, "/sim/x", None, t0, 0.0);
+        r.headers(200, Some("text/event-stream"), t0);
+        let n = MAX_CHUNKS + 500;
+        for i in 1..=n {
+            r.chunk(at(i), sse("w").as_bytes());
+        }
+        r.end(RecordOutcome::Completed, at(n + 1));
+        let json = to_json(&r);
+        assert_eq!(json["chunks"].as_array().unwrap().len(), MAX_CHUNKS);
+        assert_eq!(json["chunks_not_kept"], 500);
+        assert_eq!(json["bytes"], (n * sse("w").len()) as u64);
+        // Milestones still follow every chunk, kept or not.
+        assert_eq!(json["milestones"]["last_token"], n as f64);
     }
 
     #[test]
