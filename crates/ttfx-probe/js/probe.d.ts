@@ -42,7 +42,15 @@ export interface Anomaly { at_ms: number; class: string; detail: string; }
 export interface Timeline {
   /** Milliseconds since request_start on the page's performance.now() clock. */
   milestones: Partial<Record<MilestoneName, number>>;
+  /** The first 8,192 chunks; later ones are folded into `chunk_summary` (docs/report.md). */
   chunks: Chunk[];
+  /** Long streams only: the chunks after the kept ones, in totals, bins and a gap digest. */
+  chunk_summary?: {
+    chunks: number; bytes: number; events: number; visible_tokens: number; reasoning_tokens: number;
+    bins: { from_ms: number; to_ms: number; chunks: number; bytes: number; events: number; visible_tokens: number; reasoning_tokens: number }[];
+    gaps: { count: number; sum_ms: number; min_ms: number; max_ms: number; above_floor: number; above_floor_ms: number; buckets: [number, number][] };
+    burst_visible_tokens: number;
+  };
   paint_method?: "element_timing" | "interaction_contentful_paint" | "raf_estimate";
   failure?: { class: "http_status" | "network" | "in_band" | "decode" | "timeout"; http_status?: number; detail?: string };
   environment: { engine?: string; engine_version?: string; user_agent?: string; cross_origin_isolated?: boolean; timer_resolution_ms?: number; visibility_changes?: { at_ms: number; state: "visible" | "hidden" }[]; concurrency?: number;
@@ -78,6 +86,7 @@ export interface AudioMeasurement {
 
 /** One measured request (schema in docs/report.md). */
 export interface RunReport {
+  /** 1, or 2 when a run's chunk series was summarized (docs/report.md). */
   schema_version: number;
   kind: "run";
   generator: string;
