@@ -216,13 +216,33 @@ fn ServerTimings(run: Run) -> impl IntoView {
     view! { <ul class="server-timings">{items}</ul> }
 }
 
-/// Every chunk at its arrival time, height by size; stall gaps shaded.
+/// Every kept chunk at its arrival time, height by size; stall gaps shaded. A long
+/// stream's later chunks (the timeline's `chunk_summary`) show as bins: one band per bin
+/// over its time span, height by its mean chunk size.
 #[component]
 fn ChunkStrip(run: Run) -> impl IntoView {
     let chunks = run.timeline.chunks_by_time();
-    let end = chunks.last().map(|c| c.at_ms).unwrap_or(0.0);
+    let bins = run
+        .timeline
+        .chunk_summary
+        .as_ref()
+        .map(|s| s.bins.clone())
+        .unwrap_or_default();
+    let summarized = run.timeline.chunk_summary.as_ref().map_or(0, |s| s.chunks);
+    let end = chunks
+        .last()
+        .map(|c| c.at_ms)
+        .into_iter()
+        .chain(bins.iter().map(|b| b.to_ms))
+        .fold(0.0, f64::max);
     let x = Scale::zero_to(end, LABEL_W, PLOT_R);
-    let max_bytes = chunks.iter().map(|c| c.bytes).max().unwrap_or(1).max(1) as f64;
+    let max_bytes = chunks
+        .iter()
+        .map(|c| c.bytes)
+        .chain(bins.iter().map(|b| b.bytes / b.chunks.max(1)))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let threshold = run.metrics.stalls.map(|s| s.threshold_ms);
     let token_times: Vec<f64> = chunks
         .iter()
@@ -260,13 +280,90 @@ fn ChunkStrip(run: Run) -> impl IntoView {
             }
         })
         .collect_view();
+    let bands = bins
+        .iter()
+        .map(|b| {
+            let mean = b.bytes as f64 / b.chunks.max(1) as f64;
+            let h = 4.0 + 40.0 * (mean / max_bytes).sqrt();
+            let width = (x.at(b.to_ms) - x.at(b.from_ms)).max(1.0);
+            view! {
+                <rect class="chunk bin" x=x.at(b.from_ms) y=48.0 - h width=width height=h>
+                    <title>{format!(
+                        "{}–{} ms · {} chunks · {} B · {} visible, {} reasoning tokens",
+                        num(b.from_ms), num(b.to_ms), b.chunks, b.bytes, b.visible_tokens, b.reasoning_tokens
+                    )}</title>
+                </rect>
+            }
+        })
+        .collect_view();
+    let label = if summarized > 0 {
+        format!("{} + {summarized} chunks", chunks.len())
+    } else {
+        format!("{} chunks", chunks.len())
+    };
     view! {
         <svg id="chunk-strip" class="chart" width=WIDTH height="70" viewBox=format!("0 0 {WIDTH} 70")>
-            <text class="label" x="4" y="30">{format!("{} chunks", chunks.len())}</text>
+            <text class="label" x="4" y="30">{label}</text>
             {stalls}
             {bars}
+            {bands}
             <text class="tick" x=PLOT_R y="64" text-anchor="end">{format!("{} ms", num(end))}</text>
         </svg>
-        <p class="legend">"chunks: blue visible text, violet reasoning, grey other; height ∝ √bytes; red: stall"</p>
+        <p class="legend">"chunks: blue visible text, violet reasoning, grey other; height ∝ √bytes; red: stall; long streams: later chunks as bins (height ∝ √mean bytes)"</p>
+    }
+}
+
+#[cfg(all(test, target_arch = "wasm32"))]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use ttfx_core::Recorder;
+    use ttfx_core::decode::Limits;
+    use ttfx_core::report::RunReport;
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen_test::*;
+
+    use super::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    /// A stream longer than the recorder keeps: the strip draws the kept chunks, the rest
+    /// as bins, and counts both.
+    #[wasm_bindgen_test]
+    fn a_long_stream_shows_its_kept_chunks_and_its_bins() {
+        let mut recorder = Recorder::new(None, Limits::DEFAULT);
+        recorder.headers(10.0, 200, Some("text/event-stream"), &[]);
+        let event = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+        let total: u32 = 9_000;
+        for i in 0..total {
+            recorder.chunk(20.0 + f64::from(i), event.as_bytes());
+        }
+        recorder.end(10_000.0);
+        let timeline = recorder.finish();
+        let kept = timeline.chunks.len();
+        let summarized = timeline.chunk_summary.as_ref().unwrap().chunks;
+        assert_eq!(kept as u64 + summarized, u64::from(total));
+        let run = RunReport::of_timeline(None, None, timeline).unwrap().run;
+
+        let document = web_sys::window().unwrap().document().unwrap();
+        let host: web_sys::HtmlElement = document.create_element("div").unwrap().unchecked_into();
+        document.body().unwrap().append_child(&host).unwrap();
+        let _handle =
+            leptos::mount::mount_to(host.clone(), move || view! { <ChunkStrip run=run/> });
+        let label = host.query_selector("#chunk-strip .label").unwrap().unwrap();
+        assert_eq!(
+            label.text_content().unwrap(),
+            format!("{kept} + {summarized} chunks")
+        );
+        let bins = host
+            .query_selector_all("#chunk-strip rect.bin")
+            .unwrap()
+            .length();
+        assert!(bins > 0, "no bins drawn");
+        let bars = host
+            .query_selector_all("#chunk-strip rect.visible")
+            .unwrap()
+            .length();
+        assert_eq!(bars as usize, kept);
     }
 }
