@@ -10,6 +10,7 @@ use std::rc::Rc;
 use js_sys::{Function, Promise, Reflect};
 use leptos::task::spawn_local;
 use ttfx_core::segment::{Segment, SegmenterConfig};
+use ttfx_core::voice_result::HandoffResult;
 use ttfx_probe::ProbeRun;
 use ttfx_probe::VoicePart;
 use ttfx_probe::audio::{HandoffRecorder, PlayerOptions, TtsFormat, TtsPlayer};
@@ -145,8 +146,11 @@ impl Voice {
             .try_borrow()
             .map_err(|_| "voice: handoff busy".to_owned())
             .and_then(|h| {
-                to_js(&serde_json::json!({ "record": h.record(), "milestones": h.milestones() }))
-                    .map_err(|e| format!("voice: handoff result: {e:?}"))
+                to_js(&HandoffResult {
+                    record: h.record().clone(),
+                    milestones: h.milestones(),
+                })
+                .map_err(|e| format!("voice: handoff result: {e:?}"))
             });
         self.settle(result.as_ref().ok());
         spoken.and(result.map(|_| ()))
