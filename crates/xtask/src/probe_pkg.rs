@@ -83,6 +83,9 @@ pub fn compile_analysis() -> anyhow::Result<PathBuf> {
         "probe",
         "-p",
         "ttfx-analysis",
+        // Its own allocator (talc): 2.7 KB gzip smaller than the default.
+        "--features",
+        "talc",
         "--target",
         "wasm32-unknown-unknown",
     ]))?;
