@@ -163,7 +163,7 @@ impl Block {
                 self.event_type.push_str(value);
             }
             "data" => self.append_data(value, out),
-            "id" if !value.contains('\0') => {
+            "id" if !value.as_bytes().contains(&0) => {
                 self.last_event_id.clear();
                 self.last_event_id.push_str(value);
             }
