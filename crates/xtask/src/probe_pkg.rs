@@ -166,9 +166,28 @@ pub fn build() -> anyhow::Result<PathBuf> {
     minify(&front.join("probe.js"), &out.join("probe.js"))?;
     copy(&front.join("probe.d.ts"), &out.join("probe.d.ts"))?;
 
+    // The analysis: its wasm and .d.ts as wasm-bindgen writes them, its JS module and
+    // worker.js minified like the front (the docs stay in the .d.ts).
     let analysis = out.join("analysis");
-    bindgen(&compile_analysis()?, &analysis)?;
-    copy(
+    let generated = paths::target().join("probe-analysis-bindgen");
+    if generated.exists() {
+        std::fs::remove_dir_all(&generated)
+            .with_context(|| format!("cannot clear {}", generated.display()))?;
+    }
+    bindgen(&compile_analysis()?, &generated)?;
+    std::fs::create_dir_all(&analysis)?;
+    for file in [
+        "ttfx_analysis_bg.wasm",
+        "ttfx_analysis.d.ts",
+        "ttfx_analysis_bg.wasm.d.ts",
+    ] {
+        copy(&generated.join(file), &analysis.join(file))?;
+    }
+    minify(
+        &generated.join("ttfx_analysis.js"),
+        &analysis.join("ttfx_analysis.js"),
+    )?;
+    minify(
         &paths::root().join("crates/ttfx-analysis/src/worker.js"),
         &analysis.join("worker.js"),
     )?;
