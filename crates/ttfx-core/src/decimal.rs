@@ -82,8 +82,8 @@ pub fn parse(text: &str) -> Option<f64> {
     }
     // The exponent is checked by the JSON reader: `e`, an optional sign, digits.
     json.push_str(exponent);
-    miniserde::json::from_str::<f64>(&json)
-        .ok()
+    crate::decode::json::parse(&json)
+        .and_then(|v| crate::decode::json::JsonExt::as_f64(&v))
         .filter(|v| v.is_finite())
 }
 

@@ -2,13 +2,18 @@
 //! timeline, the metrics and the statistics can all sort without depending on each other.
 
 /// The order that sorts `keys` ascending (f64's total order; equal keys keep theirs).
-/// Every sort in ttfx-core goes through this one non-generic function: a `sort_by` on
-/// another element type would bring its own copy of std's sort, about 4.5 KB of the
-/// browser probe's wasm each. It is a plain bottom-up merge sort rather than std's
-/// (driftsort, 4.4 KB of that wasm, 1.5 KB gzip): a stable sort under a total order has
-/// one result, so which algorithm finds it changes no output.
+/// Every sort in ttfx-core goes through [`stable_order`]: a `sort_by` on another element
+/// type would bring its own copy of std's sort, about 4.5 KB of the browser probe's wasm
+/// each.
 pub fn ascending_order(keys: &[f64]) -> Vec<usize> {
-    let n = keys.len();
+    stable_order(keys.len(), &|a, b| keys[a].total_cmp(&keys[b]).is_le())
+}
+
+/// The order that sorts items `0..n` stably, where `le(a, b)` says item `a` goes no later
+/// than item `b` (a total order). A plain bottom-up merge sort rather than std's
+/// (driftsort, 4.4 KB of the browser analysis's wasm, 1.5 KB gzip): a stable sort under
+/// a total order has one result, so which algorithm finds it changes no output.
+pub fn stable_order(n: usize, le: &dyn Fn(usize, usize) -> bool) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
     let mut merged = order.clone();
     let mut width = 1;
@@ -20,8 +25,7 @@ pub fn ascending_order(keys: &[f64]) -> Vec<usize> {
             let (mut left, mut right) = (start, mid);
             for slot in &mut merged[start..end] {
                 // Left first on ties: that keeps equal keys in their order.
-                let take_left = right == end
-                    || (left < mid && keys[order[left]].total_cmp(&keys[order[right]]).is_le());
+                let take_left = right == end || (left < mid && le(order[left], order[right]));
                 if take_left {
                     *slot = order[left];
                     left += 1;
