@@ -111,7 +111,10 @@ const AREAS: &[(&str, &[&str])] = &[
         "report JSON (serde_json + derived Serialize)",
         &["serde_json", "Serialize", "serialize"],
     ),
-    ("frame JSON parser (miniserde)", &["miniserde"]),
+    (
+        "frame JSON parser (decode::json)",
+        &["ttfx_core::decode::json"],
+    ),
     (
         "ttfx-core decode (framing, dialects)",
         &["ttfx_core::decode"],
@@ -120,7 +123,10 @@ const AREAS: &[(&str, &[&str])] = &[
         "ttfx-core timeline, recorder, metrics, report",
         &["ttfx_core"],
     ),
-    ("analysis: its JS face (ttfx-analysis)", &["ttfx_analysis"]),
+    (
+        "analysis: its JS face (ttfx-analysis)",
+        &["ttfx_analysis", "analysis_"],
+    ),
     (
         "wasm-bindgen, js-sys, web-sys, futures",
         &[
@@ -132,7 +138,10 @@ const AREAS: &[(&str, &[&str])] = &[
             "__wbg",
         ],
     ),
-    ("allocator (dlmalloc)", &["dlmalloc"]),
+    (
+        "allocator (talc; dlmalloc elsewhere)",
+        &["talc", "dlmalloc"],
+    ),
     (
         "Rust core/alloc/std (fmt, collections, panics, str)",
         &[
