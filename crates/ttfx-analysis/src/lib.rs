@@ -27,11 +27,11 @@ mod voice;
 
 pub use fault::last_panic;
 
-/// The worker's allocator (feature `talc`, which the package's worker build turns on):
+/// The worker's allocator (feature `worker`, which the package's worker build turns on):
 /// 2.7 KB gzip less than dlmalloc, Rust's default (measured). Builds that link this crate
 /// into something else (the voice probe) keep their own allocator.
 #[cfg(all(
-    feature = "talc",
+    feature = "worker",
     not(target_feature = "atomics"),
     target_family = "wasm"
 ))]

@@ -83,9 +83,9 @@ pub fn compile_analysis() -> anyhow::Result<PathBuf> {
         "probe",
         "-p",
         "ttfx-analysis",
-        // Its own allocator (talc): 2.7 KB gzip smaller than the default.
+        // The Worker's own build: its allocator (talc) and panic hook (see the feature).
         "--features",
-        "talc",
+        "worker",
         "--target",
         "wasm32-unknown-unknown",
     ]))?;
