@@ -22,6 +22,7 @@ use ttfx_core::voice_result::VoiceResult;
 use wasm_bindgen::prelude::*;
 
 mod fault;
+mod report_json;
 #[cfg(feature = "voice")]
 mod voice;
 
@@ -204,11 +205,9 @@ impl Runs {
         page.apply_to(&mut timeline);
         let report = RunReport::of_timeline(id, label, timeline)
             .map_err(|e| format!("ttfx analysis: {e}"))?;
-        // Writing derived Serialize types to a String cannot fail; the message stands in
-        // for serde_json's error text, whose formatting (with std::io's error kinds) cost
-        // this wasm 1 KB gzip.
-        serde_json::to_string(&report)
-            .map_err(|_| "ttfx analysis: the report could not be written as JSON".to_owned())
+        // Writing derived Serialize types to a String does not fail (string keys, no
+        // custom errors); the error keeps a fixed message.
+        report_json::to_string(&report).map_err(|e| format!("ttfx analysis: {e}"))
     }
 }
 

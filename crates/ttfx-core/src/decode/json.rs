@@ -186,7 +186,7 @@ pub fn to_string(value: &Value) -> String {
                 use fmt::Write as _;
                 let _ = write!(out, "{n}");
             }
-            Some(Value::String(s)) => escape_str(s, &mut out),
+            Some(Value::String(s)) => write_string(s, &mut out),
             Some(Value::Array(items)) => {
                 out.push('[');
                 stack.push((Frame::Array(items.iter()), true));
@@ -215,7 +215,7 @@ pub fn to_string(value: &Value) -> String {
             Frame::Object(members) => match members.next() {
                 Some((key, member)) => {
                     out.push_str(comma);
-                    escape_str(key, &mut out);
+                    write_string(key, &mut out);
                     out.push(':');
                     next = Some(member);
                 }
@@ -228,7 +228,9 @@ pub fn to_string(value: &Value) -> String {
     }
 }
 
-fn escape_str(value: &str, out: &mut String) {
+/// `value` as a JSON string, quoted and escaped as miniserde and serde_json write it
+/// (short escapes where JSON has them, `\u00xx` for other control characters).
+pub fn write_string(value: &str, out: &mut String) {
     out.push('"');
     for c in value.chars() {
         match c {
