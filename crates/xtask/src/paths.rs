@@ -52,6 +52,13 @@ pub fn esbuild() -> PathBuf {
         .join("node_modules/esbuild/bin/esbuild")
 }
 
+/// Binaryen's wasm-opt, installed by `cargo xtask setup` into the per-user cache.
+pub fn wasm_opt() -> PathBuf {
+    npm_cache()
+        .join(format!("binaryen-{}", crate::setup::BINARYEN_VERSION))
+        .join("node_modules/binaryen/bin/wasm-opt")
+}
+
 pub fn tsc() -> PathBuf {
     npm_cache()
         .join(format!("typescript-{}", crate::setup::TYPESCRIPT_VERSION))

@@ -35,6 +35,11 @@ pub const VITE_VERSION: &str = "7.3.8";
 /// The version Vite 7.3.8 itself installs.
 pub const ESBUILD_VERSION: &str = "0.28.2";
 
+/// Binaryen's wasm-opt (the npm build: JavaScript and wasm, no native binary) shrinks the
+/// analysis worker's wasm after wasm-bindgen (`cargo xtask probe-pkg`): 1.7 KB gzip of
+/// #15's 70 KB. Debian's binaryen 108 breaks these modules; 132 does not.
+pub const BINARYEN_VERSION: &str = "132.0.0";
+
 /// geckodriver for `ttfx run --browser firefox`, built by `cargo install` (Debian has no
 /// package of it).
 const GECKODRIVER_VERSION: &str = "0.37.1";
@@ -74,6 +79,8 @@ pub enum Tool {
     Vite,
     /// esbuild from npm, which minifies the probe's front for the package.
     Esbuild,
+    /// Binaryen from npm: wasm-opt for the package's analysis wasm.
+    Binaryen,
     /// Firefox + geckodriver, WebKitGTK + WebKitWebDriver and Xvfb, for
     /// `ttfx run --browser firefox|webkit` (root for the Debian packages).
     OtherBrowsers,
@@ -85,12 +92,13 @@ pub enum Tool {
 /// `ttfx serve` serves it. No browser, driver or Node, so nothing that needs root.
 pub const LAB_TOOLS: &[Tool] = &[Tool::WasmTarget, Tool::WasmBindgenCli, Tool::Trunk];
 /// `cargo xtask probe-pkg`: cargo for wasm32, then wasm-bindgen; esbuild minifies the
-/// front; `npm pack` writes the tarball.
+/// front, wasm-opt the analysis wasm; `npm pack` writes the tarball.
 pub const PROBE_PKG_TOOLS: &[Tool] = &[
     Tool::WasmTarget,
     Tool::WasmBindgenCli,
     Tool::Node,
     Tool::Esbuild,
+    Tool::Binaryen,
 ];
 /// `cargo xtask bench`: the lab page, the probe package and the probe's cost in
 /// headless Chromium.
@@ -101,6 +109,7 @@ pub const BENCH_TOOLS: &[Tool] = &[
     Tool::Chromium,
     Tool::Node,
     Tool::Esbuild,
+    Tool::Binaryen,
 ];
 /// `cargo xtask test` and plain `cargo xtask setup`: every stage's tools (wasm tests and
 /// e2e in Chromium, the package's `.d.ts` under tsc).
@@ -113,6 +122,7 @@ pub const TEST_TOOLS: &[Tool] = &[
     Tool::TypeScript,
     Tool::Vite,
     Tool::Esbuild,
+    Tool::Binaryen,
 ];
 
 pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
@@ -141,6 +151,9 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
             Tool::Vite => ensure_npm_package("vite", VITE_VERSION, &paths::vite())?,
             Tool::Esbuild => {
                 ensure_npm_package("esbuild", ESBUILD_VERSION, &paths::esbuild())?;
+            }
+            Tool::Binaryen => {
+                ensure_npm_package("binaryen", BINARYEN_VERSION, &paths::wasm_opt())?;
             }
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
         }
@@ -387,6 +400,7 @@ mod tests {
                         | Tool::TypeScript
                         | Tool::Vite
                         | Tool::Esbuild
+                        | Tool::Binaryen
                         | Tool::OtherBrowsers
                 )
             })
