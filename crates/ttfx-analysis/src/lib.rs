@@ -29,7 +29,7 @@ mod voice;
 pub use fault::last_panic;
 
 /// The worker's allocator (feature `worker`, which the package's worker build turns on):
-/// 2.7 KB gzip less than dlmalloc, Rust's default (measured). Builds that link this crate
+/// 2.6 KB gzip less than dlmalloc, Rust's default (measured). Builds that link this crate
 /// into something else (the voice probe) keep their own allocator.
 #[cfg(all(
     feature = "worker",
