@@ -112,7 +112,12 @@ impl VoiceResult {
             }
             VoiceResult::Missing(part) => timeline.anomalies.push(anomaly(
                 "voice_missing",
-                format!("{part:?} result did not arrive within {TIMEOUT_MS} ms"),
+                // Decimal, not `{}` on the f64: that links core's float formatter into
+                // every wasm that merges voice results (9 KB gzip).
+                format!(
+                    "{part:?} result did not arrive within {} ms",
+                    crate::decimal::Decimal(TIMEOUT_MS)
+                ),
             )),
             VoiceResult::Unreadable(part, e) => timeline
                 .anomalies
@@ -134,6 +139,10 @@ mod tests {
         m.notes.push("no worklet".into());
         VoiceResult::Audio(m).apply_to(&mut t);
         VoiceResult::Missing(VoicePart::Handoff).apply_to(&mut t);
+        assert_eq!(
+            t.anomalies[1].detail,
+            "Handoff result did not arrive within 15000 ms"
+        );
         assert_eq!(t.milestones.get(Milestone::FirstAudioOut), Some(812.5));
         assert!(t.audio.is_some());
         let classes: Vec<&str> = t.anomalies.iter().map(|a| a.class.as_str()).collect();
