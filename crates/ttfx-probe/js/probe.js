@@ -866,20 +866,25 @@ export class ProbeRun {
   }
   end(at) {
     this.send("end", at - this.start);
-    this.finish();
+    this.finishLater();
   }
   bodyError(at, detail) {
     this.send("networkError", at - this.start, "body stream errored: " + detail);
-    this.finish();
+    this.finishLater();
   }
   cancel(at) {
     this.send("abort", at - this.start);
-    this.finish();
+    this.finishLater();
   }
   abandon(at, queued) {
     this.send("anomaly", at - this.start, "abandoned", `the app stopped reading the body for ${this.probe.options.abandonAfterMs} ms with ${queued} bytes waiting; the probe stopped reading ahead and reports what it saw`);
     this.send("end", at - this.start);
-    this.finish();
+    this.finishLater();
+  }
+  // The stream's last batch goes in this task, the end of the run in the next: no one
+  // task of the probe's carries both.
+  finishLater() {
+    setTimeout(() => timed("task", () => this.guard(() => this.finish())), 0);
   }
 
   // Times the reply's render in `element`; call before the first token lands.
@@ -951,7 +956,7 @@ export class ProbeRun {
   async resourceTiming() {
     if (!globalThis.performance || typeof performance.getEntriesByName !== "function" || !this.url) return null;
     for (let i = 0; i < 5; i++) {
-      const entries = performance.getEntriesByName(this.url, "resource").filter((e) => e.startTime >= this.start - 1);
+      const entries = timed("task", () => performance.getEntriesByName(this.url, "resource").filter((e) => e.startTime >= this.start - 1));
       if (entries.length > 0) return entries[entries.length - 1];
       await new Promise((r) => setTimeout(r, 20));
     }
