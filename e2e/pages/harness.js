@@ -245,8 +245,18 @@ async function bench({ url, init = {}, runs = 10 }) {
 
 // One probed run of a long stream, read and rendered like a chat app: the probe's
 // main-thread time per piece of work (see `bench`), to find its longest task.
+// Beside it, a control: every 10 ms a task that spins for 100 µs (about a probe task's
+// median) on the same main thread, timed the same way. What lengthens it (garbage
+// collection, the OS preempting the thread on a busy machine) lengthens the probe's
+// tasks too, so its longest shows how long a task the machine alone makes.
 async function longStream({ url, init = {} }) {
   const probe = new ttfx.Probe({ label: "long" });
+  const control = [];
+  const spin = setInterval(() => {
+    const started = performance.now();
+    while (performance.now() - started < 0.1) { /* spin */ }
+    control.push(performance.now() - started);
+  }, 10);
   globalThis.__ttfxCostSamples = [];
   const element = document.createElement("p");
   document.body.append(element);
@@ -259,8 +269,9 @@ async function longStream({ url, init = {} }) {
   const samples = globalThis.__ttfxCostSamples;
   for (let k = 0; k + 1 < samples.length; k += 2) (cost[samples[k]] ||= []).push(samples[k + 1]);
   globalThis.__ttfxCostSamples = null;
+  clearInterval(spin);
   element.remove();
-  return { cost, chunks: report.run.timeline.chunks.length, analysis: report.run.timeline.environment.analysis };
+  return { cost, control, chunks: report.run.timeline.chunks.length, analysis: report.run.timeline.environment.analysis };
 }
 
 // A voice turn as an app would build it: the LLM reply streams into the page, its first

@@ -145,6 +145,19 @@ async fn main() -> anyhow::Result<()> {
             longest.1
         );
     }
+    let control: Vec<f64> = long_runs
+        .iter()
+        .flat_map(|long| numbers(&long["control"]))
+        .collect();
+    let control = Summary::of(&control).context("no control samples")?;
+    println!(
+        "control during the long streams, a 100 µs task every 10 ms on the same thread: \
+         median {:.0} µs, p99 {:.0} µs, max {:.0} µs ({} tasks): what the machine alone adds",
+        control.p50 * 1000.0,
+        control.p99 * 1000.0,
+        control.max * 1000.0,
+        control.count
+    );
     let pooled = Summary::of(&all).context("no long-stream samples")?;
     println!(
         "long streams, every probe task pooled: p99 {:.0} µs, max {:.0} µs ({} tasks)",
