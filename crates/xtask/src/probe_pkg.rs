@@ -168,6 +168,20 @@ fn wasm_opt(from: &Path, to: &Path) -> anyhow::Result<()> {
     )
 }
 
+/// wasm-bindgen copies every JS snippet a crate declares, used or not. The voice build
+/// exports no Rust `Probe` (its `index.js` reuses the package's front), so the front's
+/// copy under `snippets/` is dead weight in the package unless its glue imports it.
+fn drop_unused_snippets(dir: &Path, glue: &str) -> anyhow::Result<()> {
+    let snippets = dir.join("snippets");
+    let glue_text = std::fs::read_to_string(dir.join(glue))
+        .with_context(|| format!("cannot read {}", dir.join(glue).display()))?;
+    if snippets.is_dir() && !glue_text.contains("/snippets/") {
+        std::fs::remove_dir_all(&snippets)
+            .with_context(|| format!("cannot remove {}", snippets.display()))?;
+    }
+    Ok(())
+}
+
 fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::copy(from, to)
         .map(|_| ())
@@ -218,6 +232,7 @@ pub fn build() -> anyhow::Result<PathBuf> {
 
     let voice = out.join("voice");
     bindgen(&compile_voice()?, &voice)?;
+    drop_unused_snippets(&voice, "ttfx_probe.js")?;
     copy(&front.join("voice.js"), &voice.join("index.js"))?;
     copy(&front.join("voice.d.ts"), &voice.join("index.d.ts"))?;
 
