@@ -862,3 +862,52 @@ fn native_report(
     env.analysis = Some(ttfx_core::timeline::AnalysisSite::Worker);
     native.finish(run).map_err(anyhow::Error::msg)
 }
+
+/// The vantage proxy's key cannot be spent by another site: a page on a second loopback
+/// origin sends the simple `text/plain` POST a browser sends without a preflight, and
+/// the proxy refuses it (403) before it reaches the upstream; the same request from the
+/// proxy's own origin streams.
+#[tokio::test]
+async fn a_page_on_another_loopback_origin_cannot_use_the_proxys_key() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    let dir = std::env::temp_dir().join(format!("ttfx-e2e-keyed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let config = dir.join("keyed.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[upstreams.up]\nbase_url = \"{}sim/default/v1\"\napi_key = \"sk-e2e-secret\"\n",
+            f.server.url
+        ),
+    )?;
+    let keyed = ServeProcess::start(
+        &paths::ttfx_bin()?,
+        &["--config", &config.to_string_lossy()],
+    )?;
+    let url = format!("{}proxy/up/chat/completions?output_tokens=3", keyed.url);
+    let script = r#"
+        const [url, done] = arguments;
+        fetch(url, { method: "POST", headers: { "content-type": "text/plain" },
+                     body: JSON.stringify({ stream: true, messages: [{ role: "user", content: "hi" }] }) })
+          .then(async (r) => done({ status: r.status, text: await r.text() }),
+                (e) => done({ error: String(e) }));"#;
+    // The harness page: another origin (another port) to the keyed server.
+    let foreign = f.client.execute_async(script, vec![json!(url)]).await?;
+    assert_eq!(foreign["status"], 403, "{foreign}");
+    assert!(
+        foreign["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("may not use this proxy")),
+        "{foreign}"
+    );
+    // The keyed server's own origin.
+    f.client.goto(&keyed.url).await?;
+    let own = f.client.execute_async(script, vec![json!(url)]).await?;
+    assert_eq!(own["status"], 200, "{own}");
+    assert!(
+        own["text"].as_str().is_some_and(|t| t.contains("data: ")),
+        "{own}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

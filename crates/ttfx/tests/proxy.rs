@@ -233,13 +233,15 @@ async fn proxy_preserves_bytes_and_chunk_timing_and_keeps_the_key_secret() {
     assert!(m["first_token"].as_f64().unwrap() >= first_byte);
     assert_eq!(r["server"]["timings"][0]["source"], "vantage_proxy");
 
-    // The key: added server-side, replacing the client's; never in a response.
+    // The key: added server-side, replacing the client's; never in a response. The page
+    // is the proxy's own (other origins are refused), and its Origin is not forwarded.
+    let own = proxy.url.trim_end_matches('/').to_owned();
     let echo = post_with(
         &format!("{}proxy/fix/echo", proxy.url),
         "{}",
         &[
             ("authorization", "Bearer client-key"),
-            ("origin", "http://page.example"),
+            ("origin", own.as_str()),
             ("x-request-id", "fix-2"),
         ],
     )
@@ -417,4 +419,54 @@ fn bad_config_is_a_one_line_error_with_exit_status_2() {
         "{stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+/// Another site cannot spend the key: a cross-origin request (the simple `text/plain`
+/// POST a page can send without a preflight included), a cross-site one without an
+/// Origin, and one with a DNS-rebound Host are refused with 403 before anything reaches
+/// the upstream; the server's own origin and a configured one are served.
+#[tokio::test]
+async fn only_allowed_origins_and_hosts_can_use_the_key() {
+    let (upstream, seen) = fixture().await;
+    let config = write_config(
+        "access",
+        &format!(
+            "[upstreams.fix]\nbase_url = \"{upstream}/v1\"\napi_key = \"{SECRET}\"\n\
+             [proxy]\nallowed_origins = [\"http://localhost:5173\"]\n"
+        ),
+    );
+    let proxy = Logged::start(&config);
+    let url = format!("{}proxy/fix/echo", proxy.url);
+    let own = proxy.url.trim_end_matches('/').to_owned();
+    let refused: [&[(&str, &str)]; 4] = [
+        &[
+            ("origin", "http://127.0.0.1:1"),
+            ("content-type", "text/plain"),
+        ],
+        &[("origin", "https://evil.example")],
+        &[("sec-fetch-site", "cross-site")],
+        &[("host", "rebound.evil.example")],
+    ];
+    for headers in refused {
+        let c = post_with(&url, "{}", headers).await;
+        assert_eq!(c.status, 403, "{headers:?}");
+        let body = c.text();
+        assert!(body.contains("ttfx_proxy_error"), "{headers:?}: {body}");
+    }
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        0,
+        "a refused request reached the upstream"
+    );
+    for headers in [
+        vec![("origin", own.as_str())],
+        vec![("origin", "http://localhost:5173")],
+        vec![],
+    ] {
+        let c = post_with(&url, "{}", &headers).await;
+        assert_eq!(c.status, 200, "{headers:?}");
+        let reply: serde_json::Value = serde_json::from_slice(&c.body()).unwrap();
+        assert_eq!(reply["authorized"], true, "{headers:?}: {reply}");
+    }
+    assert_eq!(seen.lock().unwrap().len(), 3);
 }

@@ -7,6 +7,12 @@
 //! api_key_env = "OPENAI_API_KEY"          # or api_key = "…"; added server-side
 //! auth = "bearer"                         # bearer | x-api-key | api-key | none
 //!
+//! # insecure = true                       # a key over plain HTTP off loopback: refused without it
+//!
+//! [proxy]                                 # who may use the upstreams' keys (see access.rs)
+//! allowed_origins = ["http://localhost:5173"]  # besides this server's own origin
+//! allowed_hosts = ["lab.internal"]        # Host values besides loopback ones
+//!
 //! [profiles.my-model]                     # /sim/my-model/…
 //! base = "default"                        # a built-in profile to start from
 //! ttft_ms = 450
@@ -23,12 +29,14 @@ use anyhow::{Context, anyhow, bail};
 use axum::http::Uri;
 use serde::Deserialize;
 
+use super::access::{ProxyAccess, is_loopback_host};
 use super::sim::profile::{self, Profile};
 
 #[derive(Debug, Default)]
 pub struct Config {
     pub upstreams: Upstreams,
     pub profiles: Vec<(String, Profile)>,
+    pub proxy_access: ProxyAccess,
 }
 
 #[derive(Debug, Default)]
@@ -90,6 +98,17 @@ struct FileConfig {
     upstreams: BTreeMap<String, FileUpstream>,
     #[serde(default)]
     profiles: BTreeMap<String, toml::Table>,
+    #[serde(default)]
+    proxy: FileProxy,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileProxy {
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -99,6 +118,9 @@ struct FileUpstream {
     api_key_env: Option<String>,
     api_key: Option<String>,
     auth: Option<String>,
+    /// Allows a key over plain HTTP to a host that is not loopback.
+    #[serde(default)]
+    insecure: bool,
 }
 
 pub fn load(path: &Path) -> anyhow::Result<Config> {
@@ -133,9 +155,21 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result
         let p = profile(&name, table).with_context(|| format!("profile `{name}`"))?;
         profiles.push((name, p));
     }
+    for origin in &file.proxy.allowed_origins {
+        let ok = origin
+            .parse::<Uri>()
+            .is_ok_and(|u| u.scheme().is_some() && u.authority().is_some() && u.path() == "/");
+        if !ok {
+            bail!("[proxy] allowed_origins: `{origin}` is not an origin like http://host:port");
+        }
+    }
     Ok(Config {
         upstreams: Upstreams(upstreams),
         profiles,
+        proxy_access: ProxyAccess {
+            allowed_origins: file.proxy.allowed_origins,
+            allowed_hosts: file.proxy.allowed_hosts,
+        },
     })
 }
 
@@ -187,6 +221,12 @@ fn upstream(
         },
         (None, None) => None,
     };
+    if key.is_some() && !u.insecure && !is_loopback_host(authority.host()) {
+        bail!(
+            "base_url `{}`: the key would cross the network in clear text over plain HTTP to              a host that is not loopback; use a loopback server or a local TLS tunnel, or set              insecure = true",
+            u.base_url
+        );
+    }
     let auth = match u.auth.as_deref() {
         None | Some("bearer") => Auth::Bearer,
         Some("x-api-key") => Auth::XApiKey,
@@ -251,6 +291,41 @@ mod tests {
 
     fn err(text: &str) -> String {
         format!("{:#}", parse(text, env).unwrap_err())
+    }
+
+    #[test]
+    fn a_key_over_plain_http_off_loopback_needs_insecure() {
+        let remote = "[upstreams.r]\nbase_url = \"http://10.1.2.3:8000/v1\"\napi_key = \"k\"\n";
+        assert!(err(remote).contains("clear text"), "{}", err(remote));
+        assert!(parse(&format!("{remote}insecure = true\n"), env).is_ok());
+        // No key, or a loopback host: nothing crosses the network.
+        assert!(
+            parse(
+                "[upstreams.r]\nbase_url = \"http://10.1.2.3:8000/v1\"\n",
+                env
+            )
+            .is_ok()
+        );
+        assert!(
+            parse(
+                "[upstreams.r]\nbase_url = \"http://localhost:8000/v1\"\napi_key = \"k\"\n",
+                env
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn proxy_access_lists_parse_and_bad_origins_are_named() {
+        let c = parse(
+            "[proxy]\nallowed_origins = [\"http://localhost:5173\"]\nallowed_hosts = [\"lab.internal\"]\n",
+            env,
+        )
+        .unwrap();
+        assert_eq!(c.proxy_access.allowed_origins, ["http://localhost:5173"]);
+        assert_eq!(c.proxy_access.allowed_hosts, ["lab.internal"]);
+        let e = err("[proxy]\nallowed_origins = [\"http://x/path\"]\n");
+        assert!(e.contains("http://x/path"), "{e}");
     }
 
     #[test]

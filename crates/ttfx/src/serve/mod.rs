@@ -15,6 +15,7 @@ use tower_http::services::{ServeDir, ServeFile};
 
 use crate::cli::ServeArgs;
 
+pub mod access;
 pub mod arrival;
 pub mod config;
 pub mod isolation;
@@ -27,6 +28,8 @@ pub struct AppState {
     profiles: Vec<(String, sim::profile::Profile)>,
     pub records: records::Records,
     upstreams: config::Upstreams,
+    /// Who may use the proxy's upstreams (and so their keys).
+    proxy_access: access::ProxyAccess,
 }
 
 impl AppState {
@@ -45,6 +48,7 @@ impl AppState {
             profiles,
             records: records::Records::default(),
             upstreams: config.upstreams,
+            proxy_access: config.proxy_access,
         }
     }
 

@@ -96,6 +96,10 @@ async fn forward(
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
+    // Before anything else, and before any record: a refused request reaches no upstream.
+    if let Err(why) = state.proxy_access.check(&headers) {
+        return error(StatusCode::FORBIDDEN, &why);
+    }
     let Some(upstream) = state.upstreams.get(&name) else {
         let known = state.upstreams.names();
         let message = if known.is_empty() {

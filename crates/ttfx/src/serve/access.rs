@@ -1,0 +1,171 @@
+//! Who may use the proxy's keys: the proxy holds API keys, so a page on another site the
+//! user happens to visit must not be able to spend them. `/proxy` answers only
+//!
+//! - requests whose `Host` is loopback (`localhost`, `127.0.0.0/8`, `[::1]`) or named in
+//!   the config, so a DNS-rebound name that resolves to this machine is refused;
+//! - requests whose `Origin` is this server's own (`http://` + the request's `Host`) or
+//!   named in the config, which covers the simple `text/plain` POST a page may send
+//!   without a preflight;
+//! - requests with no `Origin` only when `Sec-Fetch-Site` is absent (native clients,
+//!   curl) or says `same-origin` / `none`.
+//!
+//! The check runs before anything is sent upstream: a refused request never reaches it.
+
+use axum::http::{HeaderMap, header};
+
+/// The `[proxy]` table of the config.
+#[derive(Debug, Default, Clone)]
+pub struct ProxyAccess {
+    /// Origins besides this server's own that may use `/proxy` (`http://host:port`).
+    pub allowed_origins: Vec<String>,
+    /// `Host` values besides loopback ones that `/proxy` answers (without the port).
+    pub allowed_hosts: Vec<String>,
+}
+
+/// `host` (no port, brackets allowed) names this machine's loopback interface.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The host of a `Host` header value, without its port.
+fn host_of(value: &str) -> &str {
+    if let Some(rest) = value.strip_prefix('[') {
+        // `[::1]:8080`
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    value.rsplit_once(':').map_or(value, |(host, _)| host)
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &header::HeaderName) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+impl ProxyAccess {
+    /// Whether this request may use the proxy; `Err` is the refusal's reason.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), String> {
+        let Some(host) = header(headers, &header::HOST) else {
+            return Err("the request has no Host header".into());
+        };
+        let name = host_of(host);
+        let allowed_host = is_loopback_host(name)
+            || self
+                .allowed_hosts
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(name));
+        if !allowed_host {
+            return Err(format!(
+                "Host `{name}` is not loopback or in [proxy] allowed_hosts (a guard against \
+                 DNS rebinding)"
+            ));
+        }
+        match header(headers, &header::ORIGIN) {
+            Some(origin) => {
+                let origin = origin.trim_end_matches('/');
+                let own = format!("http://{host}");
+                let allowed = origin.eq_ignore_ascii_case(&own)
+                    || self
+                        .allowed_origins
+                        .iter()
+                        .any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(origin));
+                if allowed {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "origin `{origin}` may not use this proxy's keys (allowed: {own} and \
+                         [proxy] allowed_origins)"
+                    ))
+                }
+            }
+            None => match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+                None | Some("same-origin" | "none") => Ok(()),
+                Some(site) => Err(format!(
+                    "a {site} request without an Origin may not use this proxy's keys"
+                )),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn own_origin_and_loopback_hosts_pass_other_sites_do_not() {
+        let access = ProxyAccess::default();
+        for ok in [
+            vec![("host", "127.0.0.1:8080")],
+            vec![
+                ("host", "localhost:8080"),
+                ("origin", "http://localhost:8080"),
+            ],
+            vec![("host", "[::1]:9"), ("origin", "http://[::1]:9")],
+            vec![
+                ("host", "127.0.0.1:8080"),
+                ("sec-fetch-site", "same-origin"),
+            ],
+        ] {
+            assert_eq!(access.check(&headers(&ok)), Ok(()), "{ok:?}");
+        }
+        for (bad, why) in [
+            (vec![("host", "evil.example:8080")], "DNS rebinding"),
+            (
+                vec![
+                    ("host", "127.0.0.1:8080"),
+                    ("origin", "http://127.0.0.1:9999"),
+                ],
+                "may not use",
+            ),
+            (
+                vec![("host", "127.0.0.1:8080"), ("origin", "null")],
+                "may not use",
+            ),
+            (
+                vec![("host", "127.0.0.1:8080"), ("sec-fetch-site", "cross-site")],
+                "cross-site",
+            ),
+            (
+                vec![("host", "127.0.0.1:8080"), ("sec-fetch-site", "same-site")],
+                "same-site",
+            ),
+            (vec![], "no Host"),
+        ] {
+            let e = access.check(&headers(&bad)).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn configured_origins_and_hosts_pass() {
+        let access = ProxyAccess {
+            allowed_origins: vec!["http://localhost:5173/".into()],
+            allowed_hosts: vec!["lab.internal".into()],
+        };
+        let h = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://localhost:5173"),
+        ]);
+        assert_eq!(access.check(&h), Ok(()));
+        let h = headers(&[
+            ("host", "lab.internal:8080"),
+            ("origin", "http://lab.internal:8080"),
+        ]);
+        assert_eq!(access.check(&h), Ok(()));
+        assert!(is_loopback_host("127.8.0.1") && !is_loopback_host("128.0.0.1"));
+    }
+}
