@@ -21,6 +21,9 @@ pub enum RecordOutcome {
     Dropped,
     /// The client went away before the end.
     ClientGone,
+    /// No connection, no response headers, or no body bytes for longer than the server
+    /// allows (the proxy's configured timeouts).
+    Timeout,
 }
 
 /// The part of a `/records/{id}` entry a client joins to its run. Other members of the

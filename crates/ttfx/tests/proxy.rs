@@ -61,6 +61,29 @@ async fn fixture() -> (String, Arc<Mutex<Vec<HeaderMap>>>) {
                     .unwrap()
             }),
         )
+        // Headers only after 3 s; and a stream that stops after its first chunk.
+        .route(
+            "/v1/slow-headers",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                "late"
+            }),
+        )
+        .route(
+            "/v1/stall",
+            get(|| async {
+                let body = futures_util::stream::unfold(0usize, |i| async move {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_secs(3)).await;
+                    }
+                    (i < 2).then(|| (Ok::<_, std::io::Error>(format!("data: {i}\n\n")), i + 1))
+                });
+                axum::response::Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from_stream(body))
+                    .unwrap()
+            }),
+        )
         .route(
             "/v1/echo",
             post_route(move |headers: HeaderMap| {
@@ -77,6 +100,7 @@ async fn fixture() -> (String, Arc<Mutex<Vec<HeaderMap>>>) {
                         "client_key_seen": auth.contains("client-key"),
                         "host": headers.get("host").and_then(|v| v.to_str().ok()),
                         "x_request_id": headers.get("x-request-id").and_then(|v| v.to_str().ok()),
+                        "x_request_ids": headers.get_all("x-request-id").iter().count(),
                         "accept_encoding": headers.get("accept-encoding").is_some(),
                         "origin": headers.get("origin").is_some(),
                     });
@@ -469,4 +493,109 @@ async fn only_allowed_origins_and_hosts_can_use_the_key() {
         assert_eq!(reply["authorized"], true, "{headers:?}: {reply}");
     }
     assert_eq!(seen.lock().unwrap().len(), 3);
+}
+
+/// The upstream gets the path the client sent, as sent, and one `x-request-id`; a path
+/// that would reach elsewhere after normalising or decoding is refused.
+#[tokio::test]
+async fn the_raw_path_is_forwarded_and_dot_segments_and_encoded_separators_are_refused() {
+    let (upstream, seen) = fixture().await;
+    let config = write_config(
+        "paths",
+        &format!("[upstreams.fix]\nbase_url = \"{upstream}/v1\"\napi_key = \"{SECRET}\"\n"),
+    );
+    let proxy = Logged::start(&config);
+    let c = post_with(
+        &format!("{}proxy/fix/echo", proxy.url),
+        "{}",
+        &[("x-request-id", "one-id")],
+    )
+    .await;
+    let reply: serde_json::Value = serde_json::from_slice(&c.body()).unwrap();
+    assert_eq!(reply["x_request_ids"], 1, "{reply}");
+    assert_eq!(reply["x_request_id"], "one-id", "{reply}");
+    // Sent on a raw socket: HTTP clients normalise dot segments before sending.
+    let addr = proxy
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    for path in [
+        "/proxy/fix/../v1/echo",
+        "/proxy/fix/%2e%2E/echo",
+        "/proxy/fix/a/%2Fetc",
+        "/proxy/fix/echo%3Fx=1",
+        "/proxy/fix/echo%23frag",
+    ] {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{path}: {answer}");
+        assert!(answer.contains("refused"), "{path}: {answer}");
+    }
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "a refused path reached the upstream"
+    );
+}
+
+/// An upstream that sends no headers, or stops sending body bytes, for longer than its
+/// configured timeout: 504 or a broken stream for the client, `timeout` in the record.
+#[tokio::test]
+async fn header_and_idle_timeouts_end_the_request_as_a_timeout() {
+    let (upstream, _seen) = fixture().await;
+    let config = write_config(
+        "timeouts",
+        &format!(
+            "[upstreams.fix]\nbase_url = \"{upstream}/v1\"\n\
+             header_timeout_ms = 300\nidle_timeout_ms = 300\n"
+        ),
+    );
+    let proxy = Logged::start(&config);
+    let client = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    let slow = client
+        .get(format!("{}proxy/fix/slow-headers", proxy.url))
+        .header("x-request-id", "slow-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(slow.status(), 504);
+    // Well before the upstream's 3 s: the 300 ms timeout ended it.
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(slow.text().await.unwrap().contains("header_timeout_ms"));
+    assert_eq!(record(&proxy.url, "slow-1").await["outcome"], "timeout");
+
+    let mut stall = client
+        .get(format!("{}proxy/fix/stall", proxy.url))
+        .header("x-request-id", "stall-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stall.status(), 200);
+    let mut body = Vec::new();
+    let broken = loop {
+        match stall.chunk().await {
+            Ok(Some(c)) => body.extend_from_slice(&c),
+            Ok(None) => break false,
+            Err(_) => break true,
+        }
+    };
+    // The first chunk came through, then the stream broke.
+    assert!(body.starts_with(b"data: 0"), "{body:?}");
+    assert!(broken, "the stream should end broken");
+    let r = record(&proxy.url, "stall-1").await;
+    assert_eq!(r["outcome"], "timeout", "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("idle_timeout_ms"),
+        "{r}"
+    );
 }

@@ -61,6 +61,27 @@ pub struct Upstream {
     pub path: String,
     pub key: Option<Secret>,
     pub auth: Auth,
+    pub timeouts: Timeouts,
+}
+
+/// How long the proxy waits on an upstream before it ends the request as a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// For the TCP connection.
+    pub connect: std::time::Duration,
+    /// From the request sent to the response headers: a model's queue and prefill, so
+    /// minutes for a long reasoning prompt.
+    pub headers: std::time::Duration,
+    /// Between two body frames (and from the headers to the first).
+    pub idle: std::time::Duration,
+}
+
+impl Timeouts {
+    pub const DEFAULT: Timeouts = Timeouts {
+        connect: std::time::Duration::from_secs(10),
+        headers: std::time::Duration::from_secs(300),
+        idle: std::time::Duration::from_secs(120),
+    };
 }
 
 /// How the key is presented to the upstream.
@@ -121,6 +142,9 @@ struct FileUpstream {
     /// Allows a key over plain HTTP to a host that is not loopback.
     #[serde(default)]
     insecure: bool,
+    connect_timeout_ms: Option<u64>,
+    header_timeout_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
 }
 
 pub fn load(path: &Path) -> anyhow::Result<Config> {
@@ -234,8 +258,27 @@ fn upstream(
         Some("none") => Auth::None,
         Some(other) => bail!("auth `{other}`: expected bearer, x-api-key, api-key or none"),
     };
+    let ms = |key: &str, value: Option<u64>, default: std::time::Duration| match value {
+        None => Ok(default),
+        Some(v) if (1..=3_600_000).contains(&v) => Ok(std::time::Duration::from_millis(v)),
+        Some(v) => Err(anyhow!("{key} = {v}: expected 1 to 3600000 ms")),
+    };
+    let timeouts = Timeouts {
+        connect: ms(
+            "connect_timeout_ms",
+            u.connect_timeout_ms,
+            Timeouts::DEFAULT.connect,
+        )?,
+        headers: ms(
+            "header_timeout_ms",
+            u.header_timeout_ms,
+            Timeouts::DEFAULT.headers,
+        )?,
+        idle: ms("idle_timeout_ms", u.idle_timeout_ms, Timeouts::DEFAULT.idle)?,
+    };
     Ok(Upstream {
         name: name.to_owned(),
+        timeouts,
         authority: format!("{}:{port}", authority.host()),
         path: uri.path().trim_end_matches('/').to_owned(),
         key,
@@ -313,6 +356,17 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn timeouts_default_and_parse_and_zero_is_refused() {
+        let base = "[upstreams.r]\nbase_url = \"http://127.0.0.1:1/v1\"\n";
+        let c = parse(base, env).unwrap();
+        assert_eq!(c.upstreams.0[0].timeouts, Timeouts::DEFAULT);
+        let c = parse(&format!("{base}idle_timeout_ms = 250\n"), env).unwrap();
+        assert_eq!(c.upstreams.0[0].timeouts.idle.as_millis(), 250);
+        let e = err(&format!("{base}header_timeout_ms = 0\n"));
+        assert!(e.contains("header_timeout_ms = 0"), "{e}");
     }
 
     #[test]

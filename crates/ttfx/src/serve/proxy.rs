@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Extension, Path, RawQuery, State};
+use axum::extract::{Extension, OriginalUri, Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
 use axum::response::Response;
 use axum::routing::any;
@@ -38,21 +38,46 @@ async fn root(
     state: State<Arc<AppState>>,
     arrival: Extension<Arrival>,
     Path(name): Path<String>,
+    uri: OriginalUri,
     method: Method,
     headers: HeaderMap,
-    query: RawQuery,
     body: Bytes,
 ) -> Response {
     forward(
         state,
         arrival,
         Path((name, String::new())),
+        uri,
         method,
         headers,
-        query,
         body,
     )
     .await
+}
+
+/// The path after `/proxy/{name}` exactly as the client sent it (still percent-encoded:
+/// the upstream gets the bytes the client chose). Dot segments, plain or encoded, and
+/// encoded `/`, `?`, `#` and `\` are refused: they would let a request reach another
+/// path of the upstream than the one it names, or mean something else after decoding.
+fn raw_rest(raw_path: &str, name: &str) -> Result<String, String> {
+    let prefix = format!("/proxy/{name}");
+    let rest = raw_path
+        .strip_prefix(&prefix)
+        .ok_or_else(|| format!("path `{raw_path}` is not under {prefix}"))?;
+    let rest = rest.strip_prefix('/').unwrap_or(rest);
+    for segment in rest.split('/') {
+        let lower = segment.to_ascii_lowercase();
+        let decoded_dots = lower.replace("%2e", ".");
+        if decoded_dots == "." || decoded_dots == ".." {
+            return Err(format!("path `{raw_path}`: dot segments are refused"));
+        }
+        for (encoded, what) in [("%2f", "/"), ("%3f", "?"), ("%23", "#"), ("%5c", "\\")] {
+            if lower.contains(encoded) {
+                return Err(format!("path `{raw_path}`: an encoded `{what}` is refused"));
+            }
+        }
+    }
+    Ok(rest.to_owned())
 }
 
 fn error(status: StatusCode, message: &str) -> Response {
@@ -70,6 +95,8 @@ fn dropped_request_header(name: &HeaderName) -> bool {
             | "trailer" | "transfer-encoding" | "upgrade" | "host" | "content-length"
             // Asked uncompressed, so the record can decode the stream as it passes.
             | "accept-encoding"
+            // The proxy sends its own (the arrival's), so the upstream gets exactly one.
+            | "x-request-id"
             // The browser's origin and cookies are for this server, not the upstream.
             | "origin" | "referer" | "cookie"
     )
@@ -90,10 +117,10 @@ const KEY_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
 async fn forward(
     State(state): State<Arc<AppState>>,
     Extension(arrival): Extension<Arrival>,
-    Path((name, rest)): Path<(String, String)>,
+    Path((name, _decoded_rest)): Path<(String, String)>,
+    OriginalUri(uri): OriginalUri,
     method: Method,
     headers: HeaderMap,
-    RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
     // Before anything else, and before any record: a refused request reaches no upstream.
@@ -120,15 +147,19 @@ async fn forward(
     let mut record = Record::new(
         &arrival.id,
         Kind::Proxy,
-        &format!("/proxy/{name}/{rest}"),
+        uri.path(),
         None,
         arrival.at,
         arrival.unix_ms,
     );
     record.upstream = Some(name.clone());
     let record = state.records.insert(record);
+    let rest = match raw_rest(uri.path(), &name) {
+        Ok(rest) => rest,
+        Err(message) => return fail(&record, StatusCode::BAD_REQUEST, &message),
+    };
 
-    let target = match query {
+    let target = match uri.query() {
         Some(q) => format!("{}/{rest}?{q}", upstream.path),
         None => format!("{}/{rest}", upstream.path),
     };
@@ -137,16 +168,27 @@ async fn forward(
         Err(message) => return fail(&record, StatusCode::BAD_REQUEST, &message),
     };
 
-    let stream = match TcpStream::connect(&upstream.authority).await {
-        Ok(s) => s,
-        Err(e) => {
-            let message = format!(
-                "upstream `{name}` ({}) unreachable: {e}",
-                upstream.authority
-            );
-            return fail(&record, StatusCode::BAD_GATEWAY, &message);
-        }
-    };
+    let timeouts = upstream.timeouts;
+    let stream =
+        match tokio::time::timeout(timeouts.connect, TcpStream::connect(&upstream.authority)).await
+        {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                let message = format!(
+                    "upstream `{name}` ({}) unreachable: {e}",
+                    upstream.authority
+                );
+                return fail(&record, StatusCode::BAD_GATEWAY, &message);
+            }
+            Err(_) => {
+                let message = format!(
+                    "upstream `{name}` ({}): no connection within {} ms (connect_timeout_ms)",
+                    upstream.authority,
+                    timeouts.connect.as_millis()
+                );
+                return timed_out(&record, &message);
+            }
+        };
     // Small writes (one SSE event) must not wait for Nagle's algorithm.
     let _ = stream.set_nodelay(true);
     {
@@ -163,11 +205,19 @@ async fn forward(
         }
     };
     tokio::spawn(conn);
-    let response = match sender.send_request(request).await {
-        Ok(r) => r,
-        Err(e) => {
+    let response = match tokio::time::timeout(timeouts.headers, sender.send_request(request)).await
+    {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
             let message = format!("upstream `{name}`: no response: {e}");
             return fail(&record, StatusCode::BAD_GATEWAY, &message);
+        }
+        Err(_) => {
+            let message = format!(
+                "upstream `{name}`: no response headers within {} ms (header_timeout_ms)",
+                timeouts.headers.as_millis()
+            );
+            return timed_out(&record, &message);
         }
     };
     let status = response.status();
@@ -195,17 +245,38 @@ async fn forward(
     let tap = Tap {
         record,
         failed: !status.is_success(),
+        idle: timeouts.idle,
     };
     tokio::spawn(tap.pump(incoming, tx));
     res
 }
 
 fn fail(record: &RecordHandle, status: StatusCode, message: &str) -> Response {
+    end_early(record, status, message, RecordOutcome::Failed)
+}
+
+/// The upstream took longer than its configured timeout: 504 to the client, `timeout`
+/// in the record.
+fn timed_out(record: &RecordHandle, message: &str) -> Response {
+    end_early(
+        record,
+        StatusCode::GATEWAY_TIMEOUT,
+        message,
+        RecordOutcome::Timeout,
+    )
+}
+
+fn end_early(
+    record: &RecordHandle,
+    status: StatusCode,
+    message: &str,
+    outcome: RecordOutcome,
+) -> Response {
     let now = Instant::now();
     let mut r = lock(record);
     r.headers(status.as_u16(), None, now);
     r.error = Some(message.to_owned());
-    r.end(RecordOutcome::Failed, now);
+    r.end(outcome, now);
     error(status, message)
 }
 
@@ -258,6 +329,8 @@ struct Tap {
     record: RecordHandle,
     /// An HTTP error status (a server-reported failure in the stream is the record's).
     failed: bool,
+    /// Longest wait for the next body frame.
+    idle: std::time::Duration,
 }
 
 impl Tap {
@@ -267,7 +340,28 @@ impl Tap {
         tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
     ) {
         loop {
-            let frame = match incoming.frame().await {
+            let next = match tokio::time::timeout(self.idle, incoming.frame()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    let now = Instant::now();
+                    let message = format!(
+                        "upstream body: no bytes for {} ms (idle_timeout_ms)",
+                        self.idle.as_millis()
+                    );
+                    // The client sees the stream end as broken, as it would without us.
+                    let _ = tx
+                        .send(Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            message.clone(),
+                        )))
+                        .await;
+                    let mut r = lock(&self.record);
+                    r.error = Some(message);
+                    r.end(RecordOutcome::Timeout, now);
+                    return;
+                }
+            };
+            let frame = match next {
                 None => break,
                 Some(Ok(frame)) => frame,
                 Some(Err(e)) => {
