@@ -561,3 +561,97 @@ fn every_api_is_measured_with_its_own_body_and_dialect() -> anyhow::Result<()> {
     assert!(stderr.contains("--api: unknown API `gemini`"), "{stderr}");
     Ok(())
 }
+
+/// The process group ids of `pid`'s children (each driver leads its own group).
+fn child_groups(pid: u32) -> Vec<u32> {
+    let mut groups = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp …; comm may hold spaces, so read after its `)`.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid)
+            && let Some(group) = fields.get(2).and_then(|g| g.parse::<u32>().ok())
+        {
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+/// Processes still in process group `group` (zombies included: a test that passes left
+/// nothing at all).
+fn members(group: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(2)?.parse::<u32>().ok())
+                    == Some(group)
+            })
+        })
+        .count()
+}
+
+/// Ctrl-C (SIGINT) and SIGTERM mid-run stop `ttfx run` with its driver and browsers:
+/// once it has exited, no process of the driver's group is left.
+#[test]
+fn a_signal_mid_run_stops_the_run_and_every_browser_it_started() -> anyhow::Result<()> {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let child = Command::new(paths::ttfx_bin()?)
+            .arg("run")
+            .arg("--probe-pkg")
+            .arg(paths::probe_pkg()?)
+            .args(["--target", TARGET, "--runs", "200"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        // Wait until the driver and its browser run.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let group = loop {
+            let groups: Vec<u32> = child_groups(child.id())
+                .into_iter()
+                .filter(|&g| g != child.id())
+                .collect();
+            if let Some(&g) = groups.first()
+                && members(g) >= 2
+            {
+                break g;
+            }
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "no driver with a browser under ttfx run within 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()?;
+        let out = child.wait_with_output()?;
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("stopped by"),
+            "{}",
+            text(&out.stderr)
+        );
+        // SIGKILL is delivered at once; a browser's processes take a moment to die.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while members(group) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(
+            members(group),
+            0,
+            "{signal}: processes of the driver's group are left"
+        );
+    }
+    Ok(())
+}

@@ -14,6 +14,31 @@ use crate::engine::Engine;
 use crate::status::answers_webdriver_status;
 use crate::xvfb::{self, Xvfb};
 
+/// Process groups of the drivers this process started and has not killed yet: what
+/// [`kill_all`] ends when the process must stop before its handles are dropped (a signal,
+/// a panic under `panic = "abort"`).
+static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kills every driver this process started that is still running, with its browsers.
+/// For signal handlers and panic hooks: their handles may never be dropped. Xvfb
+/// displays are left to their own handles (a killed X server leaves its lock file).
+pub fn kill_all() {
+    let groups: Vec<u32> = std::mem::take(&mut *live_groups());
+    for group in groups {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{group}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// How long a driver may take to listen on a port, and then to answer `/status`.
 const START_LIMIT: Duration = Duration::from_secs(20);
 
@@ -69,6 +94,7 @@ impl Driver {
         };
         let announces = engine.announces_port();
         let mut child = spawn(engine, bin, xvfb.as_ref(), announces)?;
+        live_groups().push(child.id());
         let outputs: [Option<Box<dyn Read + Send>>; 2] = [
             child.stdout.take().map(|s| Box::new(s) as _),
             child.stderr.take().map(|s| Box::new(s) as _),
@@ -176,6 +202,8 @@ impl std::fmt::Debug for Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let pid = self.child.id();
+        live_groups().retain(|&g| g != pid);
         kill_group(&mut self.child);
     }
 }

@@ -18,7 +18,7 @@ mod engine;
 mod status;
 pub mod xvfb;
 
-pub use driver::{Driver, kill_group};
+pub use driver::{Driver, kill_all, kill_group};
 pub use engine::{
     CHROMIUM_ARGS, Capabilities, Engine, FIREFOX_ARGS, WEBKIT_ARGS, wasm_test_webdriver_json,
 };

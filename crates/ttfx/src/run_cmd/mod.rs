@@ -21,7 +21,29 @@ mod site;
 
 pub use driver::Browser;
 
+/// The first SIGINT (Ctrl-C) or SIGTERM, by name.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        },
+        // No signal handling here: never resolves, the run goes on.
+        _ => std::future::pending().await,
+    }
+}
+
 pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
+    // A panic anywhere, even with `panic = "abort"`, first stops the browsers.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        ttfx_webdriver::kill_all();
+        previous(info);
+    }));
     // Everything that can be wrong with the input is found before a browser starts.
     let scenario = scenario::Scenario::from_args(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -29,7 +51,21 @@ pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let started = Instant::now();
-    let measured = runtime.block_on(measure::measure(&scenario, &args))?;
+    // Ctrl-C or SIGTERM mid-run: the measuring future is dropped (its drivers with it,
+    // each killing its browsers), then every driver still registered is killed.
+    let measured = match runtime.block_on(async {
+        tokio::select! {
+            measured = measure::measure(&scenario, &args) => Ok(measured),
+            signal = stop_signal() => Err(signal),
+        }
+    }) {
+        Ok(measured) => measured?,
+        Err(signal) => {
+            ttfx_webdriver::kill_all();
+            eprintln!("ttfx run: stopped by {signal}; its browsers and drivers are stopped");
+            return Ok(ExitCode::from(if signal == "SIGINT" { 130 } else { 143 }));
+        }
+    };
     let seconds = started.elapsed().as_secs_f64();
 
     let goodput: Vec<_> = scenario
