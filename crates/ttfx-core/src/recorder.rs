@@ -602,6 +602,30 @@ mod tests {
     }
 
     #[test]
+    fn usage_with_an_in_band_error_is_kept_and_done_after_it_is_no_anomaly() {
+        let mut r = recorder();
+        r.headers(5.0, 200, Some("text/event-stream"), &[]);
+        r.chunk(6.0, sse("Par").as_bytes());
+        r.chunk(
+            7.0,
+            b"data: {\"error\":{\"code\":\"server_error\",\"message\":\"gone\"},\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}],\"usage\":{\"prompt_tokens\":14,\"completion_tokens\":1}}\n\n",
+        );
+        r.chunk(8.0, b"data: [DONE]\n\n");
+        r.end(9.0);
+        let t = r.finish();
+        let f = t.failure.as_ref().unwrap();
+        assert_eq!(f.class, FailureClass::InBand);
+        assert_eq!(f.detail.as_deref(), Some("server_error: gone"));
+        assert_eq!(t.milestones.get(Milestone::Error), Some(7.0));
+        let usage = t.server.usage.unwrap();
+        assert_eq!(
+            (usage.prompt_tokens, usage.completion_tokens),
+            (Some(14), Some(1))
+        );
+        assert!(t.anomalies.is_empty(), "{:?}", t.anomalies);
+    }
+
+    #[test]
     fn anomalies_are_bounded_and_the_rest_counted() {
         let mut r = recorder();
         for i in 0..40 {
