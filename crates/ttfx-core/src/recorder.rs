@@ -602,6 +602,70 @@ mod tests {
     }
 
     #[test]
+    fn usage_with_an_in_band_error_is_kept_and_done_after_it_is_no_anomaly() {
+        let mut r = recorder();
+        r.headers(5.0, 200, Some("text/event-stream"), &[]);
+        r.chunk(6.0, sse("Par").as_bytes());
+        r.chunk(
+            7.0,
+            b"data: {\"error\":{\"code\":\"server_error\",\"message\":\"gone\"},\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}],\"usage\":{\"prompt_tokens\":14,\"completion_tokens\":1}}\n\n",
+        );
+        r.chunk(8.0, b"data: [DONE]\n\n");
+        r.end(9.0);
+        let t = r.finish();
+        let f = t.failure.as_ref().unwrap();
+        assert_eq!(f.class, FailureClass::InBand);
+        assert_eq!(f.detail.as_deref(), Some("server_error: gone"));
+        assert_eq!(t.milestones.get(Milestone::Error), Some(7.0));
+        let usage = t.server.usage.unwrap();
+        assert_eq!(
+            (usage.prompt_tokens, usage.completion_tokens),
+            (Some(14), Some(1))
+        );
+        assert!(t.anomalies.is_empty(), "{:?}", t.anomalies);
+    }
+
+    /// `--dialect llamacpp` on llama-server's OpenAI-compatible stream records what
+    /// `auto` records: the same milestones, usage and `timings`.
+    #[test]
+    fn llamacpp_dialect_reads_the_openai_compatible_stream_as_auto_does() {
+        let body = include_bytes!("../testdata/decode/llamacpp-server-chat-completions.in");
+        let record = |dialect| {
+            let mut r = Recorder::new(dialect, Limits::DEFAULT);
+            r.headers(10.0, 200, Some("text/event-stream"), &[]);
+            for (i, piece) in body.chunks(97).enumerate() {
+                r.chunk(20.0 + 5.0 * i as f64, piece);
+            }
+            r.end(200.0);
+            r.finish()
+        };
+        let explicit = record(Some(DialectKind::LlamaCpp));
+        let auto = record(None);
+        assert_eq!(auto.request.dialect.as_deref(), Some("openai-chat"));
+        assert_eq!(explicit.request.dialect.as_deref(), Some("llamacpp"));
+        assert_eq!(explicit.milestones, auto.milestones);
+        assert!(
+            explicit
+                .milestones
+                .get(Milestone::FirstVisibleToken)
+                .is_some()
+        );
+        assert_eq!(explicit.server, auto.server);
+        let names: Vec<&str> = explicit
+            .server
+            .timings
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["prompt_ms", "predicted_ms", "predicted_per_token_ms"]
+        );
+        assert_eq!(explicit.chunks, auto.chunks);
+        assert!(explicit.failure.is_none() && explicit.anomalies.is_empty());
+    }
+
+    #[test]
     fn anomalies_are_bounded_and_the_rest_counted() {
         let mut r = recorder();
         for i in 0..40 {

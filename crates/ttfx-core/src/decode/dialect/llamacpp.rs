@@ -3,9 +3,15 @@
 //! `predicted_ms`, `predicted_per_second`, `cache_n`). The same `timings` object rides on
 //! the last chunk of llama.cpp's OpenAI-compatible endpoint, so the OpenAI dialect uses
 //! [`push_timings`] too.
+//!
+//! llama-server also serves `/v1/chat/completions`: OpenAI chat chunks (with `timings`).
+//! `--dialect llamacpp` reads that stream too: a chunk with `choices` or an `object` of
+//! `chat.completion*` hands this and every later event to the OpenAI chat dialect, so the
+//! tokens, usage, timings and `[DONE]` come out as `auto` decodes them.
 
 use crate::decode::json::{JsonExt, Value};
 
+use crate::decode::dialect::openai_chat::OpenAiChat;
 use crate::decode::dialect::{
     Progress, SseDialect, f64_field, parse_json, push_text, server_error, str_field, u64_field,
 };
@@ -16,16 +22,27 @@ use crate::server_timing::{ServerTiming, TimingSource, Usage};
 #[derive(Default)]
 pub struct LlamaCpp {
     progress: Progress,
+    /// Set when the stream is llama-server's OpenAI-compatible one.
+    openai: Option<OpenAiChat>,
 }
 
 impl SseDialect for LlamaCpp {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Event>) {
+        if let Some(openai) = &mut self.openai {
+            openai.event(event, out);
+            return;
+        }
         if self.progress.is_over() || event.data.trim() == "[DONE]" {
             return;
         }
         let Some(chunk) = parse_json(&event.data, out) else {
             return;
         };
+        if is_openai_chat_chunk(&chunk) {
+            let openai = self.openai.insert(OpenAiChat::default());
+            openai.event(event, out);
+            return;
+        }
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
             self.progress = Progress::Failed;
             out.push(server_error(error));
@@ -53,8 +70,18 @@ impl SseDialect for LlamaCpp {
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
-        self.progress.finish("an object with `stop: true`", out);
+        match &mut self.openai {
+            Some(openai) => openai.finish(out),
+            None => self.progress.finish("an object with `stop: true`", out),
+        }
     }
+}
+
+/// An OpenAI chat chunk (llama-server's `/v1/chat/completions`), by the same signs
+/// `auto` detects it by; a native `/completion` object has neither.
+fn is_openai_chat_chunk(chunk: &Value) -> bool {
+    chunk.get("choices").is_some()
+        || str_field(chunk, "object").is_some_and(|o| o.starts_with("chat.completion"))
 }
 
 /// llama.cpp's `timings` object → usage counts and server timings (already in ms; the
@@ -96,7 +123,7 @@ pub(crate) fn push_timings(timings: &Value, out: &mut Vec<Event>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::dialect::test_support::{classes, run_sse, text};
+    use crate::decode::dialect::test_support::{classes, run_sse, run_sse_data, text};
 
     #[test]
     fn content_then_stop_with_timings() {
@@ -145,6 +172,37 @@ mod tests {
             }
         );
         assert_eq!(events.len(), 5);
+    }
+
+    /// llama-server's `/v1/chat/completions` stream, as its README describes it.
+    const OPENAI_STREAM: &[&str] = &[
+        r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],"object":"chat.completion.chunk"}"#,
+        r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"Hi"}}],"object":"chat.completion.chunk"}"#,
+        r#"{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"object":"chat.completion.chunk","usage":{"completion_tokens":1,"prompt_tokens":5},"timings":{"prompt_n":5,"prompt_ms":10.0,"predicted_n":1,"predicted_ms":4.0,"predicted_per_second":250.0}}"#,
+        "[DONE]",
+    ];
+
+    #[test]
+    fn the_openai_compatible_stream_decodes_as_openai_chat_does() {
+        let as_llamacpp = run_sse_data(&mut LlamaCpp::default(), OPENAI_STREAM);
+        let as_openai = run_sse_data(&mut OpenAiChat::default(), OPENAI_STREAM);
+        assert_eq!(as_llamacpp, as_openai);
+        assert_eq!(as_llamacpp[0], text("Hi"));
+        assert!(
+            as_llamacpp
+                .iter()
+                .any(|e| matches!(e, Event::ServerTimings { timings } if timings.len() == 3))
+        );
+        assert_eq!(
+            as_llamacpp.last(),
+            Some(&Event::Done {
+                reason: Some("stop".into())
+            })
+        );
+        assert!(classes(&as_llamacpp).is_empty(), "{as_llamacpp:?}");
+        // Its end marker is `[DONE]`: without it the stream is truncated.
+        let cut = run_sse_data(&mut LlamaCpp::default(), &OPENAI_STREAM[..3]);
+        assert_eq!(classes(&cut), [ErrorClass::Truncated]);
     }
 
     #[test]

@@ -34,7 +34,8 @@ pub enum DialectKind {
     Anthropic,
     /// Ollama `/api/chat` and `/api/generate` (NDJSON).
     Ollama,
-    /// llama.cpp server's native `/completion`.
+    /// llama.cpp server's native `/completion`, and its OpenAI-compatible
+    /// `/v1/chat/completions` (read as [`DialectKind::OpenAiChat`] is).
     LlamaCpp,
     /// OpenAI speech with `stream_format: "sse"`.
     OpenAiSpeech,

@@ -11,8 +11,12 @@
 //! - llama.cpp adds its `timings` object to the final chunk.
 //! - `data: [DONE]` ends the stream; `{"error": {...}}` (or vLLM's `"object": "error"`)
 //!   reports a failure. Only choice 0 is decoded: a chat UI shows one answer.
+//! - After an in-band error no more tokens are read, but the stream may still say what
+//!   it cost and that it ended: OpenRouter's mid-stream error chunk carries `usage` and
+//!   `finish_reason: "error"` (or a usage-only chunk follows it), then `data: [DONE]`.
+//!   That usage and those timings are kept, and `[DONE]` is still the end marker.
 
-use crate::decode::json::{JsonExt, NULL, Value};
+use crate::decode::json::{self, JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
     Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, llamacpp, openai_usage,
@@ -31,38 +35,81 @@ pub struct OpenAiChat {
 
 impl SseDialect for OpenAiChat {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Event>) {
-        if self.progress.is_over() {
+        if self.progress == Progress::Done {
             return;
         }
         let data = event.data.trim();
         if data == "[DONE]" {
+            // Also after an in-band error: the server still closed the stream properly.
             self.progress = Progress::Done;
             out.push(Event::Done {
                 reason: self.finish_reason.take(),
             });
             return;
         }
+        if self.progress == Progress::Failed {
+            // No more tokens after an error, but a later usage-only chunk still counts.
+            if let Some(chunk) = json::parse(data) {
+                self.usage_and_timings(&chunk, out);
+            }
+            return;
+        }
         let Some(chunk) = parse_json(data, out) else {
             return;
         };
-        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+        let error = match chunk.get("error").filter(|e| !e.is_null()) {
+            Some(error) => Some(error),
+            None if event.event_type == "error" || str_field(&chunk, "object") == Some("error") => {
+                Some(&chunk)
+            }
+            None => None,
+        };
+        if let Some(error) = error {
             self.fail(error, out);
-            return;
-        }
-        if event.event_type == "error" || str_field(&chunk, "object") == Some("error") {
-            self.fail(&chunk, out);
+            // The error chunk may carry the request's usage (OpenRouter) and a
+            // `finish_reason`; its (empty) delta is not read.
+            if let Some(reason) = first_choice(&chunk).and_then(|c| str_field(c, "finish_reason")) {
+                self.finish_reason = Some(reason.to_owned());
+            }
+            self.usage_and_timings(&chunk, out);
             return;
         }
         let mut known = false;
-        if let Some(choices) = chunk.get("choices").and_then(Value::as_array) {
+        if chunk.get("choices").and_then(Value::as_array).is_some() {
             known = true;
-            let first = choices
-                .iter()
-                .find(|c| u64_field(c, "index").unwrap_or(0) == 0);
-            if let Some(choice) = first {
+            if let Some(choice) = first_choice(&chunk) {
                 self.choice(choice, out);
             }
         }
+        if self.usage_and_timings(&chunk, out) {
+            known = true;
+        }
+        if !known {
+            out.push(Event::error(
+                ErrorClass::UnexpectedShape,
+                "openai-chat: chunk has neither choices, usage nor timings",
+            ));
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        self.progress.finish("`data: [DONE]`", out);
+    }
+}
+
+/// Choice 0 of a chunk (a choice without `index` is choice 0).
+fn first_choice(chunk: &Value) -> Option<&Value> {
+    chunk
+        .get("choices")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| u64_field(c, "index").unwrap_or(0) == 0)
+}
+
+impl OpenAiChat {
+    /// The chunk's `usage` and llama.cpp `timings`; true when it had either.
+    fn usage_and_timings(&mut self, chunk: &Value, out: &mut Vec<Event>) -> bool {
+        let mut known = false;
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             known = true;
             let usage = openai_usage(
@@ -84,20 +131,9 @@ impl SseDialect for OpenAiChat {
             known = true;
             llamacpp::push_timings(timings, out);
         }
-        if !known {
-            out.push(Event::error(
-                ErrorClass::UnexpectedShape,
-                "openai-chat: chunk has neither choices, usage nor timings",
-            ));
-        }
+        known
     }
 
-    fn finish(&mut self, out: &mut Vec<Event>) {
-        self.progress.finish("`data: [DONE]`", out);
-    }
-}
-
-impl OpenAiChat {
     fn choice(&mut self, choice: &Value, out: &mut Vec<Event>) {
         if let Some(delta) = choice.get("delta") {
             for key in ["reasoning_content", "reasoning"] {
@@ -211,6 +247,49 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn usage_riding_with_an_error_is_kept_and_done_still_ends_the_stream() {
+        let usage = |prompt, completion| Event::Usage {
+            usage: Usage {
+                prompt_tokens: Some(prompt),
+                completion_tokens: Some(completion),
+                ..Usage::default()
+            },
+        };
+        let error = Event::Error {
+            class: ErrorClass::Server,
+            code: Some("server_error".into()),
+            message: "gone".into(),
+        };
+        let done = Event::Done {
+            reason: Some("error".into()),
+        };
+        // OpenRouter: one chunk with the error, `finish_reason: "error"` and usage.
+        let events = run(&[
+            r#"{"choices":[{"delta":{"content":"a"}}]}"#,
+            r#"{"error":{"code":"server_error","message":"gone"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            events,
+            [text("a"), error.clone(), usage(3, 1), done.clone()]
+        );
+        // The error, then a usage-only chunk; tokens after the error are not read, and
+        // malformed or unknown chunks after it are not reported.
+        let events = run(&[
+            r#"{"error":{"code":"server_error","message":"gone"},"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}"#,
+            r#"{"choices":[{"delta":{"content":"late"}}]}"#,
+            "{not json",
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#,
+            "[DONE]",
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":9}}"#,
+        ]);
+        assert_eq!(events, [error.clone(), usage(3, 2), done]);
+        // Without `[DONE]` after the error nothing is owed: no truncation either.
+        let events = run(&[r#"{"error":{"code":"server_error","message":"gone"}}"#]);
+        assert_eq!(events, [error]);
     }
 
     #[test]
