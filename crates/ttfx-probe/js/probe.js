@@ -84,6 +84,8 @@ class AnalysisHost {
     this.heldBytes = 0;
     this.peakHeldBytes = 0;
     this.skipped = new Map();
+    // The first error of each run whose calls failed: its finish answers with it.
+    this.errors = new Map();
     this.busy = false;
   }
 
@@ -152,13 +154,12 @@ class AnalysisHost {
 
   // A failed call fails its run: the answer to its finish carries the first error.
   failed(run, error) {
-    this.errors = this.errors || new Map();
     if (!this.errors.has(run)) this.errors.set(run, error);
   }
 
   settle(run, outcome) {
-    const error = this.errors && this.errors.get(run);
-    if (this.errors) this.errors.delete(run);
+    const error = this.errors.get(run);
+    this.errors.delete(run);
     this.answer(run, error ? { error } : outcome);
   }
 
@@ -450,6 +451,7 @@ function tapBody(body, run, abandonAfterMs) {
         }
         const value = result.value;
         if (!BYTE_STREAMS) {
+          enqueued += value.byteLength || 0;
           controller.enqueue(value);
           if (!abandoned) later.push("chunk", at, value);
           return;

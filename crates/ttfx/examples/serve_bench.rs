@@ -107,6 +107,50 @@ fn summary(label: &str, v: Vec<f64>) {
     }
 }
 
+/// Sends one request on `s` and returns when its first token came, since the write;
+/// reads to the end so the server's record completes.
+async fn first_token_of(s: &mut TcpStream, path: &str, id: &str) -> anyhow::Result<Duration> {
+    let sent = Instant::now();
+    s.write_all(&request(path, id)).await?;
+    let mut buf = Vec::new();
+    let at = first_token(s, sent, &mut buf).await?;
+    let mut rest = [0u8; 4096];
+    while s.read(&mut rest).await? > 0 {}
+    Ok(at)
+}
+
+type Timed = tokio::task::JoinHandle<anyhow::Result<(String, Duration)>>;
+
+/// The first token's lateness over the TTFT for each request, as the client saw it and
+/// as the server's record (`/records/{id}`) says, printed under `title`.
+async fn print_lateness(addr: SocketAddr, tasks: Vec<Timed>, title: &str) -> anyhow::Result<()> {
+    let mut client = Vec::new();
+    let mut ids = Vec::new();
+    for t in tasks {
+        let (id, at) = t.await??;
+        client.push(at.as_secs_f64() * 1000.0 - TTFT_MS);
+        ids.push(id);
+    }
+    let http = reqwest::Client::new();
+    let mut server = Vec::new();
+    for id in ids {
+        let r: serde_json::Value = http
+            .get(format!("http://{addr}/records/{id}"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let first = r["milestones"]["first_token"]
+            .as_f64()
+            .context("record without first_token")?;
+        server.push(first - TTFT_MS);
+    }
+    println!("{title}");
+    summary("lateness seen by the client", client);
+    summary("lateness in the server's record", server);
+    Ok(())
+}
+
 /// N streams written at once with a 1 s TTFT: the first token's lateness, as the client
 /// saw it (from its write) and as the server's record says (from its arrival).
 async fn ttft_error(addr: SocketAddr, n: usize) -> anyhow::Result<()> {
@@ -129,42 +173,17 @@ async fn ttft_error(addr: SocketAddr, n: usize) -> anyhow::Result<()> {
             tokio::spawn(async move {
                 let id = format!("bench-{n}-{i}");
                 barrier.wait().await;
-                let sent = Instant::now();
-                s.write_all(&request(&path, &id)).await?;
-                let mut buf = Vec::new();
-                let at = first_token(&mut s, sent, &mut buf).await?;
-                // Drain to the end so the record completes.
-                let mut rest = [0u8; 4096];
-                while s.read(&mut rest).await? > 0 {}
+                let at = first_token_of(&mut s, &path, &id).await?;
                 anyhow::Ok((id, at))
             })
         })
         .collect();
-    let mut client = Vec::new();
-    let mut ids = Vec::new();
-    for t in tasks {
-        let (id, at) = t.await??;
-        client.push(at.as_secs_f64() * 1000.0 - TTFT_MS);
-        ids.push(id);
-    }
-    let http = reqwest::Client::new();
-    let mut server = Vec::new();
-    for id in ids {
-        let r: serde_json::Value = http
-            .get(format!("http://{addr}/records/{id}"))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let first = r["milestones"]["first_token"]
-            .as_f64()
-            .context("record without first_token")?;
-        server.push(first - TTFT_MS);
-    }
-    println!("{n} concurrent streams, injected TTFT {TTFT_MS} ms:");
-    summary("lateness seen by the client", client);
-    summary("lateness in the server's record", server);
-    Ok(())
+    print_lateness(
+        addr,
+        tasks,
+        &format!("{n} concurrent streams, injected TTFT {TTFT_MS} ms:"),
+    )
+    .await
 }
 
 /// Poisson arrivals: `n` requests whose start times are exponential gaps apart at `rate`
@@ -202,45 +221,17 @@ async fn ttft_error_poisson(addr: SocketAddr, n: usize, rate: f64) -> anyhow::Re
                 let id = format!("poisson-{n}-{i}");
                 let mut s = TcpStream::connect(addr).await?;
                 s.set_nodelay(true)?;
-                let sent = Instant::now();
-                s.write_all(&request(&path, &id)).await?;
-                let mut buf = Vec::new();
-                let first = first_token(&mut s, sent, &mut buf).await?;
-                let mut rest = [0u8; 4096];
-                while s.read(&mut rest).await? > 0 {}
+                let first = first_token_of(&mut s, &path, &id).await?;
                 anyhow::Ok((id, first))
             })
         })
         .collect();
-    let mut client = Vec::new();
-    let mut ids = Vec::new();
-    for t in tasks {
-        let (id, first) = t.await??;
-        client.push(first.as_secs_f64() * 1000.0 - TTFT_MS);
-        ids.push(id);
-    }
-    let http = reqwest::Client::new();
-    let mut server = Vec::new();
-    for id in ids {
-        let r: serde_json::Value = http
-            .get(format!("http://{addr}/records/{id}"))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let first = r["milestones"]["first_token"]
-            .as_f64()
-            .context("record without first_token")?;
-        server.push(first - TTFT_MS);
-    }
-    println!(
-        "{n} streams with Poisson arrivals at {rate:.0}/s (about {:.0} in flight), injected TTFT {TTFT_MS} ms \
-         (#16 goal: server-record lateness p99 ≤ 2 ms):",
+    let title = format!(
+        "{n} streams with Poisson arrivals at {rate:.0}/s (about {:.0} in flight), injected TTFT \
+         {TTFT_MS} ms (#16 goal: server-record lateness p99 ≤ 2 ms):",
         rate * TTFT_MS / 1000.0
     );
-    summary("lateness seen by the client", client);
-    summary("lateness in the server's record", server);
-    Ok(())
+    print_lateness(addr, tasks, &title).await
 }
 
 /// Opens `n` long streams (one token every 500 ms) in batches; counts those that deliver

@@ -334,6 +334,22 @@ struct Tap {
 }
 
 impl Tap {
+    /// The upstream body broke (`error`): the client's stream breaks too, as it would
+    /// without the proxy, and the record ends with `outcome` and the error's text.
+    async fn broken(
+        &self,
+        tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+        error: std::io::Error,
+        outcome: RecordOutcome,
+    ) {
+        let now = Instant::now();
+        let message = error.to_string();
+        let _ = tx.send(Err(error)).await;
+        let mut r = lock(&self.record);
+        r.error = Some(message);
+        r.end(outcome, now);
+    }
+
     async fn pump(
         self,
         mut incoming: hyper::body::Incoming,
@@ -343,40 +359,22 @@ impl Tap {
             let next = match tokio::time::timeout(self.idle, incoming.frame()).await {
                 Ok(next) => next,
                 Err(_) => {
-                    let now = Instant::now();
                     let message = format!(
                         "upstream body: no bytes for {} ms (idle_timeout_ms)",
                         self.idle.as_millis()
                     );
-                    // The client sees the stream end as broken, as it would without us.
-                    let _ = tx
-                        .send(Err(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            message.clone(),
-                        )))
-                        .await;
-                    let mut r = lock(&self.record);
-                    r.error = Some(message);
-                    r.end(RecordOutcome::Timeout, now);
-                    return;
+                    let timeout = std::io::Error::new(std::io::ErrorKind::TimedOut, message);
+                    return self.broken(&tx, timeout, RecordOutcome::Timeout).await;
                 }
             };
             let frame = match next {
                 None => break,
                 Some(Ok(frame)) => frame,
                 Some(Err(e)) => {
-                    let now = Instant::now();
-                    // Pass the break on: the client must see a truncated stream too.
-                    let _ = tx
-                        .send(Err(std::io::Error::new(
-                            std::io::ErrorKind::ConnectionAborted,
-                            e.to_string(),
-                        )))
-                        .await;
-                    let mut r = lock(&self.record);
-                    r.error = Some(format!("upstream body: {e}"));
-                    r.end(RecordOutcome::Dropped, now);
-                    return;
+                    let message = format!("upstream body: {e}");
+                    let dropped =
+                        std::io::Error::new(std::io::ErrorKind::ConnectionAborted, message);
+                    return self.broken(&tx, dropped, RecordOutcome::Dropped).await;
                 }
             };
             let Ok(data) = frame.into_data() else {
