@@ -52,7 +52,7 @@ fn source_rank(source: TimingSource) -> u8 {
         TimingSource::VantageProxy => 0,
         TimingSource::LlamaCppTimings | TimingSource::OllamaDurations | TimingSource::InBand => 1,
         TimingSource::ResourceTiming => 2,
-        TimingSource::ServerTimingHeader => 3,
+        TimingSource::ServerTimingHeader | TimingSource::ResponseHeader => 3,
     }
 }
 

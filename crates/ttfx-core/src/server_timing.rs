@@ -22,6 +22,10 @@ pub enum TimingSource {
     InBand,
     /// The ttfx vantage proxy's record for this request.
     VantageProxy,
+    /// A provider's own documented timing header other than `Server-Timing` (OpenAI's
+    /// `openai-processing-ms`, Envoy's `x-envoy-upstream-service-time`), as the vantage
+    /// proxy read it; `name` is the header's name.
+    ResponseHeader,
 }
 
 /// One server-reported duration.

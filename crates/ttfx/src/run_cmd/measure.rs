@@ -227,7 +227,9 @@ async fn one_run(
     page: &mut Page,
 ) -> anyhow::Result<Run> {
     let out = match target {
-        Target::Endpoint { url, api, .. } => {
+        Target::Endpoint {
+            url, api, dialect, ..
+        } => {
             let base = ctx
                 .base
                 .as_deref()
@@ -243,6 +245,7 @@ async fn one_run(
             let spec = json!({
                 "endpoint": url,
                 "body": api.streaming_body("ttfx-run", &job.prompt),
+                "dialect": dialect.map(|d| d.as_str()),
                 "requestId": job.request_id,
                 "timeoutMs": ctx.timeout.as_millis() as u64,
                 "recordUrl": record_url,

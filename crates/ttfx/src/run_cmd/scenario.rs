@@ -8,9 +8,11 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use ttfx_core::ChatApi;
+use ttfx_core::decode::DialectKind;
 
 use super::budget::RunBudget;
 use crate::cli::RunArgs;
+use crate::serve::config::Upstreams;
 
 /// The scenario file: every key optional, unknown keys refused (a typo must not be
 /// silently ignored in a CI gate).
@@ -43,6 +45,9 @@ pub enum Target {
         label: String,
         url: String,
         api: ChatApi,
+        /// The reply's dialect when the target's upstream names one (a preset's);
+        /// otherwise the probe reads the stream as its content type and first frames say.
+        dialect: Option<DialectKind>,
     },
     /// The user's own page, which embeds the probe; the runner calls
     /// `window.chat.send(prompt)` when the page has it and collects `window.__ttfx`.
@@ -56,10 +61,23 @@ impl Target {
     /// The API is `api` when given, else the one whose path ends the endpoint's URL
     /// (`--api-path v1/messages` is Anthropic Messages), else OpenAI Chat. The path
     /// appended to sim/ and proxy/ targets is `api_path` when given, else the API's own.
+    #[cfg(test)]
     pub fn parse(
         text: &str,
         api: Option<ChatApi>,
         api_path: Option<&str>,
+    ) -> anyhow::Result<Target> {
+        Target::parse_with(text, api, api_path, None)
+    }
+
+    /// As [`Target::parse`]; a `proxy/UPSTREAM` target must name one of `upstreams` (the
+    /// runner's config) when given, and speaks that upstream's API at its path, in its
+    /// dialect, unless `api` or `api_path` say otherwise.
+    pub fn parse_with(
+        text: &str,
+        api: Option<ChatApi>,
+        api_path: Option<&str>,
+        upstreams: Option<&Upstreams>,
     ) -> anyhow::Result<Target> {
         let api_of = |url: &str| {
             api.or_else(|| ChatApi::from_path(url))
@@ -81,6 +99,7 @@ impl Target {
                 label: without_query(text).to_owned(),
                 url: text.to_owned(),
                 api: api_of(text),
+                dialect: None,
             });
         }
         let (path, query) = match text.split_once('?') {
@@ -95,7 +114,24 @@ impl Target {
                  http(s)://ENDPOINT or page:http(s)://PAGE"
             );
         }
+        let chat = match upstreams.filter(|_| kind == "proxy") {
+            None => None,
+            Some(ups) => match ups.get(name) {
+                Some(up) => up.chat.clone(),
+                None => bail!(
+                    "target `{text}`: no upstream `{name}` in the config (configured: {})",
+                    match ups.names() {
+                        n if n.is_empty() => "none".to_owned(),
+                        n => n.join(", "),
+                    }
+                ),
+            },
+        };
+        // The upstream's own endpoint, unless the flags name another API or path.
+        let chat = chat.filter(|c| api.is_none_or(|a| a == c.api) && api_path.is_none());
+        let api = api.or(chat.as_ref().map(|c| c.api));
         let api_path = api_path
+            .or(chat.as_ref().map(|c| c.path.as_str()))
             .unwrap_or_else(|| api.unwrap_or(ChatApi::OpenAiChat).path())
             .trim_start_matches('/');
         let url = match query {
@@ -104,7 +140,8 @@ impl Target {
         };
         Ok(Target::Endpoint {
             label: text.to_owned(),
-            api: api_of(&url),
+            api: api.unwrap_or_else(|| api_of(&url)),
+            dialect: chat.map(|c| c.dialect),
             url,
         })
     }
@@ -183,9 +220,18 @@ impl Scenario {
             (None, Some(t)) => t.clone(),
             (None, None) => file.target.unwrap_or_else(|| "sim/default".to_owned()),
         };
-        let mut targets = vec![Target::parse(&target_text, api, api_path)?];
+        let config = args.config.clone().or(file.config);
+        // The runner's server loads the same file; read here, a proxy target learns its
+        // upstream's API, and a bad file or an unknown upstream stops the run before any
+        // browser starts.
+        let upstreams = match &config {
+            Some(path) => Some(crate::serve::config::load(path)?.upstreams),
+            None => None,
+        };
+        let upstreams = upstreams.as_ref();
+        let mut targets = vec![Target::parse_with(&target_text, api, api_path, upstreams)?];
         if let Some(against) = args.against.clone().or(file.against) {
-            let b = Target::parse(&against, api, api_path)?;
+            let b = Target::parse_with(&against, api, api_path, upstreams)?;
             if b.label() == targets[0].label() {
                 bail!(
                     "--against names the same target as --target (`{}`)",
@@ -240,7 +286,7 @@ impl Scenario {
             budgets,
             browser_args,
             timeout: Duration::from_secs_f64(timeout_s),
-            config: args.config.clone().or(file.config),
+            config,
             voice,
         })
     }
@@ -269,6 +315,7 @@ mod tests {
                 label: "sim/default?ttft_ms=300&seed=1".into(),
                 url: "/sim/default/v1/chat/completions?ttft_ms=300&seed=1".into(),
                 api: ChatApi::OpenAiChat,
+                dialect: None,
             }
         );
     }

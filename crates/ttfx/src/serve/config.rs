@@ -26,10 +26,13 @@ use std::fmt;
 use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
-use axum::http::Uri;
+use axum::http::{HeaderName, HeaderValue, Uri};
 use serde::Deserialize;
+use ttfx_core::ChatApi;
+use ttfx_core::decode::DialectKind;
 
 use super::access::{ProxyAccess, is_loopback_host};
+use super::presets::{self, Preset};
 use super::sim::profile::{self, Profile};
 
 #[derive(Debug, Default)]
@@ -62,6 +65,23 @@ pub struct Upstream {
     pub key: Option<Secret>,
     pub auth: Auth,
     pub timeouts: Timeouts,
+    /// The provider preset it started from, if any.
+    pub preset: Option<&'static str>,
+    /// What its chat endpoint speaks, when the config or its preset says.
+    pub chat: Option<UpstreamChat>,
+    /// Sent with every request (a preset's, then the config's `headers`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// `api-version` added to requests whose query has none (Azure OpenAI).
+    pub api_version: Option<String>,
+}
+
+/// The chat endpoint of an upstream: what `ttfx run` and the lab page send it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamChat {
+    pub api: ChatApi,
+    /// Below the base URL, no leading slash.
+    pub path: String,
+    pub dialect: DialectKind,
 }
 
 /// How long the proxy waits on an upstream before it ends the request as a timeout.
@@ -85,7 +105,8 @@ impl Timeouts {
 }
 
 /// How the key is presented to the upstream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Auth {
     /// `Authorization: Bearer KEY` (OpenAI and compatibles).
     Bearer,
@@ -135,7 +156,9 @@ struct FileProxy {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileUpstream {
-    base_url: String,
+    /// A provider preset (presets.rs) the other fields start from.
+    preset: Option<String>,
+    base_url: Option<String>,
     api_key_env: Option<String>,
     api_key: Option<String>,
     auth: Option<String>,
@@ -145,6 +168,15 @@ struct FileUpstream {
     connect_timeout_ms: Option<u64>,
     header_timeout_ms: Option<u64>,
     idle_timeout_ms: Option<u64>,
+    /// The chat endpoint's API (a ChatApi name), its path below base_url, its dialect.
+    api: Option<String>,
+    api_path: Option<String>,
+    dialect: Option<String>,
+    /// Extra headers for every request (not the key: that is api_key / api_key_env).
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// Azure OpenAI's `api-version`, for its deployment paths.
+    api_version: Option<String>,
 }
 
 pub fn load(path: &Path) -> anyhow::Result<Config> {
@@ -216,27 +248,48 @@ fn upstream(
     env: &impl Fn(&str) -> Option<String>,
 ) -> anyhow::Result<Upstream> {
     check_name(name)?;
-    let uri: Uri = u
-        .base_url
+    let preset = match u.preset.as_deref() {
+        None => None,
+        Some(p) => Some(presets::find(p).ok_or_else(|| {
+            anyhow!(
+                "preset `{p}` is not a provider preset ({})",
+                presets::names().join(", ")
+            )
+        })?),
+    };
+    let base_url = match (u.base_url.clone(), preset.and_then(|p| p.base_url)) {
+        (Some(url), _) => url,
+        (None, Some(url)) => url.to_owned(),
+        (None, None) => match preset {
+            Some(p) => bail!(
+                "preset `{}` needs base_url: {} gives every resource its own host (e.g. \
+                 https://RESOURCE.openai.azure.com/openai/v1)",
+                p.name,
+                p.provider
+            ),
+            None => bail!("base_url is missing (or name a provider preset)"),
+        },
+    };
+    let uri: Uri = base_url
         .parse()
-        .map_err(|e| anyhow!("base_url `{}` is not a URL: {e}", u.base_url))?;
+        .map_err(|e| anyhow!("base_url `{base_url}` is not a URL: {e}"))?;
     match uri.scheme_str() {
         Some("http") => {}
         Some("https") => bail!(
             "base_url `{}`: https upstreams are not supported yet (the proxy speaks plain \
              HTTP: use a loopback server or a local TLS tunnel)",
-            u.base_url
+            base_url
         ),
-        _ => bail!("base_url `{}` must start with http://", u.base_url),
+        _ => bail!("base_url `{}` must start with http://", base_url),
     }
     let Some(authority) = uri.authority() else {
-        bail!("base_url `{}` has no host", u.base_url);
+        bail!("base_url `{}` has no host", base_url);
     };
     if uri.query().is_some() {
-        bail!("base_url `{}` must not have a query", u.base_url);
+        bail!("base_url `{}` must not have a query", base_url);
     }
     let port = authority.port_u16().unwrap_or(80);
-    let key = match (u.api_key, u.api_key_env) {
+    let key = match (u.api_key.clone(), u.api_key_env.clone()) {
         (Some(_), Some(_)) => bail!("give api_key or api_key_env, not both"),
         (Some(k), None) => Some(Secret(k)),
         (None, Some(var)) => match env(&var) {
@@ -247,12 +300,15 @@ fn upstream(
     };
     if key.is_some() && !u.insecure && !is_loopback_host(authority.host()) {
         bail!(
-            "base_url `{}`: the key would cross the network in clear text over plain HTTP to              a host that is not loopback; use a loopback server or a local TLS tunnel, or set              insecure = true",
-            u.base_url
+            "base_url `{}`: the key would cross the network in clear text over plain HTTP to \
+             a host that is not loopback; use a loopback server or a local TLS tunnel, or set \
+             insecure = true",
+            base_url
         );
     }
     let auth = match u.auth.as_deref() {
-        None | Some("bearer") => Auth::Bearer,
+        None => preset.map_or(Auth::Bearer, |p| p.auth),
+        Some("bearer") => Auth::Bearer,
         Some("x-api-key") => Auth::XApiKey,
         Some("api-key") => Auth::ApiKey,
         Some("none") => Auth::None,
@@ -276,14 +332,100 @@ fn upstream(
         )?,
         idle: ms("idle_timeout_ms", u.idle_timeout_ms, Timeouts::DEFAULT.idle)?,
     };
+    let chat = chat(preset, &u)?;
+    let headers = headers(preset, &u.headers)?;
+    let api_version = azure_api_version(preset, uri.path(), u.api_version.as_deref())?;
     Ok(Upstream {
         name: name.to_owned(),
+        preset: preset.map(|p| p.name),
+        chat,
+        headers,
+        api_version,
         timeouts,
         authority: format!("{}:{port}", authority.host()),
         path: uri.path().trim_end_matches('/').to_owned(),
         key,
         auth,
     })
+}
+
+/// The chat endpoint: the config's `api`, `api_path` and `dialect` over its preset's.
+fn chat(preset: Option<&Preset>, u: &FileUpstream) -> anyhow::Result<Option<UpstreamChat>> {
+    let api = match u.api.as_deref() {
+        Some(name) => Some(name.parse::<ChatApi>().map_err(|e| anyhow!("api: {e}"))?),
+        None => preset.map(|p| p.api),
+    };
+    let Some(api) = api else {
+        if u.api_path.is_some() || u.dialect.is_some() {
+            bail!("api_path and dialect need api (a preset gives one)");
+        }
+        return Ok(None);
+    };
+    // The preset's path and dialect belong to its API; another API brings its own.
+    let preset = preset.filter(|p| p.api == api);
+    let path = match &u.api_path {
+        Some(p) => p.trim_start_matches('/').to_owned(),
+        None => preset.map_or(api.path(), |p| p.api_path).to_owned(),
+    };
+    if path.contains(['?', '#']) || path.split('/').any(|s| s == "." || s == "..") {
+        bail!("api_path `{path}`: a plain path below base_url, without query or dot segments");
+    }
+    let dialect = match u.dialect.as_deref() {
+        Some(name) => name
+            .parse::<DialectKind>()
+            .map_err(|e| anyhow!("dialect: {e}"))?,
+        None => preset.map_or(api.dialect(), |p| p.dialect),
+    };
+    Ok(Some(UpstreamChat { api, path, dialect }))
+}
+
+/// Headers for every request: the preset's, then the config's (which win by name).
+fn headers(
+    preset: Option<&Preset>,
+    extra: &BTreeMap<String, String>,
+) -> anyhow::Result<Vec<(HeaderName, HeaderValue)>> {
+    let mut out: Vec<(HeaderName, HeaderValue)> = Vec::new();
+    let given = preset
+        .map_or(&[][..], |p| p.headers)
+        .iter()
+        .map(|(n, v)| (*n, *v))
+        .chain(extra.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    for (name, value) in given {
+        let header = HeaderName::try_from(name)
+            .map_err(|_| anyhow!("headers: `{name}` is not a header name"))?;
+        if super::proxy::KEY_HEADERS.contains(&header.as_str()) {
+            bail!(
+                "headers: `{name}` carries a key; give it with api_key_env (and auth) so it                  stays out of logs and the client's copy is dropped"
+            );
+        }
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| anyhow!("headers: the value of `{name}` is not a header value"))?;
+        out.retain(|(n, _)| *n != header);
+        out.push((header, value));
+    }
+    Ok(out)
+}
+
+/// Azure OpenAI's deployment paths need `api-version` on every request; its v1 API
+/// (`/openai/v1`) takes none. Other upstreams may not set one.
+fn azure_api_version(
+    preset: Option<&Preset>,
+    base_path: &str,
+    given: Option<&str>,
+) -> anyhow::Result<Option<String>> {
+    let azure = preset.is_some_and(|p| p.name == "azure-openai");
+    match given {
+        Some(_) if !azure => bail!("api_version applies to preset = \"azure-openai\" only"),
+        Some(v) if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
+            bail!("api_version `{v}`: expected a version like 2024-10-21")
+        }
+        Some(v) => Ok(Some(v.to_owned())),
+        None if azure && base_path.contains("/openai/deployments/") => bail!(
+            "preset azure-openai: a deployment base_url needs api_version (e.g. \
+             \"2024-10-21\"); the v1 API (…/openai/v1) needs none"
+        ),
+        None => Ok(None),
+    }
 }
 
 fn profile(name: &str, mut table: toml::Table) -> anyhow::Result<Profile> {
@@ -356,6 +498,106 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn a_preset_fills_base_url_auth_headers_and_chat_and_the_config_wins() {
+        let c = parse(
+            "[upstreams.claude]\npreset = \"anthropic\"\nbase_url = \"http://127.0.0.1:9/x\"\n\
+             api_key_env = \"SIM_KEY\"\n\
+             [upstreams.llama]\npreset = \"llamacpp\"\n\
+             [upstreams.o]\npreset = \"ollama\"\napi = \"ollama-generate\"\n\
+             [upstreams.gw]\nbase_url = \"http://127.0.0.1:9\"\napi = \"anthropic\"\n\
+             api_path = \"/chat\"\nheaders = { \"anthropic-version\" = \"2099-01-01\" }\n",
+            env,
+        )
+        .unwrap();
+        let claude = c.upstreams.get("claude").unwrap();
+        assert_eq!(claude.preset, Some("anthropic"));
+        assert_eq!(
+            (claude.authority.as_str(), claude.path.as_str()),
+            ("127.0.0.1:9", "/x")
+        );
+        assert_eq!(claude.auth, Auth::XApiKey);
+        assert_eq!(claude.headers.len(), 1);
+        assert_eq!(claude.headers[0].0, "anthropic-version");
+        let chat = claude.chat.as_ref().unwrap();
+        assert_eq!(
+            (chat.api, chat.path.as_str()),
+            (ChatApi::AnthropicMessages, "v1/messages")
+        );
+        let llama = c.upstreams.get("llama").unwrap();
+        assert_eq!(llama.authority, "127.0.0.1:8080");
+        assert!(llama.key.is_none());
+        assert_eq!(llama.chat.as_ref().unwrap().dialect, DialectKind::LlamaCpp);
+        // Another API than the preset's brings its own path and dialect.
+        let o = c.upstreams.get("o").unwrap().chat.clone().unwrap();
+        assert_eq!(
+            (o.api, o.path.as_str()),
+            (ChatApi::OllamaGenerate, "api/generate")
+        );
+        let gw = c.upstreams.get("gw").unwrap();
+        assert_eq!(gw.chat.as_ref().unwrap().path, "chat");
+        assert_eq!(gw.headers[0].1, "2099-01-01");
+        assert!(gw.preset.is_none() && gw.auth == Auth::Bearer);
+    }
+
+    #[test]
+    fn azure_needs_its_host_and_a_version_for_deployment_paths() {
+        let e = err("[upstreams.az]\npreset = \"azure-openai\"\n");
+        assert!(e.contains("needs base_url"), "{e}");
+        let deploy = "[upstreams.az]\npreset = \"azure-openai\"\n\
+                      base_url = \"http://127.0.0.1:9/openai/deployments/gpt\"\n";
+        assert!(err(deploy).contains("needs api_version"), "{}", err(deploy));
+        let c = parse(&format!("{deploy}api_version = \"2024-10-21\"\n"), env).unwrap();
+        let az = c.upstreams.get("az").unwrap();
+        assert_eq!(az.api_version.as_deref(), Some("2024-10-21"));
+        assert_eq!(az.auth, Auth::ApiKey);
+        assert_eq!(az.chat.as_ref().unwrap().path, "chat/completions");
+        let v1 = "[upstreams.az]\npreset = \"azure-openai\"\n\
+                  base_url = \"http://127.0.0.1:9/openai/v1\"\n";
+        assert!(parse(v1, env).unwrap().upstreams.0[0].api_version.is_none());
+        let other = "[upstreams.x]\nbase_url = \"http://h\"\napi_version = \"1\"\n";
+        assert!(
+            err(other).contains("\"azure-openai\" only"),
+            "{}",
+            err(other)
+        );
+    }
+
+    #[test]
+    fn preset_problems_are_named() {
+        for (text, want) in [
+            (
+                "[upstreams.x]\npreset = \"gpt\"\n",
+                "preset `gpt` is not a provider preset",
+            ),
+            ("[upstreams.x]\n", "base_url is missing"),
+            (
+                "[upstreams.x]\npreset = \"vllm\"\nheaders = { authorization = \"k\" }\n",
+                "carries a key",
+            ),
+            (
+                "[upstreams.x]\npreset = \"vllm\"\napi = \"grpc\"\n",
+                "api: unknown API `grpc`",
+            ),
+            (
+                "[upstreams.x]\npreset = \"vllm\"\ndialect = \"xml\"\n",
+                "dialect:",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"http://h\"\napi_path = \"v1\"\n",
+                "need api",
+            ),
+            (
+                "[upstreams.x]\npreset = \"vllm\"\napi_path = \"../admin\"\n",
+                "without query or dot segments",
+            ),
+        ] {
+            let e = err(text);
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub mod access;
 pub mod arrival;
 pub mod config;
 pub mod isolation;
+pub mod presets;
+mod provider_timing;
 mod proxy;
 pub mod records;
 pub mod sim;

@@ -14,8 +14,8 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Extension, OriginalUri, Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
-use axum::response::Response;
-use axum::routing::any;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::json;
@@ -25,11 +25,13 @@ use tokio::time::Instant;
 use super::AppState;
 use super::arrival::{Arrival, REQUEST_ID};
 use super::config::{Auth, Upstream};
+use super::provider_timing;
 use super::records::{Kind, Record, RecordHandle, RecordOutcome, lock};
 use super::sim::json_error;
 
 pub fn router() -> Router<Arc<AppState>> {
     Router::new()
+        .route("/", get(list))
         .route("/{upstream}", any(root))
         .route("/{upstream}/{*rest}", any(forward))
 }
@@ -53,6 +55,36 @@ async fn root(
         body,
     )
     .await
+}
+
+/// `GET /proxy`: the configured upstreams and their chat endpoints, for the lab page's
+/// target picker and for people. Names, hosts and APIs only: never a key or a header.
+async fn list(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Err(why) = state.proxy_access.check(&headers) {
+        return error(StatusCode::FORBIDDEN, &why);
+    }
+    let upstreams: Vec<_> = state
+        .upstreams
+        .0
+        .iter()
+        .map(|u| {
+            let chat = u.chat.as_ref().map(|c| {
+                json!({
+                    "api": c.api.as_str(),
+                    "dialect": c.dialect.as_str(),
+                    "url": format!("/proxy/{}/{}", u.name, c.path),
+                })
+            });
+            json!({
+                "name": u.name,
+                "preset": u.preset,
+                "host": u.authority,
+                "key": u.key.is_some(),
+                "chat": chat,
+            })
+        })
+        .collect();
+    axum::Json(json!({ "upstreams": upstreams })).into_response()
 }
 
 /// The path after `/proxy/{name}` exactly as the client sent it (still percent-encoded:
@@ -112,7 +144,7 @@ fn dropped_response_header(name: &HeaderName) -> bool {
     )
 }
 
-const KEY_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
+pub const KEY_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
 
 async fn forward(
     State(state): State<Arc<AppState>>,
@@ -159,10 +191,7 @@ async fn forward(
         Err(message) => return fail(&record, StatusCode::BAD_REQUEST, &message),
     };
 
-    let target = match uri.query() {
-        Some(q) => format!("{}/{rest}?{q}", upstream.path),
-        None => format!("{}/{rest}", upstream.path),
-    };
+    let target = upstream_target(upstream, &rest, uri.query());
     let request = match upstream_request(upstream, &arrival.id, method, &headers, &target, body) {
         Ok(r) => r,
         Err(message) => return fail(&record, StatusCode::BAD_REQUEST, &message),
@@ -226,7 +255,14 @@ async fn forward(
         .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    lock(&record).headers(status.as_u16(), content_type, Instant::now());
+    let now = Instant::now();
+    let (timings, problems) = provider_timing::read(&parts.headers);
+    {
+        let mut r = lock(&record);
+        r.headers(status.as_u16(), content_type, now);
+        r.header_timings = timings;
+        r.header_problems = problems;
+    }
     let (tx, body) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(8);
     let body = Body::from_stream(futures_util::stream::unfold(body, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
@@ -280,6 +316,29 @@ fn end_early(
     error(status, message)
 }
 
+/// The upstream's path and query for `rest`: the client's query, plus the upstream's
+/// `api-version` when the client sent none.
+fn upstream_target(upstream: &Upstream, rest: &str, query: Option<&str>) -> String {
+    let has_version = query.is_some_and(|q| {
+        q.split('&')
+            .any(|pair| pair.split('=').next() == Some("api-version"))
+    });
+    let version = upstream
+        .api_version
+        .as_deref()
+        .filter(|_| !has_version)
+        .map(|v| format!("api-version={v}"));
+    let query = [query.filter(|q| !q.is_empty()).map(str::to_owned), version]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("&");
+    match query.is_empty() {
+        true => format!("{}/{rest}", upstream.path),
+        false => format!("{}/{rest}?{query}", upstream.path),
+    }
+}
+
 fn upstream_request(
     upstream: &Upstream,
     request_id: &str,
@@ -296,6 +355,13 @@ fn upstream_request(
             continue;
         }
         builder = builder.header(k, v);
+    }
+    // The upstream's own headers (Anthropic's version) are defaults: a client that sends
+    // its own value keeps it.
+    for (name, value) in &upstream.headers {
+        if !headers.contains_key(name) {
+            builder = builder.header(name, value);
+        }
     }
     builder = builder.header(header::HOST, upstream.authority.as_str());
     builder = builder.header(REQUEST_ID, request_id);

@@ -61,6 +61,11 @@ pub struct Record {
     pub usage: Option<Usage>,
     /// Durations that are not milestones (queue, prefill, connect), in ms.
     pub durations: Vec<(String, f64)>,
+    /// What the upstream's response headers said about its own time (proxy records;
+    /// `provider_timing.rs`), each with its source.
+    pub header_timings: Vec<ServerTiming>,
+    /// Timing headers that were present but could not be read.
+    pub header_problems: Vec<String>,
     /// The stream's milestones and chunk series, derived by the probe's own rules from
     /// the bytes as they left (sim) or arrived from the upstream (proxy).
     recorder: Recorder,
@@ -99,6 +104,8 @@ impl Record {
             bytes: 0,
             usage: None,
             durations: Vec::new(),
+            header_timings: Vec::new(),
+            header_problems: Vec::new(),
             recorder: Recorder::new(dialect, Limits::DEFAULT).with_chunk_limit(MAX_CHUNKS),
             arrival,
             headers_unix_ms: None,
@@ -184,6 +191,7 @@ impl Record {
                 description: Some(description.to_owned()),
                 source,
             })
+            .chain(self.header_timings.iter().cloned())
             .collect();
         ServerData {
             timings,
@@ -291,6 +299,9 @@ pub fn to_json(r: &Record) -> Value {
         .map(|(n, ms)| (n.clone(), json!(ms)))
         .collect();
     v.insert("durations".into(), durations.into());
+    if !r.header_problems.is_empty() {
+        v.insert("header_problems".into(), json!(r.header_problems));
+    }
     v.insert("server".into(), json!(r.server_data()));
     v.into()
 }
