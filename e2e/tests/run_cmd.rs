@@ -562,6 +562,70 @@ fn every_api_is_measured_with_its_own_body_and_dialect() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `proxy/NAME` of a preset upstream: the runner speaks that provider's API at its path
+/// and the probe reads the reply in the preset's dialect. The "providers" are another
+/// `ttfx serve`, whose simulator answers each API the way the provider does.
+#[test]
+fn a_preset_upstream_is_measured_in_its_own_api_and_dialect() -> anyhow::Result<()> {
+    let provider = ServeProcess::start(&paths::ttfx_bin()?, &[])?;
+    let base = format!("{}sim/default", provider.url);
+    let config = temp("presets.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[upstreams.claude]\npreset = \"anthropic\"\nbase_url = \"{base}\"\n\
+             api_key = \"sk-ant-run-test\"\n\
+             [upstreams.llama]\npreset = \"llamacpp\"\nbase_url = \"{base}\"\n"
+        ),
+    )?;
+    let config_arg = config.to_string_lossy().into_owned();
+    let json = temp("presets.json");
+    let out = ttfx_run(&[
+        "--config",
+        &config_arg,
+        "--target",
+        "proxy/claude?ttft_ms=60&output_tokens=6&seed=2",
+        "--against",
+        "proxy/llama?ttft_ms=60&output_tokens=6&seed=2",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let b_path = json.with_file_name(format!(
+        "{}.against.json",
+        json.file_stem().unwrap().to_str().unwrap()
+    ));
+    for (path, dialect, route) in [
+        (&json, "anthropic", "/proxy/claude/v1/messages"),
+        (&b_path, "llamacpp", "/proxy/llama/v1/chat/completions"),
+    ] {
+        let batch: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+        let _ = std::fs::remove_file(path);
+        assert_eq!(batch["outcomes"]["completed"], 1, "{dialect}: {stdout}");
+        let timeline = &batch["runs"][0]["timeline"];
+        assert_eq!(timeline["request"]["dialect"], dialect, "{timeline}");
+        assert!(
+            timeline["request"]["url"].as_str().unwrap_or("").contains(route),
+            "{timeline}"
+        );
+        // The proxy's record joined: its first token is a server timing of the run.
+        let first_token = timeline["milestones"]["first_token"].as_f64().unwrap();
+        assert!(first_token >= 60.0, "{dialect}: {timeline}");
+    }
+    // An upstream the config does not name stops the run before a browser starts.
+    let out = ttfx_run(&["--config", &config_arg, "--target", "proxy/nope"])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no upstream `nope`") && stderr.contains("claude, llama"), "{stderr}");
+    let _ = std::fs::remove_file(&config);
+    Ok(())
+}
+
 /// The process group ids of `pid`'s children (each driver leads its own group).
 fn child_groups(pid: u32) -> Vec<u32> {
     let mut groups = Vec::new();

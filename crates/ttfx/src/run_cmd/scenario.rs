@@ -357,6 +357,40 @@ mod tests {
     }
 
     #[test]
+    fn a_proxy_target_speaks_its_upstreams_api_unless_the_flags_say_otherwise() {
+        let config = crate::serve::config::parse(
+            "[upstreams.claude]\npreset = \"anthropic\"\nbase_url = \"http://127.0.0.1:9\"\n\
+             [upstreams.plain]\nbase_url = \"http://127.0.0.1:9\"\n",
+            |_| None,
+        )
+        .unwrap();
+        let ups = Some(&config.upstreams);
+        let t = Target::parse_with("proxy/claude?x=1", None, None, ups).unwrap();
+        assert_eq!(
+            t,
+            Target::Endpoint {
+                label: "proxy/claude?x=1".into(),
+                url: "/proxy/claude/v1/messages?x=1".into(),
+                api: ChatApi::AnthropicMessages,
+                dialect: Some(DialectKind::Anthropic),
+            }
+        );
+        // --api names another API: its own path, the dialect from the reply.
+        let t = Target::parse_with("proxy/claude", Some(ChatApi::OpenAiChat), None, ups).unwrap();
+        let Target::Endpoint { url, dialect, .. } = t else {
+            panic!("not an endpoint")
+        };
+        assert_eq!((url.as_str(), dialect), ("/proxy/claude/v1/chat/completions", None));
+        // An upstream without a preset or api: as before.
+        let t = Target::parse_with("proxy/plain", None, None, ups).unwrap();
+        assert!(matches!(t, Target::Endpoint { api: ChatApi::OpenAiChat, dialect: None, .. }));
+        let e = Target::parse_with("proxy/nope", None, None, ups).unwrap_err().to_string();
+        assert!(e.contains("no upstream `nope`") && e.contains("claude, plain"), "{e}");
+        // sim/ targets never consult the upstreams.
+        assert!(Target::parse_with("sim/nope", None, None, ups).is_ok());
+    }
+
+    #[test]
     fn absolute_targets_lose_their_query_in_the_label() {
         let t = Target::parse("http://h/v1/chat?key=secret", None, Some("x")).unwrap();
         assert_eq!(t.label(), "http://h/v1/chat");
