@@ -17,9 +17,16 @@ struct Lab {
 
 impl Lab {
     async fn open() -> anyhow::Result<Lab> {
+        Lab::open_with(&[]).await
+    }
+
+    /// As `open`, with more `ttfx serve` arguments (a `--config`).
+    async fn open_with(extra: &[&str]) -> anyhow::Result<Lab> {
         let dist = paths::lab_dist()?;
         let dist = dist.to_str().unwrap_or_default();
-        let server = ServeProcess::start(&paths::ttfx_bin()?, &["--dist", dist])?;
+        let mut args = vec!["--dist", dist];
+        args.extend(extra);
+        let server = ServeProcess::start(&paths::ttfx_bin()?, &args)?;
         let driver = Chromedriver::start()?;
         let client = driver.session().await?;
         client.goto(&server.url).await?;
@@ -470,5 +477,68 @@ async fn a_voice_turn_puts_first_audio_on_the_waterfall() -> anyhow::Result<()> 
     ] {
         assert!(rows.iter().any(|r| r == name), "{name} not in {rows:?}");
     }
+    Ok(())
+}
+
+/// The run form lists the proxy's configured upstreams; picking a preset upstream
+/// measures it in that provider's API (here Anthropic Messages, answered by another
+/// `ttfx serve`'s simulator the way Anthropic streams).
+#[tokio::test]
+async fn a_configured_upstream_is_picked_and_measured_in_its_api() -> anyhow::Result<()> {
+    let provider = ServeProcess::start(&paths::ttfx_bin()?, &[])?;
+    let config = std::env::temp_dir().join(format!("ttfx-lab-{}-up.toml", std::process::id()));
+    std::fs::write(
+        &config,
+        format!(
+            "[upstreams.claude]\npreset = \"anthropic\"\nbase_url = \"{}sim/default\"\n\
+             api_key = \"sk-ant-lab-test\"\n",
+            provider.url
+        ),
+    )?;
+    let lab = Lab::open_with(&["--config", config.to_str().unwrap_or_default()]).await?;
+    let kind = lab.client.find(Locator::Css("#target-kind")).await?;
+    kind.select_by_value("url").await?;
+    let picker = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#upstream"))
+        .await?;
+    picker.select_by_value("claude").await?;
+    let url = lab
+        .client
+        .find(Locator::Css("#target-url"))
+        .await?
+        .prop("value")
+        .await?;
+    let api = lab
+        .client
+        .find(Locator::Css("#api"))
+        .await?
+        .prop("value")
+        .await?;
+    lab.fill("#runs", "1").await?;
+    lab.fill("#concurrency", "1").await?;
+    lab.client.find(Locator::Css("#run")).await?.click().await?;
+    lab.client
+        .wait()
+        .at_most(Duration::from_secs(60))
+        .for_element(Locator::XPath(
+            "//p[@id='outcomes' and starts-with(text(), '1 runs')]",
+        ))
+        .await?;
+    let report = lab.exported().await?;
+    lab.client.close().await?;
+    let _ = std::fs::remove_file(&config);
+
+    assert_eq!(url.as_deref(), Some("/proxy/claude/v1/messages"));
+    assert_eq!(api.as_deref(), Some("anthropic"));
+    let timeline = &report["runs"][0]["timeline"];
+    assert_eq!(report["outcomes"]["completed"], 1, "{report}");
+    assert_eq!(timeline["request"]["dialect"], "anthropic", "{timeline}");
+    assert!(
+        timeline["milestones"]["first_visible_token"].is_number(),
+        "{timeline}"
+    );
     Ok(())
 }

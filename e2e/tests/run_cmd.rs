@@ -610,7 +610,10 @@ fn a_preset_upstream_is_measured_in_its_own_api_and_dialect() -> anyhow::Result<
         let timeline = &batch["runs"][0]["timeline"];
         assert_eq!(timeline["request"]["dialect"], dialect, "{timeline}");
         assert!(
-            timeline["request"]["url"].as_str().unwrap_or("").contains(route),
+            timeline["request"]["url"]
+                .as_str()
+                .unwrap_or("")
+                .contains(route),
             "{timeline}"
         );
         // The proxy's record joined: its first token is a server timing of the run.
@@ -621,7 +624,10 @@ fn a_preset_upstream_is_measured_in_its_own_api_and_dialect() -> anyhow::Result<
     let out = ttfx_run(&["--config", &config_arg, "--target", "proxy/nope"])?;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("no upstream `nope`") && stderr.contains("claude, llama"), "{stderr}");
+    assert!(
+        stderr.contains("no upstream `nope`") && stderr.contains("claude, llama"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_file(&config);
     Ok(())
 }

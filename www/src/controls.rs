@@ -14,6 +14,7 @@ use web_sys::AudioContext;
 use crate::chat::Message;
 use crate::request::{ReplySink, measure};
 use crate::target::{SIM_PROFILES, Target};
+use crate::upstreams;
 use crate::voice::audio_context;
 use crate::{Lab, lab};
 
@@ -147,6 +148,7 @@ pub fn RunForm() -> impl IntoView {
                 </select>
             </label>
             <Show when=is_sim fallback=move || view! {
+                <UpstreamPicker url api/>
                 <label>"URL " <input id="target-url" size="40" bind:value=url/></label>
             }>
                 <label>"profile "
@@ -182,6 +184,47 @@ pub fn RunForm() -> impl IntoView {
             }}</span>
             {move || problem.get().map(|p| view! { <p class="error" id="form-error">{p}</p> })}
         </form>
+    }
+}
+
+/// The proxy's configured upstreams: choosing one fills the URL and API with its chat
+/// endpoint (`upstreams.rs`).
+#[component]
+fn UpstreamPicker(url: RwSignal<String>, api: RwSignal<String>) -> impl IntoView {
+    let list = LocalResource::new(upstreams::load);
+    move || match list.get() {
+        None => view! { <span class="note">"loading the proxy's upstreams"</span> }.into_any(),
+        Some(Err(e)) => view! { <span class="note" id="upstream-note">{e}</span> }.into_any(),
+        Some(Ok(list)) if list.is_empty() => view! {
+            <span class="note" id="upstream-note">
+                "no upstreams configured (ttfx serve --config FILE; see docs/serve.md)"
+            </span>
+        }
+        .into_any(),
+        Some(Ok(list)) => {
+            let options = list
+                .iter()
+                .map(|u| view! { <option value=u.name.clone()>{u.title()}</option> })
+                .collect_view();
+            let pick = move |ev| {
+                let name = event_target_value(&ev);
+                if let Some(u) = list.iter().find(|u| u.name == name) {
+                    let (to, speaks) = u.target();
+                    url.set(to);
+                    api.set(speaks);
+                }
+            };
+            view! {
+                <label title="an upstream of this server's vantage proxy, in its own API">
+                    "upstream "
+                    <select id="upstream" on:change=pick>
+                        <option value="">"pick one"</option>
+                        {options}
+                    </select>
+                </label>
+            }
+            .into_any()
+        }
     }
 }
 

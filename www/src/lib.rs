@@ -16,6 +16,7 @@ mod io;
 pub mod request;
 mod summary;
 pub mod target;
+mod upstreams;
 mod voice;
 mod waterfall;
 

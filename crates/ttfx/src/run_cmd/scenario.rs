@@ -380,12 +380,27 @@ mod tests {
         let Target::Endpoint { url, dialect, .. } = t else {
             panic!("not an endpoint")
         };
-        assert_eq!((url.as_str(), dialect), ("/proxy/claude/v1/chat/completions", None));
+        assert_eq!(
+            (url.as_str(), dialect),
+            ("/proxy/claude/v1/chat/completions", None)
+        );
         // An upstream without a preset or api: as before.
         let t = Target::parse_with("proxy/plain", None, None, ups).unwrap();
-        assert!(matches!(t, Target::Endpoint { api: ChatApi::OpenAiChat, dialect: None, .. }));
-        let e = Target::parse_with("proxy/nope", None, None, ups).unwrap_err().to_string();
-        assert!(e.contains("no upstream `nope`") && e.contains("claude, plain"), "{e}");
+        assert!(matches!(
+            t,
+            Target::Endpoint {
+                api: ChatApi::OpenAiChat,
+                dialect: None,
+                ..
+            }
+        ));
+        let e = Target::parse_with("proxy/nope", None, None, ups)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no upstream `nope`") && e.contains("claude, plain"),
+            "{e}"
+        );
         // sim/ targets never consult the upstreams.
         assert!(Target::parse_with("sim/nope", None, None, ups).is_ok());
     }

@@ -1,0 +1,114 @@
+//! The vantage proxy's configured upstreams (`GET /proxy` on the serving origin), for the
+//! run form's picker: choosing one fills the URL and API with that upstream's chat
+//! endpoint (a preset's, or what its config says), so a hosted model is measured in its
+//! own API without typing its route.
+
+use serde::Deserialize;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::Response;
+
+/// One upstream as the proxy lists it: never a key or a header.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Upstream {
+    pub name: String,
+    #[serde(default)]
+    pub preset: Option<String>,
+    pub host: String,
+    #[serde(default)]
+    pub chat: Option<Chat>,
+}
+
+/// The upstream's chat endpoint.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Chat {
+    /// A `ChatApi` name.
+    pub api: String,
+    pub url: String,
+}
+
+#[derive(Deserialize)]
+struct List {
+    upstreams: Vec<Upstream>,
+}
+
+impl Upstream {
+    /// What the picker shows.
+    pub fn title(&self) -> String {
+        match &self.preset {
+            Some(p) => format!("{} ({p}, {})", self.name, self.host),
+            None => format!("{} ({})", self.name, self.host),
+        }
+    }
+
+    /// The URL and API to measure: the chat endpoint, or (an upstream whose API the
+    /// config does not say) its OpenAI Chat route.
+    pub fn target(&self) -> (String, String) {
+        match &self.chat {
+            Some(c) => (c.url.clone(), c.api.clone()),
+            None => (
+                format!("/proxy/{}/v1/chat/completions", self.name),
+                ttfx_core::ChatApi::OpenAiChat.as_str().to_owned(),
+            ),
+        }
+    }
+}
+
+pub fn parse(text: &str) -> Result<Vec<Upstream>, String> {
+    serde_json::from_str::<List>(text)
+        .map(|l| l.upstreams)
+        .map_err(|e| format!("the proxy's upstream list is unreadable: {e}"))
+}
+
+/// The list from the serving origin. A page served elsewhere (or a server without
+/// upstreams) gets an error to show, not a panic.
+pub async fn load() -> Result<Vec<Upstream>, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let response: Response = JsFuture::from(window.fetch_with_str("/proxy"))
+        .await
+        .map_err(|_| "the proxy's upstream list did not load".to_owned())?
+        .dyn_into()
+        .map_err(|_| "not a response".to_owned())?;
+    if !response.ok() {
+        return Err(format!(
+            "the proxy's upstream list answered HTTP {}",
+            response.status()
+        ));
+    }
+    let text = JsFuture::from(response.text().map_err(|_| "no body".to_owned())?)
+        .await
+        .ok()
+        .and_then(|t| t.as_string())
+        .ok_or("the proxy's upstream list has no text")?;
+    parse(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test]
+    fn the_list_parses_and_each_upstream_gives_its_endpoint() {
+        let list = parse(
+            r#"{"upstreams":[
+              {"name":"claude","preset":"anthropic","host":"api.anthropic.com:443","key":true,
+               "chat":{"api":"anthropic","dialect":"anthropic","url":"/proxy/claude/v1/messages"}},
+              {"name":"local","preset":null,"host":"127.0.0.1:8000","key":false,"chat":null}]}"#,
+        )
+        .unwrap();
+        assert_eq!(list[0].title(), "claude (anthropic, api.anthropic.com:443)");
+        assert_eq!(
+            list[0].target(),
+            ("/proxy/claude/v1/messages".into(), "anthropic".into())
+        );
+        assert_eq!(
+            list[1].target(),
+            (
+                "/proxy/local/v1/chat/completions".into(),
+                "openai-chat".into()
+            )
+        );
+        assert!(parse("[]").unwrap_err().contains("unreadable"));
+    }
+}
