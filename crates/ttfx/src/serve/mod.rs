@@ -22,6 +22,7 @@ pub mod isolation;
 mod proxy;
 pub mod records;
 pub mod sim;
+pub mod upstream_conn;
 
 /// What every handler shares.
 pub struct AppState {

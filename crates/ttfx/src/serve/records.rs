@@ -59,8 +59,12 @@ pub struct Record {
     /// Token counts the server knows itself (the simulator); otherwise those the stream
     /// reported.
     pub usage: Option<Usage>,
-    /// Durations that are not milestones (queue, prefill, connect), in ms.
+    /// Durations that are not milestones (queue, prefill; the proxy's tcp_connect,
+    /// tls_handshake and connect, their sum), in ms.
     pub durations: Vec<(String, f64)>,
+    /// The HTTP version the proxy spoke to the upstream, as ALPN names it (`h2`,
+    /// `http/1.1`).
+    pub protocol: Option<&'static str>,
     /// The stream's milestones and chunk series, derived by the probe's own rules from
     /// the bytes as they left (sim) or arrived from the upstream (proxy).
     recorder: Recorder,
@@ -99,6 +103,7 @@ impl Record {
             bytes: 0,
             usage: None,
             durations: Vec::new(),
+            protocol: None,
             recorder: Recorder::new(dialect, Limits::DEFAULT).with_chunk_limit(MAX_CHUNKS),
             arrival,
             headers_unix_ms: None,
@@ -251,6 +256,9 @@ pub fn to_json(r: &Record) -> Value {
     }
     if let Some(u) = &r.upstream {
         v.insert("upstream".into(), json!(u));
+    }
+    if let Some(p) = r.protocol {
+        v.insert("protocol".into(), json!(p));
     }
     // Seeds go out as strings: JSON numbers lose integers above 2^53 in JavaScript.
     if let Some(seed) = r.seed {
