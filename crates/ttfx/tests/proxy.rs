@@ -1,7 +1,8 @@
 //! The vantage proxy in front of real loopback upstreams: a fixture server with a known
-//! byte stream and schedule, and another `ttfx serve`. Bytes and chunk timing pass
-//! through, the key is added server-side and never leaks, and only configured upstreams
-//! are reachable.
+//! byte stream and schedule (over plain HTTP, and over TLS with a CA made in the test),
+//! and another `ttfx serve`. Bytes and chunk timing pass through, the key is added
+//! server-side and never leaks, only configured upstreams are reachable, and a TLS
+//! upstream is spoken to in HTTP/2 when it offers it.
 
 // The fixture server and process helpers are test code outside #[test] functions: a
 // failure there is a failed test.
@@ -19,6 +20,8 @@ use axum::body::Body;
 use axum::http::HeaderMap;
 use axum::routing::{get, post as post_route};
 use common::{answer, decode, ms, post, post_with, record, ttfx};
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use ttfx_e2e::ServeProcess;
 
 const SECRET: &str = "sk-proxy-secret-42";
@@ -41,8 +44,17 @@ fn fixture_chunks() -> Vec<Vec<u8>> {
 
 async fn fixture() -> (String, Arc<Mutex<Vec<HeaderMap>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let seen_echo = seen.clone();
-    let app = Router::new()
+    let app = fixture_app(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), seen)
+}
+
+/// The fixture's routes; `seen` collects the headers `/v1/echo` got.
+fn fixture_app(seen: Arc<Mutex<Vec<HeaderMap>>>) -> Router {
+    let seen_echo = seen;
+    Router::new()
         .route(
             "/v1/stream",
             get(|| async {
@@ -108,11 +120,19 @@ async fn fixture() -> (String, Arc<Mutex<Vec<HeaderMap>>>) {
                     reply.to_string()
                 }
             }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), seen)
+        )
+        // How the request arrived: its HTTP version, URI and Host header.
+        .route(
+            "/v1/whoami",
+            get(|request: axum::extract::Request| async move {
+                serde_json::json!({
+                    "version": format!("{:?}", request.version()),
+                    "uri": request.uri().to_string(),
+                    "host": request.headers().get("host").and_then(|v| v.to_str().ok()),
+                })
+                .to_string()
+            }),
+        )
 }
 
 fn write_config(name: &str, text: &str) -> std::path::PathBuf {
@@ -255,6 +275,10 @@ async fn proxy_preserves_bytes_and_chunk_timing_and_keeps_the_key_secret() {
     );
     assert!(connect <= headers && headers <= first_byte, "{m}");
     assert!(m["first_token"].as_f64().unwrap() >= first_byte);
+    // Plain HTTP: TCP only, and connect is all of it.
+    assert_eq!(r["protocol"], "http/1.1");
+    assert_eq!(r["durations"]["tcp_connect"].as_f64(), Some(connect));
+    assert!(r["durations"].get("tls_handshake").is_none(), "{r}");
     assert_eq!(r["server"]["timings"][0]["source"], "vantage_proxy");
 
     // The key: added server-side, replacing the client's; never in a response. The page
@@ -407,8 +431,8 @@ async fn only_configured_upstreams_are_reachable() {
 fn bad_config_is_a_one_line_error_with_exit_status_2() {
     let cases = [
         (
-            "[upstreams.x]\nbase_url = \"https://api.example\"\n",
-            "upstream `x`: base_url `https://api.example`: https upstreams are not supported",
+            "[upstreams.x]\nbase_url = \"https://127.0.0.1:1\"\nca_file = \"/nonexistent/ttfx-ca.pem\"\n",
+            "upstream `x`: ca_file `/nonexistent/ttfx-ca.pem`: cannot read: ",
         ),
         (
             "[upstreams.x]\nbase_url = \"http://h\"\napi_key_env = \"TTFX_TEST_SURELY_UNSET\"\n",
@@ -598,4 +622,326 @@ async fn header_and_idle_timeouts_end_the_request_as_a_timeout() {
         r["error"].as_str().unwrap().contains("idle_timeout_ms"),
         "{r}"
     );
+}
+
+/// A CA made here (named `ca_name`: two CAs of one name would look like one issuer with
+/// a bad signature), and a leaf certificate it signed for `names`.
+struct Pki {
+    ca_pem: String,
+    leaf: CertificateDer<'static>,
+    key: PrivateKeyDer<'static>,
+}
+
+fn pki(ca_name: &str, names: &[&str]) -> Pki {
+    use rcgen::KeyUsagePurpose::{CrlSign, DigitalSignature, KeyCertSign};
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, format!("ttfx proxy test CA {ca_name}"));
+    ca.key_usages = vec![KeyCertSign, CrlSign, DigitalSignature];
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let leaf = CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&leaf_key, &ca)
+        .unwrap();
+    Pki {
+        ca_pem: ca.pem(),
+        leaf: leaf.der().clone(),
+        key: PrivatePkcs8KeyDer::from(leaf_key.serialize_der()).into(),
+    }
+}
+
+/// The fixture's routes over TLS on a loopback port, offering `alpn` (empty: no ALPN),
+/// served in HTTP/2 when the client chose `h2`, else in HTTP/1.1. Returns the port.
+async fn tls_fixture(pki: &Pki, alpn: &[&[u8]]) -> u16 {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::service::TowerToHyperService;
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![pki.leaf.clone()], pki.key.clone_key())
+        .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let app = fixture_app(Arc::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, app) = (acceptor.clone(), app.clone());
+            tokio::spawn(async move {
+                // A client that refuses the certificate ends the handshake here.
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+                let (io, service) = (TokioIo::new(tls), TowerToHyperService::new(app));
+                let _ = if h2 {
+                    hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(io, service)
+                        .await
+                } else {
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await
+                };
+            });
+        }
+    });
+    port
+}
+
+/// Writes `text` beside the configs (in the temp dir); returns the file's name there.
+fn write_beside_config(name: &str, text: &str) -> String {
+    let file = format!("ttfx-proxy-{}-{name}", std::process::id());
+    std::fs::write(std::env::temp_dir().join(&file), text).unwrap();
+    file
+}
+
+/// GETs `path` through the proxy with an `x-request-id`; the body and each chunk's
+/// arrival (ms since the request).
+async fn get_through(proxy: &str, path: &str, id: &str) -> (u16, Vec<u8>, Vec<f64>) {
+    let start = std::time::Instant::now();
+    let mut response = reqwest::Client::new()
+        .get(format!("{proxy}{path}"))
+        .header("x-request-id", id)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let (mut body, mut arrivals) = (Vec::new(), Vec::new());
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        arrivals.push(ms(start.elapsed()));
+        body.extend_from_slice(&chunk);
+    }
+    (status, body, arrivals)
+}
+
+/// The record's connect split: both parts measured, and `connect` their sum. Returns
+/// (tcp_connect, tls_handshake).
+fn connect_split(r: &serde_json::Value) -> (f64, f64) {
+    let d = &r["durations"];
+    let (tcp, tls, connect) = (
+        d["tcp_connect"].as_f64().unwrap(),
+        d["tls_handshake"].as_f64().unwrap(),
+        d["connect"].as_f64().unwrap(),
+    );
+    assert!(tcp > 0.0 && tls > 0.0, "{d}");
+    assert!((connect - (tcp + tls)).abs() < 1e-9, "{d}");
+    assert!(
+        connect <= r["milestones"]["headers"].as_f64().unwrap(),
+        "{r}"
+    );
+    (tcp, tls)
+}
+
+/// An https upstream whose certificate comes from a private CA (`ca_file`, relative to
+/// the config) and that offers h2: the proxy speaks HTTP/2 to it (absolute URI, no
+/// `Host`), the SSE body streams through unchanged and unbuffered, the key is added, and
+/// the record names the protocol and splits connect into TCP connect and TLS handshake.
+#[tokio::test]
+async fn a_tls_upstream_offering_h2_is_spoken_to_in_h2_and_connect_is_split() {
+    let pki = pki("h2", &["localhost", "127.0.0.1"]);
+    let port = tls_fixture(&pki, &[b"h2", b"http/1.1"]).await;
+    let ca = write_beside_config("h2-ca.pem", &pki.ca_pem);
+    let config = write_config(
+        "tls-h2",
+        &format!(
+            "[upstreams.tls]\nbase_url = \"https://localhost:{port}/v1\"\nca_file = \"{ca}\"\n\
+             api_key = \"{SECRET}\"\n"
+        ),
+    );
+    let proxy = ServeProcess::start(ttfx(), &["--config", config.to_str().unwrap()]).unwrap();
+
+    let (status, body, arrivals) = get_through(&proxy.url, "proxy/tls/stream", "h2-1").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        fixture_chunks().concat(),
+        "bytes pass through unchanged"
+    );
+    assert_eq!(arrivals.len(), fixture_chunks().len(), "{arrivals:?}");
+    let r = record(&proxy.url, "h2-1").await;
+    assert_eq!(r["protocol"], "h2", "{r}");
+    assert_eq!(r["outcome"], "completed", "{r}");
+    assert_eq!(
+        r["chunks"].as_array().unwrap().len(),
+        fixture_chunks().len()
+    );
+    let (tcp, tls) = connect_split(&r);
+    println!("loopback https (h2): tcp_connect {tcp:.3} ms, tls_handshake {tls:.3} ms");
+
+    let (_, whoami, _) = get_through(&proxy.url, "proxy/tls/whoami", "h2-2").await;
+    let whoami: serde_json::Value = serde_json::from_slice(&whoami).unwrap();
+    assert_eq!(whoami["version"], "HTTP/2.0", "{whoami}");
+    assert_eq!(
+        whoami["uri"],
+        format!("https://localhost:{port}/v1/whoami"),
+        "{whoami}"
+    );
+    let echo = post_with(&format!("{}proxy/tls/echo", proxy.url), "{}", &[]).await;
+    let echo: serde_json::Value = serde_json::from_slice(&echo.body()).unwrap();
+    assert_eq!(echo["authorized"], true, "{echo}");
+}
+
+/// An https upstream that offers only HTTP/1.1, or no ALPN at all, is spoken to in
+/// HTTP/1.1; an IP-address host is checked against the certificate's IP addresses.
+#[tokio::test]
+async fn a_tls_upstream_without_h2_is_spoken_to_in_http11() {
+    let pki = pki("h1", &["127.0.0.1"]);
+    let ca = write_beside_config("h1-ca.pem", &pki.ca_pem);
+    let only_h1 = tls_fixture(&pki, &[b"http/1.1"]).await;
+    let no_alpn = tls_fixture(&pki, &[]).await;
+    let config = write_config(
+        "tls-h1",
+        &format!(
+            "[upstreams.h1]\nbase_url = \"https://127.0.0.1:{only_h1}/v1\"\nca_file = \"{ca}\"\n\
+             [upstreams.bare]\nbase_url = \"https://127.0.0.1:{no_alpn}/v1\"\nca_file = \"{ca}\"\n"
+        ),
+    );
+    let proxy = ServeProcess::start(ttfx(), &["--config", config.to_str().unwrap()]).unwrap();
+    let (status, body, _) = get_through(&proxy.url, "proxy/h1/stream", "h1-1").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        fixture_chunks().concat(),
+        "bytes pass through unchanged"
+    );
+    let r = record(&proxy.url, "h1-1").await;
+    assert_eq!(r["protocol"], "http/1.1", "{r}");
+    assert_eq!(
+        r["chunks"].as_array().unwrap().len(),
+        fixture_chunks().len()
+    );
+    let (tcp, tls) = connect_split(&r);
+    println!("loopback https (http/1.1): tcp_connect {tcp:.3} ms, tls_handshake {tls:.3} ms");
+    for (name, port) in [("h1", only_h1), ("bare", no_alpn)] {
+        let id = format!("{name}-whoami");
+        let (status, whoami, _) =
+            get_through(&proxy.url, &format!("proxy/{name}/whoami"), &id).await;
+        assert_eq!(status, 200, "{name}");
+        let whoami: serde_json::Value = serde_json::from_slice(&whoami).unwrap();
+        assert_eq!(whoami["version"], "HTTP/1.1", "{name}: {whoami}");
+        assert_eq!(whoami["uri"], "/v1/whoami", "{name}: {whoami}");
+        assert_eq!(
+            whoami["host"],
+            format!("127.0.0.1:{port}"),
+            "{name}: {whoami}"
+        );
+        let r = record(&proxy.url, &id).await;
+        assert_eq!(r["protocol"], "http/1.1", "{name}: {r}");
+        connect_split(&r);
+    }
+}
+
+/// A certificate the config does not trust (public roots only, or another private CA),
+/// or one that does not name the host: 502 naming the upstream and saying the TLS
+/// handshake failed and why; the record fails, with the TCP connect but no handshake.
+#[tokio::test]
+async fn an_untrusted_or_misnamed_tls_upstream_is_a_502_naming_the_handshake() {
+    let ours = pki("ours", &["localhost", "127.0.0.1"]);
+    let other = pki("other", &["localhost", "127.0.0.1"]);
+    let named = pki("named", &["localhost"]);
+    let port = tls_fixture(&ours, &[b"h2", b"http/1.1"]).await;
+    let named_port = tls_fixture(&named, &[b"h2", b"http/1.1"]).await;
+    let other_ca = write_beside_config("other-ca.pem", &other.ca_pem);
+    let named_ca = write_beside_config("named-ca.pem", &named.ca_pem);
+    let config = write_config(
+        "tls-bad",
+        &format!(
+            "[upstreams.public]\nbase_url = \"https://127.0.0.1:{port}\"\n\
+             [upstreams.other]\nbase_url = \"https://127.0.0.1:{port}\"\nca_file = \"{other_ca}\"\n\
+             [upstreams.misnamed]\nbase_url = \"https://127.0.0.1:{named_port}\"\n\
+             ca_file = \"{named_ca}\"\n"
+        ),
+    );
+    let proxy = ServeProcess::start(ttfx(), &["--config", config.to_str().unwrap()]).unwrap();
+    let cases = [
+        (
+            "public",
+            "UnknownIssuer",
+            "give its PEM as the upstream's ca_file",
+        ),
+        (
+            "other",
+            "UnknownIssuer",
+            "neither a public root nor in ca_file",
+        ),
+        (
+            "misnamed",
+            "certificate not valid for name",
+            "does not name",
+        ),
+    ];
+    for (name, why, hint) in cases {
+        let id = format!("bad-{name}");
+        let c = post_with(
+            &format!("{}proxy/{name}/v1/echo", proxy.url),
+            "{}",
+            &[("x-request-id", id.as_str())],
+        )
+        .await;
+        assert_eq!(c.status, 502, "{name}: {}", c.text());
+        let text = c.text();
+        assert!(
+            text.contains(&format!("upstream `{name}`")) && text.contains("TLS handshake failed"),
+            "{name}: {text}"
+        );
+        assert!(text.contains("certificate"), "{name}: {text}");
+        assert!(text.contains(why) && text.contains(hint), "{name}: {text}");
+        let r = record(&proxy.url, &id).await;
+        assert_eq!(r["outcome"], "failed", "{name}: {r}");
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .contains("TLS handshake failed")
+        );
+        assert!(r["durations"]["tcp_connect"].as_f64().is_some(), "{r}");
+        assert!(r["durations"].get("tls_handshake").is_none(), "{r}");
+        assert!(r.get("protocol").is_none(), "{r}");
+    }
+}
+
+/// A server that accepts the TCP connection but never answers the TLS hello: the
+/// handshake runs into `connect_timeout_ms` (which covers TCP and TLS): 504 and `timeout`.
+#[tokio::test]
+async fn a_tls_handshake_that_never_finishes_is_a_connect_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let config = write_config(
+        "tls-silent",
+        &format!(
+            "[upstreams.silent]\nbase_url = \"https://127.0.0.1:{port}\"\nconnect_timeout_ms = 300\n"
+        ),
+    );
+    let proxy = ServeProcess::start(ttfx(), &["--config", config.to_str().unwrap()]).unwrap();
+    let started = std::time::Instant::now();
+    let c = post_with(
+        &format!("{}proxy/silent/v1/x", proxy.url),
+        "{}",
+        &[("x-request-id", "silent-1")],
+    )
+    .await;
+    assert_eq!(c.status, 504, "{}", c.text());
+    assert!(started.elapsed() < Duration::from_millis(2500));
+    assert!(
+        c.text().contains("TLS handshake not done within 300 ms"),
+        "{}",
+        c.text()
+    );
+    let r = record(&proxy.url, "silent-1").await;
+    assert_eq!(r["outcome"], "timeout", "{r}");
+    assert!(r["durations"]["tcp_connect"].as_f64().is_some(), "{r}");
 }

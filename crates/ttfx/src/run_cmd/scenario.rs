@@ -361,6 +361,7 @@ mod tests {
         let config = crate::serve::config::parse(
             "[upstreams.claude]\npreset = \"anthropic\"\nbase_url = \"http://127.0.0.1:9\"\n\
              [upstreams.plain]\nbase_url = \"http://127.0.0.1:9\"\n",
+            Path::new(""),
             |_| None,
         )
         .unwrap();

@@ -3,10 +3,17 @@
 //!
 //! ```toml
 //! [upstreams.openai]
-//! base_url = "http://127.0.0.1:9000/v1"   # plain HTTP (loopback, or a local TLS tunnel)
+//! base_url = "https://api.openai.com/v1"  # https (port 443 by default) or http
 //! api_key_env = "OPENAI_API_KEY"          # or api_key = "…"; added server-side
 //! auth = "bearer"                         # bearer | x-api-key | api-key | none
 //!
+//! [upstreams.lab]
+//! base_url = "https://10.0.0.5:8443/v1"   # an IP address is checked against the cert's IPs
+//! ca_file = "lab-ca.pem"                  # a private CA (PEM), trusted besides the public
+//!                                         # roots; relative to this file's directory
+//!
+//! [upstreams.local]
+//! base_url = "http://127.0.0.1:9000/v1"   # plain HTTP
 //! # insecure = true                       # a key over plain HTTP off loopback: refused without it
 //!
 //! [proxy]                                 # who may use the upstreams' keys (see access.rs)
@@ -34,6 +41,7 @@ use ttfx_core::decode::DialectKind;
 use super::access::{ProxyAccess, is_loopback_host};
 use super::presets::{self, Preset};
 use super::sim::profile::{self, Profile};
+use super::upstream_conn::Tls;
 
 #[derive(Debug, Default)]
 pub struct Config {
@@ -58,8 +66,12 @@ impl Upstreams {
 #[derive(Debug)]
 pub struct Upstream {
     pub name: String,
-    /// `host:port`.
+    /// `host:port`, where the proxy connects.
     pub authority: String,
+    /// The base URL's authority as written: the `Host` header (HTTP/2's `:authority`).
+    pub host: String,
+    /// Set for an `https` base URL.
+    pub tls: Option<Tls>,
     /// The base URL's path, without a trailing slash ("" for the root).
     pub path: String,
     pub key: Option<Secret>,
@@ -87,7 +99,7 @@ pub struct UpstreamChat {
 /// How long the proxy waits on an upstream before it ends the request as a timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
-    /// For the TCP connection.
+    /// For the TCP connection and the TLS handshake together.
     pub connect: std::time::Duration,
     /// From the request sent to the response headers: a model's queue and prefill, so
     /// minutes for a long reasoning prompt.
@@ -165,6 +177,8 @@ struct FileUpstream {
     /// Allows a key over plain HTTP to a host that is not loopback.
     #[serde(default)]
     insecure: bool,
+    /// PEM certificates of a private CA, trusted besides the public roots (https only).
+    ca_file: Option<String>,
     connect_timeout_ms: Option<u64>,
     header_timeout_ms: Option<u64>,
     idle_timeout_ms: Option<u64>,
@@ -182,13 +196,19 @@ struct FileUpstream {
 pub fn load(path: &Path) -> anyhow::Result<Config> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("config {}: cannot read", path.display()))?;
-    parse(&text, |name| std::env::var(name).ok())
+    let dir = path.parent().unwrap_or(Path::new(""));
+    parse(&text, dir, |name| std::env::var(name).ok())
         .map_err(|e| anyhow!("config {}: {e:#}", path.display()))
 }
 
-/// Parses a config; `env` looks up environment variables (a parameter so tests need
-/// not change the process environment).
-pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Config> {
+/// Parses a config; relative file names in it (`ca_file`) are under `dir`, and `env`
+/// looks up environment variables (a parameter so tests need not change the process
+/// environment).
+pub fn parse(
+    text: &str,
+    dir: &Path,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<Config> {
     let file: FileConfig = toml::from_str(text).map_err(|e| {
         let at = e
             .span()
@@ -203,7 +223,8 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> anyhow::Result
     })?;
     let mut upstreams = Vec::new();
     for (name, u) in file.upstreams {
-        let upstream = upstream(&name, u, &env).with_context(|| format!("upstream `{name}`"))?;
+        let upstream =
+            upstream(&name, u, dir, &env).with_context(|| format!("upstream `{name}`"))?;
         upstreams.push(upstream);
     }
     let mut profiles = Vec::new();
@@ -245,6 +266,7 @@ fn check_name(name: &str) -> anyhow::Result<()> {
 fn upstream(
     name: &str,
     u: FileUpstream,
+    dir: &Path,
     env: &impl Fn(&str) -> Option<String>,
 ) -> anyhow::Result<Upstream> {
     check_name(name)?;
@@ -272,23 +294,47 @@ fn upstream(
     };
     let uri: Uri = base_url
         .parse()
-        .map_err(|e| anyhow!("base_url `{base_url}` is not a URL: {e}"))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => bail!(
-            "base_url `{}`: https upstreams are not supported yet (the proxy speaks plain \
-             HTTP: use a loopback server or a local TLS tunnel)",
+        .map_err(|e| anyhow!("base_url `{}` is not a URL: {e}", base_url))?;
+    let https = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => bail!(
+            "base_url `{}` must start with http:// or https://",
             base_url
         ),
-        _ => bail!("base_url `{}` must start with http://", base_url),
-    }
+    };
     let Some(authority) = uri.authority() else {
         bail!("base_url `{}` has no host", base_url);
     };
+    if authority.as_str().contains('@') {
+        bail!(
+            "base_url `{}`: credentials in the URL are refused (give the key as api_key or \
+             api_key_env)",
+            base_url
+        );
+    }
     if uri.query().is_some() {
         bail!("base_url `{}` must not have a query", base_url);
     }
-    let port = authority.port_u16().unwrap_or(80);
+    let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let tls = match (https, &u.ca_file) {
+        (true, ca_file) => {
+            let ca_file = ca_file.as_deref().map(|f| dir.join(f));
+            Some(Tls::new(authority.host(), ca_file.as_deref())?)
+        }
+        (false, Some(_)) => bail!(
+            "ca_file is for https upstreams; base_url `{}` is plain HTTP",
+            base_url
+        ),
+        (false, None) => None,
+    };
+    if https && u.insecure {
+        bail!(
+            "insecure = true only lets a key go over plain HTTP; it does not turn off \
+             certificate checks, and an https upstream never needs it (for a private CA, \
+             give its PEM as ca_file)"
+        );
+    }
     let key = match (u.api_key.clone(), u.api_key_env.clone()) {
         (Some(_), Some(_)) => bail!("give api_key or api_key_env, not both"),
         (Some(k), None) => Some(Secret(k)),
@@ -298,10 +344,10 @@ fn upstream(
         },
         (None, None) => None,
     };
-    if key.is_some() && !u.insecure && !is_loopback_host(authority.host()) {
+    if key.is_some() && !https && !u.insecure && !is_loopback_host(authority.host()) {
         bail!(
             "base_url `{}`: the key would cross the network in clear text over plain HTTP to \
-             a host that is not loopback; use a loopback server or a local TLS tunnel, or set \
+             a host that is not loopback; use https, or a loopback server, or set \
              insecure = true",
             base_url
         );
@@ -343,6 +389,8 @@ fn upstream(
         api_version,
         timeouts,
         authority: format!("{}:{port}", authority.host()),
+        host: authority.as_str().to_owned(),
+        tls,
         path: uri.path().trim_end_matches('/').to_owned(),
         key,
         auth,
@@ -474,25 +522,29 @@ mod tests {
         (name == "SIM_KEY").then(|| "sk-test-123".to_owned())
     }
 
+    fn parse_here(text: &str, env: fn(&str) -> Option<String>) -> anyhow::Result<Config> {
+        parse(text, Path::new(""), env)
+    }
+
     fn err(text: &str) -> String {
-        format!("{:#}", parse(text, env).unwrap_err())
+        format!("{:#}", parse_here(text, env).unwrap_err())
     }
 
     #[test]
     fn a_key_over_plain_http_off_loopback_needs_insecure() {
         let remote = "[upstreams.r]\nbase_url = \"http://10.1.2.3:8000/v1\"\napi_key = \"k\"\n";
         assert!(err(remote).contains("clear text"), "{}", err(remote));
-        assert!(parse(&format!("{remote}insecure = true\n"), env).is_ok());
+        assert!(parse_here(&format!("{remote}insecure = true\n"), env).is_ok());
         // No key, or a loopback host: nothing crosses the network.
         assert!(
-            parse(
+            parse_here(
                 "[upstreams.r]\nbase_url = \"http://10.1.2.3:8000/v1\"\n",
                 env
             )
             .is_ok()
         );
         assert!(
-            parse(
+            parse_here(
                 "[upstreams.r]\nbase_url = \"http://localhost:8000/v1\"\napi_key = \"k\"\n",
                 env
             )
@@ -502,7 +554,7 @@ mod tests {
 
     #[test]
     fn a_preset_fills_base_url_auth_headers_and_chat_and_the_config_wins() {
-        let c = parse(
+        let c = parse_here(
             "[upstreams.claude]\npreset = \"anthropic\"\nbase_url = \"http://127.0.0.1:9/x\"\n\
              api_key_env = \"SIM_KEY\"\n\
              [upstreams.llama]\npreset = \"llamacpp\"\n\
@@ -543,20 +595,40 @@ mod tests {
     }
 
     #[test]
+    fn every_preset_with_a_base_url_parses_from_its_name_alone() {
+        for p in &presets::PRESETS {
+            let text = format!("[upstreams.x]\npreset = \"{}\"\napi_key = \"k\"\n", p.name);
+            let Some(base) = p.base_url else {
+                assert!(err(&text).contains("needs base_url"), "{}", p.name);
+                continue;
+            };
+            let c = parse_here(&text, env).unwrap_or_else(|e| panic!("{}: {e:#}", p.name));
+            let u = &c.upstreams.0[0];
+            assert_eq!(u.tls.is_some(), base.starts_with("https://"), "{}", p.name);
+            assert_eq!(u.chat.as_ref().unwrap().api, p.api, "{}", p.name);
+            assert_eq!(u.auth, p.auth, "{}", p.name);
+        }
+    }
+
+    #[test]
     fn azure_needs_its_host_and_a_version_for_deployment_paths() {
         let e = err("[upstreams.az]\npreset = \"azure-openai\"\n");
         assert!(e.contains("needs base_url"), "{e}");
         let deploy = "[upstreams.az]\npreset = \"azure-openai\"\n\
                       base_url = \"http://127.0.0.1:9/openai/deployments/gpt\"\n";
         assert!(err(deploy).contains("needs api_version"), "{}", err(deploy));
-        let c = parse(&format!("{deploy}api_version = \"2024-10-21\"\n"), env).unwrap();
+        let c = parse_here(&format!("{deploy}api_version = \"2024-10-21\"\n"), env).unwrap();
         let az = c.upstreams.get("az").unwrap();
         assert_eq!(az.api_version.as_deref(), Some("2024-10-21"));
         assert_eq!(az.auth, Auth::ApiKey);
         assert_eq!(az.chat.as_ref().unwrap().path, "chat/completions");
         let v1 = "[upstreams.az]\npreset = \"azure-openai\"\n\
                   base_url = \"http://127.0.0.1:9/openai/v1\"\n";
-        assert!(parse(v1, env).unwrap().upstreams.0[0].api_version.is_none());
+        assert!(
+            parse_here(v1, env).unwrap().upstreams.0[0]
+                .api_version
+                .is_none()
+        );
         let other = "[upstreams.x]\nbase_url = \"http://h\"\napi_version = \"1\"\n";
         assert!(
             err(other).contains("\"azure-openai\" only"),
@@ -601,11 +673,64 @@ mod tests {
     }
 
     #[test]
+    fn https_upstreams_default_to_port_443_and_may_carry_a_key_anywhere() {
+        let c = parse_here(
+            "[upstreams.o]\nbase_url = \"https://api.openai.com/v1\"\napi_key = \"k\"\n\
+             [upstreams.ip]\nbase_url = \"https://10.1.2.3:8443\"\napi_key = \"k\"\n\
+             [upstreams.v6]\nbase_url = \"https://[::1]:8443\"\n",
+            env,
+        )
+        .unwrap();
+        let o = c.upstreams.get("o").unwrap();
+        assert_eq!(
+            (o.authority.as_str(), o.host.as_str(), o.path.as_str()),
+            ("api.openai.com:443", "api.openai.com", "/v1")
+        );
+        assert!(o.tls.is_some());
+        assert_eq!(c.upstreams.get("ip").unwrap().authority, "10.1.2.3:8443");
+        let v6 = c.upstreams.get("v6").unwrap();
+        assert_eq!(
+            (v6.authority.as_str(), v6.host.as_str()),
+            ("[::1]:8443", "[::1]:8443")
+        );
+        assert!(
+            parse_here("[upstreams.l]\nbase_url = \"http://localhost:1\"\n", env)
+                .unwrap()
+                .upstreams
+                .0[0]
+                .tls
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_ca_file_is_read_at_startup_relative_to_the_config() {
+        let dir = std::env::temp_dir().join(format!("ttfx-config-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = "[upstreams.x]\nbase_url = \"https://h\"\nca_file = \"ca.pem\"\n";
+        // Not a certificate: one line naming the file.
+        std::fs::write(dir.join("ca.pem"), "not a certificate\n").unwrap();
+        let e = format!("{:#}", parse(text, &dir, env).unwrap_err());
+        assert!(e.contains("ca_file") && e.contains("ca.pem"), "{e}");
+        assert!(e.contains("no PEM certificate"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        // A CA certificate, made here.
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&key).unwrap();
+        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+        let c = parse(text, &dir, env).unwrap();
+        assert!(c.upstreams.0[0].tls.is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn timeouts_default_and_parse_and_zero_is_refused() {
         let base = "[upstreams.r]\nbase_url = \"http://127.0.0.1:1/v1\"\n";
-        let c = parse(base, env).unwrap();
+        let c = parse_here(base, env).unwrap();
         assert_eq!(c.upstreams.0[0].timeouts, Timeouts::DEFAULT);
-        let c = parse(&format!("{base}idle_timeout_ms = 250\n"), env).unwrap();
+        let c = parse_here(&format!("{base}idle_timeout_ms = 250\n"), env).unwrap();
         assert_eq!(c.upstreams.0[0].timeouts.idle.as_millis(), 250);
         let e = err(&format!("{base}header_timeout_ms = 0\n"));
         assert!(e.contains("header_timeout_ms = 0"), "{e}");
@@ -613,7 +738,7 @@ mod tests {
 
     #[test]
     fn proxy_access_lists_parse_and_bad_origins_are_named() {
-        let c = parse(
+        let c = parse_here(
             "[proxy]\nallowed_origins = [\"http://localhost:5173\"]\nallowed_hosts = [\"lab.internal\"]\n",
             env,
         )
@@ -626,7 +751,7 @@ mod tests {
 
     #[test]
     fn upstreams_and_profiles_parse() {
-        let c = parse(
+        let c = parse_here(
             r#"
             [upstreams.local]
             base_url = "http://127.0.0.1:9000/v1/"
@@ -645,6 +770,8 @@ mod tests {
         .unwrap();
         let local = c.upstreams.get("local").unwrap();
         assert_eq!(local.authority, "127.0.0.1:9000");
+        assert_eq!(local.host, "127.0.0.1:9000");
+        assert!(local.tls.is_none());
         assert_eq!(local.path, "/v1");
         assert_eq!(local.key.as_ref().unwrap().expose(), "sk-test-123");
         assert_eq!(local.auth, Auth::XApiKey);
@@ -668,11 +795,23 @@ mod tests {
             ("[upstreams.x]\nbase_url = 3", "line 2, column 12"),
             (
                 "[upstreams.x]\nbase_url = \"ftp://h\"",
-                "upstream `x`: base_url `ftp://h` must start with http://",
+                "upstream `x`: base_url `ftp://h` must start with http:// or https://",
             ),
             (
-                "[upstreams.x]\nbase_url = \"https://api.openai.com\"",
-                "https upstreams are not supported",
+                "[upstreams.x]\nbase_url = \"https://h\"\nca_file = \"/nonexistent/ca.pem\"",
+                "upstream `x`: ca_file `/nonexistent/ca.pem`: cannot read: ",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"http://h\"\nca_file = \"ca.pem\"",
+                "ca_file is for https upstreams",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"https://h\"\ninsecure = true",
+                "does not turn off certificate checks",
+            ),
+            (
+                "[upstreams.x]\nbase_url = \"https://user:pw@h\"",
+                "credentials in the URL are refused",
             ),
             (
                 "[upstreams.x]\nbase_url = \"http://h\"\napi_key_env = \"NOPE\"",

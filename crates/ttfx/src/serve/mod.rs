@@ -24,6 +24,7 @@ mod provider_timing;
 mod proxy;
 pub mod records;
 pub mod sim;
+pub mod upstream_conn;
 
 /// What every handler shares.
 pub struct AppState {

@@ -5,8 +5,9 @@
 //!
 //! Bytes pass through unchanged and unbuffered: each upstream body frame is handed to
 //! the client before it is decoded for the record. The record derives its milestones
-//! with ttfx-core's `Recorder`, the probe's own rules, so the gaps compare like with like. Each request opens its own upstream
-//! connection, so `connect` is measured every time (a pooled client would hide it).
+//! with ttfx-core's `Recorder`, the probe's own rules, so the gaps compare like with like.
+//! Each request opens its own upstream connection (`upstream_conn`), so the TCP connect
+//! and the TLS handshake are measured every time (a pooled client would hide them).
 
 use std::sync::Arc;
 
@@ -17,9 +18,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde_json::json;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::AppState;
@@ -28,6 +27,7 @@ use super::config::{Auth, Upstream};
 use super::provider_timing;
 use super::records::{Kind, Record, RecordHandle, RecordOutcome, lock};
 use super::sim::json_error;
+use super::upstream_conn::{self, Sender};
 
 pub fn router() -> Router<Arc<AppState>> {
     Router::new()
@@ -198,44 +198,31 @@ async fn forward(
     };
 
     let timeouts = upstream.timeouts;
-    let stream =
-        match tokio::time::timeout(timeouts.connect, TcpStream::connect(&upstream.authority)).await
-        {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                let message = format!(
-                    "upstream `{name}` ({}) unreachable: {e}",
-                    upstream.authority
-                );
-                return fail(&record, StatusCode::BAD_GATEWAY, &message);
-            }
-            Err(_) => {
-                let message = format!(
-                    "upstream `{name}` ({}): no connection within {} ms (connect_timeout_ms)",
-                    upstream.authority,
-                    timeouts.connect.as_millis()
-                );
-                return timed_out(&record, &message);
-            }
-        };
-    // Small writes (one SSE event) must not wait for Nagle's algorithm.
-    let _ = stream.set_nodelay(true);
-    {
-        let mut r = lock(&record);
-        let connect_ms = r.ms(Instant::now());
-        r.duration("connect", connect_ms);
-    }
-    let (mut sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
-    {
-        Ok(pair) => pair,
+    let connection = match upstream_conn::connect(upstream).await {
+        Ok(c) => c,
         Err(e) => {
-            let message = format!("upstream `{name}`: HTTP handshake failed: {e}");
-            return fail(&record, StatusCode::BAD_GATEWAY, &message);
+            if let Some(tcp) = e.tcp_connect_ms {
+                lock(&record).duration("tcp_connect", tcp);
+            }
+            return if e.timed_out {
+                timed_out(&record, &e.message)
+            } else {
+                fail(&record, StatusCode::BAD_GATEWAY, &e.message)
+            };
         }
     };
-    tokio::spawn(conn);
-    let response = match tokio::time::timeout(timeouts.headers, sender.send_request(request)).await
+    let mut sender = connection.sender;
     {
+        let t = connection.timings;
+        let mut r = lock(&record);
+        r.duration("tcp_connect", t.tcp_connect_ms);
+        if let Some(tls) = t.tls_handshake_ms {
+            r.duration("tls_handshake", tls);
+        }
+        r.duration("connect", t.connect_ms());
+        r.protocol = Some(t.protocol.as_str());
+    }
+    let response = match tokio::time::timeout(timeouts.headers, sender.send(request)).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
             let message = format!("upstream `{name}`: no response: {e}");
@@ -282,6 +269,7 @@ async fn forward(
         record,
         failed: !status.is_success(),
         idle: timeouts.idle,
+        _connection: sender,
     };
     tokio::spawn(tap.pump(incoming, tx));
     res
@@ -363,7 +351,8 @@ fn upstream_request(
             builder = builder.header(name, value);
         }
     }
-    builder = builder.header(header::HOST, upstream.authority.as_str());
+    // In origin form with `Host`; over HTTP/2 the sender moves both into the URI.
+    builder = builder.header(header::HOST, upstream.host.as_str());
     builder = builder.header(REQUEST_ID, request_id);
     if let Some(key) = &upstream.key {
         let (name, value) = match upstream.auth {
@@ -397,6 +386,8 @@ struct Tap {
     failed: bool,
     /// Longest wait for the next body frame.
     idle: std::time::Duration,
+    /// Held until the body ends: the connection is this request's alone.
+    _connection: Sender,
 }
 
 impl Tap {

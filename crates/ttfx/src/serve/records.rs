@@ -59,13 +59,17 @@ pub struct Record {
     /// Token counts the server knows itself (the simulator); otherwise those the stream
     /// reported.
     pub usage: Option<Usage>,
-    /// Durations that are not milestones (queue, prefill, connect), in ms.
+    /// Durations that are not milestones (queue, prefill; the proxy's tcp_connect,
+    /// tls_handshake and connect, their sum), in ms.
     pub durations: Vec<(String, f64)>,
     /// What the upstream's response headers said about its own time (proxy records;
     /// `provider_timing.rs`), each with its source.
     pub header_timings: Vec<ServerTiming>,
     /// Timing headers that were present but could not be read.
     pub header_problems: Vec<String>,
+    /// The HTTP version the proxy spoke to the upstream, as ALPN names it (`h2`,
+    /// `http/1.1`).
+    pub protocol: Option<&'static str>,
     /// The stream's milestones and chunk series, derived by the probe's own rules from
     /// the bytes as they left (sim) or arrived from the upstream (proxy).
     recorder: Recorder,
@@ -106,6 +110,7 @@ impl Record {
             durations: Vec::new(),
             header_timings: Vec::new(),
             header_problems: Vec::new(),
+            protocol: None,
             recorder: Recorder::new(dialect, Limits::DEFAULT).with_chunk_limit(MAX_CHUNKS),
             arrival,
             headers_unix_ms: None,
@@ -259,6 +264,9 @@ pub fn to_json(r: &Record) -> Value {
     }
     if let Some(u) = &r.upstream {
         v.insert("upstream".into(), json!(u));
+    }
+    if let Some(p) = r.protocol {
+        v.insert("protocol".into(), json!(p));
     }
     // Seeds go out as strings: JSON numbers lose integers above 2^53 in JavaScript.
     if let Some(seed) = r.seed {
