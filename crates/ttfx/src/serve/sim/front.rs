@@ -43,7 +43,7 @@ pub async fn hold(
     record.seed = Some(seed);
     let record = call.state.records.insert(record);
 
-    super::sink::until(arrival.at + p.queue).await;
+    super::deadline::until(arrival.at + p.queue).await;
     let queue_end = Instant::now();
     let queue_ms = {
         let mut r = lock(&record);

@@ -9,11 +9,12 @@ use ttfx_core::server_timing::Usage;
 
 use ttfx_core::ChatApi;
 
+use super::deadline;
 use super::dialect::{Ctx, Encoder, End, ServerSide};
 use super::profile::Failure;
 use super::rng::Rng;
 use super::schedule::{self, Plan};
-use super::sink::{self, Gone, Sink, body_channel};
+use super::sink::{Gone, Sink, body_channel};
 use super::{Call, Refusal, json_error, text};
 use crate::serve::records::{RecordHandle, RecordOutcome, lock};
 
@@ -119,17 +120,17 @@ impl Job {
         if !open.is_empty() {
             sink.emit(open.as_bytes()).await?;
         }
-        sink::until(self.arrival + self.plan.prefill_end).await;
+        deadline::until(self.arrival + self.plan.prefill_end).await;
         let prefill_end = Instant::now();
         let mut last = prefill_end;
         for step in self.plan.steps.by_ref() {
-            sink::until(self.arrival + step.at).await;
+            deadline::until(self.arrival + step.at).await;
             last = Instant::now();
             let bytes = self.encoder.piece(step.channel, &step.text);
             sink.emit(bytes.as_bytes()).await?;
         }
         if let Some(at) = self.plan.steps.cut {
-            sink::until(self.arrival + at).await;
+            deadline::until(self.arrival + at).await;
             let message = "ttfx sim: injected failure mid-stream";
             lock(&self.record).error = Some(message.into());
             if self.failure == Some(Failure::Drop) {
@@ -139,7 +140,7 @@ impl Job {
             return Ok(Ending::InBandError);
         }
         // Hidden reasoning at the end of the plan still takes its time.
-        sink::until(self.arrival + self.plan.steps.last_at).await;
+        deadline::until(self.arrival + self.plan.steps.last_at).await;
         last = last.max(Instant::now());
         let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1000.0;
         let end = End {

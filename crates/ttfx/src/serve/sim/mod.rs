@@ -20,6 +20,7 @@ use self::profile::Profile;
 use super::AppState;
 use super::arrival::Arrival;
 
+mod deadline;
 mod dialect;
 mod front;
 mod llm;

@@ -17,14 +17,6 @@ use tokio::time::Instant;
 use super::profile::Delivery;
 use crate::serve::records::{RecordHandle, RecordOutcome, lock};
 
-/// Sleeps until `deadline` unless it has passed: tokio's timer works in whole
-/// milliseconds, so even an expired deadline would otherwise wait for the next tick.
-pub async fn until(deadline: Instant) {
-    if deadline > Instant::now() {
-        tokio::time::sleep_until(deadline).await;
-    }
-}
-
 /// The client went away: stop producing.
 #[derive(Debug)]
 pub struct Gone;

@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use ttfx_core::decode::DialectKind;
 
+use super::deadline;
 use super::profile::{Failure, Profile};
-use super::sink::{self, Gone, Sink, body_channel};
+use super::sink::{Gone, Sink, body_channel};
 use super::synth::{SAMPLE_RATE, base64, pcm16, wav_header};
 use super::{Call, Refusal, json_error};
 use crate::serve::records::{RecordHandle, RecordOutcome, lock};
@@ -170,7 +171,7 @@ impl Speech {
             .failure
             .filter(|f| matches!(f, Failure::InBand | Failure::Drop));
         for (k, chunk) in self.chunks.iter().enumerate() {
-            sink::until(self.arrival + chunk.at).await;
+            deadline::until(self.arrival + chunk.at).await;
             if cut.is_some() && k == self.fail_after {
                 return self.fail(sink, cut).await;
             }
