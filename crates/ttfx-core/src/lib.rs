@@ -7,6 +7,7 @@ pub mod chat_api;
 pub mod crossover;
 pub mod decimal;
 pub mod decode;
+pub mod field;
 pub mod gap;
 pub mod handoff;
 pub mod metrics;

@@ -113,7 +113,7 @@ pub struct ChunkBin {
 }
 
 impl ChunkBin {
-    fn of(c: &Chunk) -> ChunkBin {
+    pub(crate) fn of(c: &Chunk) -> ChunkBin {
         ChunkBin {
             from_ms: c.at_ms,
             to_ms: c.at_ms,
@@ -125,7 +125,7 @@ impl ChunkBin {
         }
     }
 
-    fn add(&mut self, other: &ChunkBin) {
+    pub(crate) fn add(&mut self, other: &ChunkBin) {
         self.from_ms = self.from_ms.min(other.from_ms);
         self.to_ms = self.to_ms.max(other.to_ms);
         self.chunks += other.chunks;
