@@ -234,11 +234,11 @@ async fn ttft_error_poisson(addr: SocketAddr, n: usize, rate: f64) -> anyhow::Re
     print_lateness(addr, tasks, &title).await
 }
 
-/// Opens `n` long streams (one token every 500 ms) in batches; counts those that deliver
-/// a token inside the hold window.
+/// Opens `n` long streams (one token every 500 ms, 1,000 tokens: 500 s, inside the
+/// simulator's 10-minute cap on one reply) in batches; counts those that deliver a token
+/// inside the hold window.
 async fn hold(addr: SocketAddr, n: usize) -> anyhow::Result<usize> {
-    let path =
-        "/sim/default/v1/chat/completions?ttft_ms=0&tokens_per_second=2&output_tokens=100000";
+    let path = "/sim/default/v1/chat/completions?ttft_ms=0&tokens_per_second=2&output_tokens=1000";
     let counts: Arc<Vec<AtomicU32>> = Arc::new((0..n).map(|_| AtomicU32::new(0)).collect());
     let mut tasks = Vec::with_capacity(n);
     for batch in (0..n).collect::<Vec<_>>().chunks(250) {

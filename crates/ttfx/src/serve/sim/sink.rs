@@ -77,7 +77,12 @@ impl Sink {
         if n == 0 {
             return Ok(());
         }
-        let chunk = Bytes::from(self.pending.drain(..n).collect::<Vec<u8>>());
+        // All of it (a streamed event, a buffered body) moves without a copy.
+        let chunk = if n == self.pending.len() {
+            Bytes::from(std::mem::take(&mut self.pending))
+        } else {
+            Bytes::from(self.pending.drain(..n).collect::<Vec<u8>>())
+        };
         self.tx.send(Ok(chunk.clone())).await.map_err(|_| Gone)?;
         lock(&self.record).chunk(Instant::now(), &chunk);
         Ok(())
