@@ -151,8 +151,10 @@ async fn record(State(state): State<Arc<AppState>>, UrlPath(id): UrlPath<String>
         None => sim::json_error(
             StatusCode::NOT_FOUND,
             &serde_json::json!({ "error": { "message": format!(
-                "no record for request id `{id}` (records are kept for the last {} requests)",
-                records::MAX_RECORDS
+                "no record for request id `{id}` (records are kept for the last {} requests, \
+                 fewer when they hold more than {} MiB)",
+                records::MAX_RECORDS,
+                records::MAX_RECORD_BYTES >> 20
             ) } }),
         ),
     }
