@@ -49,9 +49,10 @@ pub async fn handle(api: ChatApi, mut call: Call) -> Response {
         prompt_tokens,
         include_usage: parsed.body.include_usage,
     };
-    if let Err(refusal) = check(p, &plan, || api.encoder(ctx.clone())) {
-        return refuse(refusal);
-    }
+    let held = match check(p, &plan, || api.encoder(ctx.clone())) {
+        Ok(held) => held,
+        Err(refusal) => return refuse(refusal),
+    };
 
     let front = match call
         .hold(&parsed, api.dialect(), |code, m| api.error_body(code, m))
@@ -62,7 +63,11 @@ pub async fn handle(api: ChatApi, mut call: Call) -> Response {
     };
     let (tx, body) = body_channel();
     let res = front.stream(api.content_type(), body);
-    let sink = Sink::new(tx, p.delivery, front.record.clone());
+    let mut sink = Sink::new(tx, p.delivery, front.record.clone());
+    if let Some(bytes) = held {
+        // The final event's measured figures may take a few more digits than planned.
+        sink.reserve(bytes + 64);
+    }
     let job = Job {
         plan,
         encoder: api.encoder(ctx),
@@ -77,12 +82,12 @@ pub async fn handle(api: ChatApi, mut call: Call) -> Response {
 }
 
 /// The caps on the planned reply (`limits`): its length and, when it is buffered, the
-/// bytes it holds. Both come from the plan itself, before anything is sent.
+/// bytes it holds (returned). Both come from the plan itself, before anything is sent.
 fn check(
     p: &Profile,
     plan: &Plan,
     encoder: impl FnOnce() -> Box<dyn Encoder>,
-) -> Result<(), Refusal> {
+) -> Result<Option<usize>, Refusal> {
     let refuse = |m: String| Err(Refusal(StatusCode::BAD_REQUEST, m));
     let end_ms = plan.steps.end().as_secs_f64() * 1000.0;
     if end_ms > MAX_REPLY_MS {
@@ -108,8 +113,9 @@ fn check(
                 plan.reasoning_tokens + plan.visible_tokens
             ));
         }
+        return Ok(Some(bytes));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The bytes of the planned reply, counted by encoding it as [`Job::produce`] will
@@ -254,7 +260,7 @@ mod tests {
         (p, plan)
     }
 
-    fn checked(pairs: &[(&str, &str)]) -> Result<(), String> {
+    fn checked(pairs: &[(&str, &str)]) -> Result<Option<usize>, String> {
         let (p, plan) = plan_of(pairs);
         check(&p, &plan, || ChatApi::OpenAiChat.encoder(ctx())).map_err(|Refusal(_, m)| m)
     }
@@ -316,7 +322,9 @@ mod tests {
             e.contains("buffered=true") && e.contains("4194304 bytes"),
             "{e}"
         );
-        checked(&[("buffered", "true"), ("output_tokens", "10000")]).unwrap();
+        let held = checked(&[("buffered", "true"), ("output_tokens", "10000")]).unwrap();
+        assert!(held.is_some_and(|n| n > 10_000 * 100 && n < MAX_HELD_BYTES), "{held:?}");
+        assert_eq!(checked(&[("output_tokens", "10000")]).unwrap(), None, "streamed");
         // The count is the bytes the reply sends: encode it as `Job::produce` does.
         for pairs in [
             &[("output_tokens", "30"), ("reasoning_tokens", "5")][..],

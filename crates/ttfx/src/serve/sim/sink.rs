@@ -58,6 +58,12 @@ impl Sink {
         }
     }
 
+    /// Room for a buffered body of `bytes`, in one allocation: grown by doubling, the
+    /// body would be copied as it grows and held up to twice over.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.pending.reserve_exact(bytes);
+    }
+
     pub async fn emit(&mut self, bytes: &[u8]) -> Result<(), Gone> {
         self.pending.extend_from_slice(bytes);
         match self.delivery {

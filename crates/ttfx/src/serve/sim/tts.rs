@@ -99,9 +99,10 @@ pub async fn handle(mut call: Call) -> Response {
         total_samples,
         input_tokens,
     };
-    if let Err(message) = check(p, &chunks, &shape) {
-        return refuse(StatusCode::BAD_REQUEST, &message);
-    }
+    let held = match check(p, &chunks, &shape) {
+        Ok(held) => held,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, &message),
+    };
 
     let dialect = match (sse, format) {
         (true, _) => DialectKind::OpenAiSpeech,
@@ -119,7 +120,10 @@ pub async fn handle(mut call: Call) -> Response {
     };
     let (tx, body) = body_channel();
     let res = front.stream(content_type, body);
-    let sink = Sink::new(tx, p.delivery, front.record.clone());
+    let mut sink = Sink::new(tx, p.delivery, front.record.clone());
+    if let Some(bytes) = held {
+        sink.reserve(bytes);
+    }
     let job = Speech {
         fail_after: p.fail_after.unwrap_or(chunks.len() / 2),
         chunks,
@@ -162,8 +166,9 @@ fn chunk_plan(p: &Profile, audio_ms: u32) -> Vec<AudioChunk> {
 }
 
 /// The caps on the planned reply (`limits`): its length (the last chunk's deadline;
-/// an injected failure only ends it sooner) and, when it is buffered, its bytes.
-fn check(p: &Profile, chunks: &[AudioChunk], shape: &Shape) -> Result<(), String> {
+/// an injected failure only ends it sooner) and, when it is buffered, its bytes
+/// (returned).
+fn check(p: &Profile, chunks: &[AudioChunk], shape: &Shape) -> Result<Option<usize>, String> {
     let end_ms = chunks
         .last()
         .map_or(p.ttfa.max(p.queue), |c| c.at)
@@ -193,8 +198,9 @@ fn check(p: &Profile, chunks: &[AudioChunk], shape: &Shape) -> Result<(), String
                 shape.total_samples * 1000 / u64::from(SAMPLE_RATE)
             ));
         }
+        return Ok(Some(bytes));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// What the body is made of.
