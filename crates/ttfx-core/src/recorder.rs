@@ -565,7 +565,10 @@ mod tests {
     fn a_chunk_larger_than_a_decode_slice_is_one_chunk_with_all_its_events() {
         let n = 10_000;
         let body: String = (0..n).map(|i| sse(&format!("w{i}"))).collect();
-        assert!(body.len() > 4 * DECODE_SLICE, "events straddle slice boundaries");
+        assert!(
+            body.len() > 4 * DECODE_SLICE,
+            "events straddle slice boundaries"
+        );
         let mut r = recorder();
         r.headers(1.0, 200, Some("text/event-stream"), &[]);
         r.chunk(5.0, body.as_bytes());
@@ -579,7 +582,10 @@ mod tests {
         let t = r.finish();
         assert_eq!(t.chunks.len(), 1);
         let c = &t.chunks[0];
-        assert_eq!((c.bytes, c.events, c.visible_tokens), (body.len() as u64, n, n));
+        assert_eq!(
+            (c.bytes, c.events, c.visible_tokens),
+            (body.len() as u64, n, n)
+        );
         assert_eq!(t.milestones.get(Milestone::FirstEvent), Some(5.0));
         assert_eq!(t.milestones.get(Milestone::LastToken), Some(5.0));
     }

@@ -323,8 +323,15 @@ mod tests {
             "{e}"
         );
         let held = checked(&[("buffered", "true"), ("output_tokens", "10000")]).unwrap();
-        assert!(held.is_some_and(|n| n > 10_000 * 100 && n < MAX_HELD_BYTES), "{held:?}");
-        assert_eq!(checked(&[("output_tokens", "10000")]).unwrap(), None, "streamed");
+        assert!(
+            held.is_some_and(|n| n > 10_000 * 100 && n < MAX_HELD_BYTES),
+            "{held:?}"
+        );
+        assert_eq!(
+            checked(&[("output_tokens", "10000")]).unwrap(),
+            None,
+            "streamed"
+        );
         // The count is the bytes the reply sends: encode it as `Job::produce` does.
         for pairs in [
             &[("output_tokens", "30"), ("reasoning_tokens", "5")][..],
