@@ -52,6 +52,13 @@ impl ServeProcess {
     }
 }
 
+impl ServeProcess {
+    /// The process id (tests read its CPU time and memory from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for ServeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -20,6 +20,12 @@ use crate::timeline::{Anomaly, Chunk, Failure, FailureClass, ServerWallClock, Ti
 /// report must stay small. The count of dropped ones is recorded in the last entry.
 const MAX_ANOMALIES: usize = 32;
 
+/// A chunk is decoded this many bytes at a time: a large chunk (a buffered reply handed
+/// over whole, megabytes of raw audio) would otherwise become all its events at once,
+/// as much memory again as its bytes. The decoder gives the same events however its
+/// input is split, and every slice counts toward the one chunk.
+const DECODE_SLICE: usize = 64 << 10;
+
 /// Records one request.
 pub struct Recorder {
     dialect: Option<DialectKind>,
@@ -142,18 +148,26 @@ impl Recorder {
             .decoder
             .get_or_insert_with(|| Decoder::auto(None, self.limits));
         let frames_before = decoder.frames();
-        let events = decoder.push(bytes);
-        let frames = decoder.frames() - frames_before;
         let mut chunk = Chunk {
             at_ms,
             bytes: bytes.len() as u64,
-            events: u32::try_from(frames).unwrap_or(u32::MAX),
             ..Chunk::default()
         };
-        if frames > 0 {
-            self.first(Milestone::FirstEvent, at_ms);
+        for slice in bytes.chunks(DECODE_SLICE) {
+            let decoder = self
+                .decoder
+                .get_or_insert_with(|| Decoder::auto(None, self.limits));
+            let events = decoder.push(slice);
+            if decoder.frames() > frames_before {
+                self.first(Milestone::FirstEvent, at_ms);
+            }
+            self.apply(at_ms, events, &mut chunk);
         }
-        self.apply(at_ms, events, &mut chunk);
+        let frames = self
+            .decoder
+            .as_ref()
+            .map_or(0, |d| d.frames().saturating_sub(frames_before));
+        chunk.events = u32::try_from(frames).unwrap_or(u32::MAX);
         self.keep(chunk);
     }
 
@@ -545,6 +559,35 @@ mod tests {
         let t = r.finish();
         assert_eq!(t.chunks.len(), 2);
         assert_eq!(t.milestones.get(Milestone::LastToken), Some(40.0));
+    }
+
+    #[test]
+    fn a_chunk_larger_than_a_decode_slice_is_one_chunk_with_all_its_events() {
+        let n = 10_000;
+        let body: String = (0..n).map(|i| sse(&format!("w{i}"))).collect();
+        assert!(
+            body.len() > 4 * DECODE_SLICE,
+            "events straddle slice boundaries"
+        );
+        let mut r = recorder();
+        r.headers(1.0, 200, Some("text/event-stream"), &[]);
+        r.chunk(5.0, body.as_bytes());
+        // The decoder's scratch lists are sized for a slice's events, not the chunk's.
+        let mut whole = Decoder::auto(Some("text/event-stream"), Limits::DEFAULT);
+        let events = whole.push(body.as_bytes());
+        assert_eq!(events.len(), n as usize);
+        let (sliced, whole) = (r.held().decoder.unwrap(), whole.held_bytes().unwrap());
+        assert!(sliced * 5 < whole, "sliced {sliced}, whole {whole}");
+        r.end(6.0);
+        let t = r.finish();
+        assert_eq!(t.chunks.len(), 1);
+        let c = &t.chunks[0];
+        assert_eq!(
+            (c.bytes, c.events, c.visible_tokens),
+            (body.len() as u64, n, n)
+        );
+        assert_eq!(t.milestones.get(Milestone::FirstEvent), Some(5.0));
+        assert_eq!(t.milestones.get(Milestone::LastToken), Some(5.0));
     }
 
     #[test]

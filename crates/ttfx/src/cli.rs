@@ -142,6 +142,12 @@ pub struct ServeArgs {
     /// is cross-origin isolated and its clock steps 5 µs instead of 100 µs (Chromium).
     #[arg(long)]
     pub cross_origin_isolated: bool,
+
+    /// Requests in flight at /sim and /proxy (a stream counts until its body ends); more
+    /// get 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = crate::serve::inflight::DEFAULT_MAX_CONCURRENT,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_concurrent: u32,
 }
 
 #[derive(Debug, Args)]

@@ -62,7 +62,11 @@ pub async fn serve(site: &Site, config: Option<&Path>) -> anyhow::Result<String>
         Some(path) => crate::serve::config::load(path)?,
         None => crate::serve::config::Config::default(),
     };
-    let app = crate::serve::router(Some(&site.dir), config)?;
+    let app = crate::serve::router(
+        Some(&site.dir),
+        config,
+        crate::serve::inflight::DEFAULT_MAX_CONCURRENT,
+    )?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .context("cannot listen on a loopback port")?;

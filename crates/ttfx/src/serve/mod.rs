@@ -18,6 +18,7 @@ use crate::cli::ServeArgs;
 pub mod access;
 pub mod arrival;
 pub mod config;
+pub mod inflight;
 pub mod isolation;
 pub mod presets;
 mod provider_timing;
@@ -82,7 +83,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs, config: config::Config) -> anyhow::Result<()> {
-    let app = router(args.dist.as_deref(), config)?;
+    let app = router(args.dist.as_deref(), config, args.max_concurrent)?;
     let app = if args.cross_origin_isolated {
         isolation::isolate(app)
     } else {
@@ -122,12 +123,23 @@ async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
     })
 }
 
-/// The whole HTTP surface of `ttfx serve`.
-pub fn router(dist: Option<&Path>, config: config::Config) -> anyhow::Result<Router> {
+/// The whole HTTP surface of `ttfx serve`; at most `max_concurrent` requests in flight
+/// at `/sim` and `/proxy` ([`inflight`]).
+pub fn router(
+    dist: Option<&Path>,
+    config: config::Config,
+    max_concurrent: u32,
+) -> anyhow::Result<Router> {
     let state = Arc::new(AppState::new(config));
-    let app = Router::new()
+    let limited = Router::new()
         .nest("/sim", sim::router())
         .nest("/proxy", proxy::router())
+        .route_layer(axum::middleware::from_fn_with_state(
+            inflight::Limit::new(max_concurrent),
+            inflight::limit,
+        ));
+    let app = Router::new()
+        .merge(limited)
         .route("/records/{request_id}", get(record))
         .with_state(state);
     let app = match dist {
@@ -154,8 +166,10 @@ async fn record(State(state): State<Arc<AppState>>, UrlPath(id): UrlPath<String>
         None => sim::json_error(
             StatusCode::NOT_FOUND,
             &serde_json::json!({ "error": { "message": format!(
-                "no record for request id `{id}` (records are kept for the last {} requests)",
-                records::MAX_RECORDS
+                "no record for request id `{id}` (records are kept for the last {} requests, \
+                 fewer when they hold more than {} MiB)",
+                records::MAX_RECORDS,
+                records::MAX_RECORD_BYTES >> 20
             ) } }),
         ),
     }

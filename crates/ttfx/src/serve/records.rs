@@ -9,19 +9,37 @@
 //! bodies, so no secret can reach them.
 
 use std::collections::{HashMap, VecDeque};
+use std::mem::size_of;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 use ttfx_core::decode::{DialectKind, Limits};
+use ttfx_core::series::{BURST_TIMES_MAX, ChunkBin};
 pub use ttfx_core::server_record::RecordOutcome;
 use ttfx_core::server_timing::{ServerTiming, TimingSource, Usage};
-use ttfx_core::timeline::{FailureClass, ServerData, ServerWallClock};
+use ttfx_core::timeline::{Chunk, FailureClass, ServerData, ServerWallClock};
 use ttfx_core::{Milestone, Recorder};
 
-/// Records kept; the oldest goes first. At ~1 KiB per short record this bounds memory.
+/// Records kept; the oldest goes first. A short record holds about 5 KiB (1.8 KiB of
+/// itself, 2 KiB of chunks).
 pub const MAX_RECORDS: usize = 10_000;
+/// Bytes of records kept, by [`Record::held_bytes`]'s estimate; past it the oldest go
+/// first, as past [`MAX_RECORDS`]. Count alone does not bound memory: a record of a long
+/// stream holds 40–170 KiB (below), so 10,000 of them would be up to 1.7 GB. 64 MiB keeps
+/// the 10,000 short records of the count cap (about 50 MB) or several hundred long
+/// ones, enough for any page or benchmark to read its records back after a run, and is
+/// small beside the memory of a machine that serves a thousand streams. A record keeps
+/// growing while its request streams: the growth is counted as it happens and evicts at
+/// the next insert, so the store passes the budget by at most what the requests in flight
+/// add.
+pub const MAX_RECORD_BYTES: usize = 64 << 20;
+/// What a recorder keeps privately on the heap, beside what [`Record::held_bytes`] can
+/// see: a few small strings, and while the stream is open the decoder's line and event
+/// buffers (a few hundred bytes for a simulated or typical upstream stream).
+const RECORDER_PRIVATE: usize = 1 << 10;
 /// Chunks kept one by one per record (a simulated reply has a few hundred); later ones
 /// are summarized by the probe's own rule (`ttfx_core::series`): a record of a long
 /// stream holds about 40 KiB (32 KiB of chunks, 128 bins, a gap digest of a few KiB;
@@ -75,6 +93,10 @@ pub struct Record {
     recorder: Recorder,
     arrival: Instant,
     headers_unix_ms: Option<f64>,
+    /// The store's byte count while the store keeps this record (see [`Records`]).
+    ledger: Option<Arc<AtomicUsize>>,
+    /// What this record last added to the ledger.
+    accounted: usize,
 }
 
 pub fn unix_ms(t: SystemTime) -> f64 {
@@ -114,7 +136,51 @@ impl Record {
             recorder: Recorder::new(dialect, Limits::DEFAULT).with_chunk_limit(MAX_CHUNKS),
             arrival,
             headers_unix_ms: None,
+            ledger: None,
+            accounted: 0,
         }
+    }
+
+    /// An estimate of the bytes this record holds: itself, its strings, its kept chunks,
+    /// the summary of the rest (its bins and gap buckets, and the burst window behind it
+    /// at its largest), and [`RECORDER_PRIVATE`]. O(1): it is updated with every chunk.
+    pub fn held_bytes(&self) -> usize {
+        let timeline = self.recorder.timeline();
+        let strings = self.request_id.capacity()
+            + self.path.capacity()
+            + self.profile.as_ref().map_or(0, String::capacity)
+            + self.upstream.as_ref().map_or(0, String::capacity)
+            + self.error.as_ref().map_or(0, String::capacity);
+        let durations = self.durations.capacity() * size_of::<(String, f64)>()
+            + self
+                .durations
+                .iter()
+                .map(|(n, _)| n.capacity())
+                .sum::<usize>();
+        let summary = timeline.chunk_summary.as_ref().map_or(0, |s| {
+            s.bins.capacity() * size_of::<ChunkBin>()
+                + s.gaps.buckets.capacity() * size_of::<(f64, u64)>()
+                + BURST_TIMES_MAX * size_of::<(f64, u64)>()
+        });
+        size_of::<Record>()
+            + strings
+            + durations
+            + timeline.chunks.capacity() * size_of::<Chunk>()
+            + summary
+            + RECORDER_PRIVATE
+    }
+
+    /// Brings the store's byte count up to date with this record's size.
+    fn account(&mut self) {
+        let now = self.held_bytes();
+        if let Some(ledger) = &self.ledger {
+            if now >= self.accounted {
+                ledger.fetch_add(now - self.accounted, Ordering::Relaxed);
+            } else {
+                ledger.fetch_sub(self.accounted - now, Ordering::Relaxed);
+            }
+        }
+        self.accounted = now;
     }
 
     pub fn ms(&self, at: Instant) -> f64 {
@@ -128,6 +194,7 @@ impl Record {
         let ms = self.ms(at);
         self.recorder.headers(ms, status, content_type, &[]);
         self.headers_unix_ms = Some(self.received_unix_ms + ms);
+        self.account();
     }
 
     /// A body chunk left (sim) or arrived (proxy) now.
@@ -135,6 +202,7 @@ impl Record {
         self.bytes += bytes.len() as u64;
         let ms = self.ms(at);
         self.recorder.chunk(ms, bytes);
+        self.account();
     }
 
     /// The request is over. An error the stream itself reported becomes the record's
@@ -157,10 +225,12 @@ impl Record {
         } else {
             outcome
         };
+        self.account();
     }
 
     pub fn duration(&mut self, name: &str, ms: f64) {
         self.durations.push((name.to_owned(), ms));
+        self.account();
     }
 
     /// The milestones this server observed, in ms since the request arrived.
@@ -218,9 +288,13 @@ pub fn lock(r: &RecordHandle) -> MutexGuard<'_, Record> {
     r.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The records by id, the oldest evicted first past [`MAX_RECORDS`] records or
+/// [`MAX_RECORD_BYTES`] bytes. Each kept record adds its size to `bytes` as it grows,
+/// and takes it back when it is evicted (it may live on, unaccounted, with its request).
 #[derive(Default)]
 pub struct Records {
     inner: Mutex<Inner>,
+    bytes: Arc<AtomicUsize>,
 }
 
 #[derive(Default)]
@@ -230,25 +304,56 @@ struct Inner {
 }
 
 impl Records {
-    /// Stores a record; a reused id replaces the older record.
-    pub fn insert(&self, record: Record) -> RecordHandle {
+    /// Stores a record; a reused id replaces the older record. The oldest records go
+    /// while there are more than [`MAX_RECORDS`] or they hold more than
+    /// [`MAX_RECORD_BYTES`]; the new one always stays.
+    pub fn insert(&self, mut record: Record) -> RecordHandle {
         let id = record.request_id.clone();
+        record.ledger = Some(self.bytes.clone());
+        record.accounted = 0;
+        record.account();
         let handle = Arc::new(Mutex::new(record));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if inner.by_id.insert(id.clone(), handle.clone()).is_none() {
-            inner.order.push_back(id);
+        match inner.by_id.insert(id.clone(), handle.clone()) {
+            Some(replaced) => release(&replaced),
+            None => inner.order.push_back(id),
         }
-        while inner.order.len() > MAX_RECORDS {
-            if let Some(old) = inner.order.pop_front() {
-                inner.by_id.remove(&old);
+        while inner.order.len() > MAX_RECORDS
+            || (inner.order.len() > 1 && self.bytes() > MAX_RECORD_BYTES)
+        {
+            let Some(old) = inner.order.pop_front() else {
+                break;
+            };
+            if let Some(evicted) = inner.by_id.remove(&old) {
+                release(&evicted);
             }
         }
         handle
     }
 
+    /// Bytes the kept records hold, by [`Record::held_bytes`]'s estimate.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Records kept.
+    #[cfg(test)]
+    pub fn kept(&self) -> usize {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.order.len()
+    }
+
     pub fn get(&self, id: &str) -> Option<RecordHandle> {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.by_id.get(id).cloned()
+    }
+}
+
+/// A record leaves the store: its size leaves the store's count.
+fn release(handle: &RecordHandle) {
+    let mut r = lock(handle);
+    if let Some(ledger) = r.ledger.take() {
+        ledger.fetch_sub(r.accounted, Ordering::Relaxed);
     }
 }
 
@@ -413,5 +518,94 @@ mod tests {
         assert!(records.get("r0").is_none() && records.get("r1").is_none());
         assert!(records.get("r2").is_some());
         assert!(records.get(&format!("r{}", MAX_RECORDS + 1)).is_some());
+    }
+
+    #[test]
+    fn records_are_evicted_by_bytes_as_well_as_count() {
+        let records = Records::default();
+        let t0 = Instant::now();
+        // A 1 MiB path makes a record of about 1 MiB without streaming anything.
+        let big = |i: usize| {
+            Record::new(
+                &format!("big{i}"),
+                Kind::Sim,
+                &"p".repeat(1 << 20),
+                None,
+                t0,
+                0.0,
+            )
+        };
+        let one = big(0).held_bytes();
+        assert!(one > 1 << 20 && one < (1 << 20) + (16 << 10), "{one}");
+        let fit = MAX_RECORD_BYTES / one;
+        let first = records.insert(big(0));
+        for i in 1..fit + 5 {
+            records.insert(big(i));
+            assert!(records.bytes() <= MAX_RECORD_BYTES, "{}", records.bytes());
+        }
+        assert_eq!(
+            records.kept(),
+            fit,
+            "far below the count cap, evicted by bytes"
+        );
+        assert!(records.get("big4").is_none(), "the oldest went first");
+        assert!(records.get("big5").is_some());
+        let kept_sum = |records: &Records| -> usize {
+            (0..fit + 5)
+                .filter_map(|i| records.get(&format!("big{i}")))
+                .map(|h| lock(&h).held_bytes())
+                .sum()
+        };
+        assert_eq!(records.bytes(), kept_sum(&records));
+
+        // A kept record's growth is counted as it streams…
+        let last = records.get(&format!("big{}", fit + 4)).unwrap();
+        let before = records.bytes();
+        {
+            let mut r = lock(&last);
+            r.headers(200, Some("text/event-stream"), t0);
+            for _ in 0..200 {
+                r.chunk(t0, sse("w").as_bytes());
+            }
+        }
+        assert!(records.bytes() > before);
+        assert_eq!(records.bytes(), kept_sum(&records));
+        // …and an evicted record's is not (it lives on with its request).
+        let before = records.bytes();
+        {
+            let mut r = lock(&first);
+            r.headers(200, Some("text/event-stream"), t0);
+            for _ in 0..200 {
+                r.chunk(t0, sse("w").as_bytes());
+            }
+        }
+        assert_eq!(records.bytes(), before);
+        // A replaced id gives its bytes back.
+        records.insert(Record::new("big5", Kind::Sim, "/", None, t0, 0.0));
+        assert_eq!(records.bytes(), kept_sum(&records));
+        assert!(records.bytes() < before - 1_000_000);
+    }
+
+    #[test]
+    fn a_short_record_is_a_few_kib() {
+        let t0 = Instant::now();
+        let mut r = Record::new(
+            "r",
+            Kind::Sim,
+            "/sim/default/v1/chat/completions",
+            None,
+            t0,
+            0.0,
+        );
+        r.headers(200, Some("text/event-stream"), t0);
+        for _ in 0..48 {
+            r.chunk(t0, sse("w").as_bytes());
+        }
+        r.duration("queue", 0.0);
+        r.end(RecordOutcome::Completed, t0);
+        let held = r.held_bytes();
+        // MAX_RECORDS of these stay under the byte budget: the count cap binds first.
+        assert!(held < 6 << 10, "{held}");
+        assert!(MAX_RECORDS * held < MAX_RECORD_BYTES);
     }
 }

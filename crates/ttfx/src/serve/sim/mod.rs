@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Path, Query, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -20,9 +21,11 @@ use self::profile::Profile;
 use super::AppState;
 use super::arrival::Arrival;
 
+mod body;
 mod deadline;
 mod dialect;
 mod front;
+pub mod limits;
 mod llm;
 pub mod profile;
 pub mod rng;
@@ -40,6 +43,7 @@ pub fn router() -> Router<Arc<AppState>> {
             router.route(&format!("/{{profile}}/{}", api.path()), llm_route(api))
         })
         .route("/{profile}/v1/audio/speech", post(tts::handle))
+        .layer(DefaultBodyLimit::max(limits::MAX_BODY_BYTES))
 }
 
 fn llm_route(api: ChatApi) -> MethodRouter<Arc<AppState>> {
@@ -55,7 +59,11 @@ pub struct Call {
     /// The profile named in the path.
     pub profile: String,
     pub query: Vec<(String, String)>,
+    /// Read once by [`Call::parse`], which leaves it empty: a request held in its queue
+    /// does not keep its body.
     pub body: Bytes,
+    /// Why the request is refused before its overrides are read (too many of them).
+    refusal: Option<String>,
 }
 
 impl FromRequest<Arc<AppState>> for Call {
@@ -66,9 +74,24 @@ impl FromRequest<Arc<AppState>> for Call {
         let Path(profile) = Path::<String>::from_request_parts(&mut parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        let Query(query) = Query::<Vec<(String, String)>>::from_request_parts(&mut parts, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
+        // Counted before they are split into strings.
+        let pairs = parts
+            .uri
+            .query()
+            .map_or(0, |q| q.split('&').filter(|pair| !pair.is_empty()).count());
+        let (query, refusal) = if pairs > limits::MAX_OVERRIDES {
+            let why = format!(
+                "{pairs} query parameters, above the cap of {} overrides per request",
+                limits::MAX_OVERRIDES
+            );
+            (Vec::new(), Some(why))
+        } else {
+            let Query(query) =
+                Query::<Vec<(String, String)>>::from_request_parts(&mut parts, state)
+                    .await
+                    .map_err(IntoResponse::into_response)?;
+            (query, None)
+        };
         let arrival = parts.extensions.get::<Arrival>().cloned().ok_or_else(|| {
             // Only reachable if the router is built without the arrival layer.
             (
@@ -91,13 +114,19 @@ impl FromRequest<Arc<AppState>> for Call {
             profile,
             query,
             body,
+            refusal,
         })
     }
 }
 
 impl Call {
-    pub fn parse(&self) -> Result<Parsed, Refusal> {
-        parse(&self.state, &self.profile, &self.query, &self.body)
+    /// The profile with the request's overrides; reads the body (and lets it go).
+    pub fn parse(&mut self) -> Result<Parsed, Refusal> {
+        if let Some(why) = &self.refusal {
+            return Err(Refusal(StatusCode::BAD_REQUEST, why.clone()));
+        }
+        let body = std::mem::take(&mut self.body);
+        parse(&self.state, &self.profile, &self.query, &body)
     }
 
     /// See [`front::hold`].
@@ -111,10 +140,10 @@ impl Call {
     }
 }
 
-/// A request's profile with its overrides applied, its JSON body and its seed.
+/// A request's profile with its overrides applied, what its body says and its seed.
 pub struct Parsed {
     pub profile: Profile,
-    pub body: Value,
+    pub body: body::Body,
     pub seed: u64,
 }
 
@@ -138,23 +167,11 @@ pub fn parse(
             ),
         ));
     };
-    let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
-        Value::Object(Default::default())
-    } else {
-        serde_json::from_slice(body).map_err(|e| {
-            Refusal(
-                StatusCode::BAD_REQUEST,
-                format!("request body is not JSON: {e}"),
-            )
-        })?
-    };
+    let body = body::read(body).map_err(|m| Refusal(StatusCode::BAD_REQUEST, m))?;
     let bad = |e: profile::BadOverride| Refusal(StatusCode::BAD_REQUEST, e.to_string());
-    if let Some(ttfx) = body.get("ttfx") {
-        let pairs = body_overrides(ttfx).map_err(|m| Refusal(StatusCode::BAD_REQUEST, m))?;
-        profile
-            .apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .map_err(bad)?;
-    }
+    profile
+        .apply(body.overrides.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(bad)?;
     profile
         .apply(query.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(bad)?;
@@ -164,35 +181,6 @@ pub fn parse(
         body,
         seed,
     })
-}
-
-/// The body's `ttfx` object as key=value pairs: numbers and booleans as written, arrays
-/// (for `stall_at`) joined with commas.
-fn body_overrides(ttfx: &Value) -> Result<Vec<(String, String)>, String> {
-    let Some(map) = ttfx.as_object() else {
-        return Err("`ttfx` in the body must be an object of overrides".into());
-    };
-    map.iter()
-        .map(|(k, v)| {
-            let scalar = |v: &Value| match v {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(n) => Some(n.to_string()),
-                Value::Bool(b) => Some(b.to_string()),
-                _ => None,
-            };
-            let text = match v {
-                Value::Array(items) => items
-                    .iter()
-                    .map(scalar)
-                    .collect::<Option<Vec<_>>>()
-                    .map(|v| v.join(",")),
-                other => scalar(other),
-            };
-            text.map(|t| (k.clone(), t)).ok_or_else(|| {
-                format!("override `ttfx.{k}` must be a string, number, boolean or array of them")
-            })
-        })
-        .collect()
 }
 
 /// An error response with a JSON body.
@@ -211,28 +199,4 @@ pub fn json_error(status: StatusCode, body: &Value) -> Response {
 /// `Retry-After` for the statuses that invite a retry.
 pub fn retry_after(status: u16) -> Option<HeaderValue> {
     matches!(status, 429 | 503 | 529).then(|| HeaderValue::from_static("1"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn body_overrides_accept_scalars_and_lists() {
-        let v =
-            serde_json::json!({"ttft_ms": 5, "buffered": true, "fail": "drop", "stall_at": [3, 7]});
-        let mut pairs = body_overrides(&v).unwrap();
-        pairs.sort();
-        assert_eq!(
-            pairs,
-            [
-                ("buffered".into(), "true".into()),
-                ("fail".into(), "drop".into()),
-                ("stall_at".into(), "3,7".into()),
-                ("ttft_ms".into(), "5".into()),
-            ]
-        );
-        assert!(body_overrides(&serde_json::json!({"x": {}})).is_err());
-        assert!(body_overrides(&serde_json::json!(3)).is_err());
-    }
 }

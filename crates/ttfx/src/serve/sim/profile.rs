@@ -68,7 +68,8 @@ pub struct Profile {
     pub tokens_per_chunk: usize,
     pub output_tokens: Length,
     pub delivery: Delivery,
-    /// Token (LLM) or chunk (TTS) indices before which the stream pauses for `stall`.
+    /// Token (LLM) or chunk (TTS) indices before which the stream pauses for `stall`;
+    /// sorted, each once (at most `MAX_STALL_AT`).
     pub stall_at: Vec<usize>,
     pub stall: Duration,
     pub failure: Option<Failure>,
@@ -85,10 +86,10 @@ pub struct Profile {
     pub audio_ms: Option<u32>,
 }
 
-/// Upper bounds that keep one request from tying the server up for hours.
-pub const MAX_TOKENS: usize = 100_000;
-const MAX_DELAY_MS: f64 = 600_000.0;
-const MAX_FLUSH_BYTES: usize = 16 << 20;
+use super::limits::{
+    MAX_AUDIO_MS, MAX_DELAY_MS, MAX_FLUSH_BYTES, MAX_STALL_AT, MAX_TOKENS, MAX_TOKENS_PER_CHUNK,
+    shown,
+};
 
 impl Profile {
     const fn base(prefill_ms: u64, tokens_per_second: f64, output_tokens: usize) -> Profile {
@@ -198,7 +199,7 @@ impl Profile {
     ) -> Result<(), BadOverride> {
         for (key, value) in pairs {
             self.set(key, value)
-                .map_err(|why| BadOverride(format!("override {key}={value}: {why}")))?;
+                .map_err(|why| BadOverride(format!("override {key}={}: {why}", shown(value))))?;
         }
         Ok(())
     }
@@ -220,7 +221,7 @@ impl Profile {
                     _ => return Err("expected `streamed` or `hidden`".into()),
                 }
             }
-            "tokens_per_chunk" => self.tokens_per_chunk = count(v, 1, MAX_TOKENS)?,
+            "tokens_per_chunk" => self.tokens_per_chunk = count(v, 1, MAX_TOKENS_PER_CHUNK)?,
             "output_tokens" => self.output_tokens = length(v)?,
             "buffered" => {
                 if flag(v)? {
@@ -235,15 +236,7 @@ impl Profile {
                     n => Delivery::FlushEvery(n),
                 }
             }
-            "stall_at" => {
-                self.stall_at = if v.is_empty() {
-                    Vec::new()
-                } else {
-                    v.split(',')
-                        .map(|k| count(k.trim(), 0, MAX_TOKENS))
-                        .collect::<Result<_, _>>()?
-                }
-            }
+            "stall_at" => self.stall_at = stall_at(v)?,
             "stall_ms" => self.stall = millis(v)?,
             "fail" => {
                 self.failure = match v {
@@ -266,7 +259,7 @@ impl Profile {
             "ttfa_ms" => self.ttfa = millis(v)?,
             "rtf" => self.rtf = number(v, 0.0, 100.0)?,
             "audio_chunk_ms" => self.audio_chunk_ms = count(v, 10, 2000)? as u32,
-            "audio_ms" => self.audio_ms = Some(count(v, 1, MAX_DELAY_MS as usize)? as u32),
+            "audio_ms" => self.audio_ms = Some(count(v, 1, MAX_AUDIO_MS as usize)? as u32),
             _ => return Err(format!("unknown key; known: {}", KEYS.join(", "))),
         }
         Ok(())
@@ -291,6 +284,27 @@ fn count(v: &str, min: usize, max: usize) -> Result<usize, String> {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
         _ => Err(format!("expected an integer in [{min}, {max}]")),
     }
+}
+
+/// Comma-separated indices, sorted and each kept once (a stall happens once before its
+/// token however often it is named). The entries are counted before one is parsed.
+fn stall_at(v: &str) -> Result<Vec<usize>, String> {
+    if v.is_empty() {
+        return Ok(Vec::new());
+    }
+    let entries = v.split(',').count();
+    if entries > MAX_STALL_AT {
+        return Err(format!(
+            "{entries} entries, above the cap of {MAX_STALL_AT} stalls per reply"
+        ));
+    }
+    let mut at = v
+        .split(',')
+        .map(|k| count(k.trim(), 0, MAX_TOKENS))
+        .collect::<Result<Vec<_>, _>>()?;
+    at.sort_unstable();
+    at.dedup();
+    Ok(at)
 }
 
 fn flag(v: &str) -> Result<bool, String> {

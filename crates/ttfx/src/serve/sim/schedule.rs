@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use super::profile::{Failure, Length, MAX_TOKENS, Profile, Reasoning};
+use super::limits::MAX_TOKENS;
+use super::profile::{Failure, Length, Profile, Reasoning};
 use super::rng::Rng;
 use super::text;
 
@@ -93,7 +94,13 @@ pub fn plan(p: &Profile, req: Request, rng: &mut Rng) -> Plan {
             hidden: reasoning_hidden,
             interval: 1.0 / p.tokens_per_second,
             jitter: p.jitter,
-            stall_at: p.stall_at.clone(),
+            stall_at: {
+                // Sorted for the per-token binary search (the parser sorts already).
+                let mut at = p.stall_at.clone();
+                at.sort_unstable();
+                at.dedup();
+                at
+            },
             stall: p.stall.as_secs_f64(),
             per_chunk: p.tokens_per_chunk,
             rng: rng.clone(),
@@ -132,12 +139,34 @@ pub struct Steps {
 
 impl Steps {
     fn peek(&self) -> Duration {
-        let stall = if self.stall_at.contains(&self.i) {
+        let stall = if self.stall_at.binary_search(&self.i).is_ok() {
             self.stall
         } else {
             0.0
         };
         Duration::from_secs_f64(self.t + stall)
+    }
+
+    /// When the reply's last deadline falls, after the request's arrival: its last
+    /// token's, or an injected failure's (at the latest one interval after the last
+    /// token). It walks the timing of every token (hidden ones included) on a copy of
+    /// the seeded generator, so it is the very schedule the reply follows; no text is
+    /// made, and the walk is at most 2 × `MAX_TOKENS` steps.
+    pub fn end(&self) -> Duration {
+        let mut walk = self.clone();
+        while walk.i < walk.total {
+            walk.advance();
+        }
+        if walk.fail_after.is_some() {
+            walk.peek()
+        } else {
+            walk.last_at
+        }
+    }
+
+    /// Stalls that fall inside the reply (for messages about its length).
+    pub fn stalls(&self) -> usize {
+        self.stall_at.partition_point(|&i| i < self.total)
     }
 
     /// Token i's deadline; moves to token i + 1.

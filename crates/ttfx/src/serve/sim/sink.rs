@@ -50,6 +50,12 @@ impl Sink {
         }
     }
 
+    /// Room for a buffered body of `bytes`, in one allocation: grown by doubling, the
+    /// body would be copied as it grows and held up to twice over.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.pending.reserve_exact(bytes);
+    }
+
     pub async fn emit(&mut self, bytes: &[u8]) -> Result<(), Gone> {
         self.pending.extend_from_slice(bytes);
         match self.delivery {
@@ -69,7 +75,12 @@ impl Sink {
         if n == 0 {
             return Ok(());
         }
-        let chunk = Bytes::from(self.pending.drain(..n).collect::<Vec<u8>>());
+        // All of it (a streamed event, a buffered body) moves without a copy.
+        let chunk = if n == self.pending.len() {
+            Bytes::from(std::mem::take(&mut self.pending))
+        } else {
+            Bytes::from(self.pending.drain(..n).collect::<Vec<u8>>())
+        };
         self.tx.send(Ok(chunk.clone())).await.map_err(|_| Gone)?;
         lock(&self.record).chunk(Instant::now(), &chunk);
         Ok(())

@@ -53,22 +53,9 @@ pub fn answer(n: usize) -> String {
 }
 
 /// Prompt tokens, estimated as 4 characters per token (OpenAI's rule of thumb) over
-/// every string in the request's prompt fields.
-pub fn estimate_prompt_tokens(body: &serde_json::Value) -> usize {
-    fn chars(v: &serde_json::Value) -> usize {
-        match v {
-            serde_json::Value::String(s) => s.chars().count(),
-            serde_json::Value::Array(a) => a.iter().map(chars).sum(),
-            serde_json::Value::Object(o) => o.values().map(chars).sum(),
-            _ => 0,
-        }
-    }
-    let total: usize = ["messages", "input", "prompt", "system", "instructions"]
-        .iter()
-        .filter_map(|k| body.get(*k))
-        .map(chars)
-        .sum();
-    total.div_ceil(4).max(1)
+/// every string in the request's prompt fields (counted by `body::read`).
+pub fn prompt_tokens(prompt_chars: usize) -> usize {
+    prompt_chars.div_ceil(4).max(1)
 }
 
 #[cfg(test)]
@@ -82,13 +69,9 @@ mod tests {
     }
 
     #[test]
-    fn prompt_tokens_count_prompt_strings_only() {
-        let body = serde_json::json!({
-            "model": "a-very-long-model-name-that-is-not-prompt",
-            "messages": [{"role": "user", "content": "12345678"}],
-        });
-        // "user" (4) + "12345678" (8) = 12 characters → 3 tokens.
-        assert_eq!(estimate_prompt_tokens(&body), 3);
-        assert_eq!(estimate_prompt_tokens(&serde_json::json!({})), 1);
+    fn prompt_tokens_round_up_and_are_at_least_one() {
+        assert_eq!(prompt_tokens(12), 3);
+        assert_eq!(prompt_tokens(13), 4);
+        assert_eq!(prompt_tokens(0), 1);
     }
 }

@@ -1,0 +1,97 @@
+//! What one simulated request may ask for. Every cap is checked where the overrides are
+//! parsed or the reply is planned, before a byte of the reply is made, and a request over
+//! one is refused with 400 naming the override, its value and the cap: never clamped
+//! silently, never a panic. Together they bound what one request costs: its CPU time
+//! grows with its tokens (at most 2 × [`MAX_TOKENS`]) or its audio (at most
+//! [`MAX_AUDIO_MS`]), never with a product of overrides, and the bytes it holds with
+//! [`MAX_HELD_BYTES`]. docs/serve.md ("Limits") lists them for users;
+//! crates/ttfx/tests/sim_limits.rs sends absurd values and measures a request at the caps.
+
+/// Tokens per channel of one reply (reasoning, answer), and the largest index `stall_at`
+/// and `fail_after` may name. The longest outputs of current models are 64k–128k tokens;
+/// a reply is made lazily, one chunk at a time, so this bounds time and CPU, not memory.
+pub const MAX_TOKENS: usize = 100_000;
+
+/// One delay override (`queue_ms`, `prefill_ms`, `prefill_per_token_ms`, `ttft_ms`,
+/// `stall_ms`, `ttfa_ms`), in ms: 10 minutes, as long as a whole reply may last.
+pub const MAX_DELAY_MS: f64 = 600_000.0;
+
+/// The planned length of one reply, from the request's arrival to the deadline of its
+/// last byte (queue, prefill or TTFT, every token interval with its jitter, every stall;
+/// for TTS the first chunk and the synthesis of every later one), in ms. 10 minutes holds
+/// a 100,000-token reply at 170 tokens/s or a 10-minute clip at real time, longer than
+/// any latency experiment needs; without it `stall_at` × `stall_ms` or a slow decode rate
+/// × many tokens could ask for days and hold a concurrency slot as long.
+pub const MAX_REPLY_MS: f64 = 600_000.0;
+
+/// Entries of `stall_at`. A stall pattern is written by a person or a page: a handful of
+/// indices, a hundred for a stall every few tokens of a long reply. 1,000 is far above
+/// that, and small enough to keep per request (8 KiB) and search per token.
+pub const MAX_STALL_AT: usize = 1_000;
+
+/// Tokens coalesced into one event (`tokens_per_chunk`). Servers and gateways that batch
+/// put a few dozen tokens in an event; 1,000 keeps one event near 10 KiB, so a streamed
+/// reply holds little (the body channel keeps 8 events in flight) and every event stays
+/// far below the 1 MiB event limit of the decoder that records it. A whole reply in one
+/// piece is `buffered`.
+pub const MAX_TOKENS_PER_CHUNK: usize = 1_000;
+
+/// Bytes one reply may hold before sending them: a `buffered` reply holds its whole body,
+/// so its planned body may not pass this. 4 MiB is a 20,000-token chat reply or a minute
+/// of 24 kHz PCM16 audio (2.9 MB; 3.8 MB as base64 SSE), far more than a buffering
+/// gateway in front of a chat model holds in practice, and small enough that a thousand
+/// concurrent buffered replies fit in a few GiB.
+pub const MAX_HELD_BYTES: usize = 4 << 20;
+
+/// `flush_bytes`: a proxy's buffer. nginx's default is 4–8 KiB and large settings are
+/// tens of KiB; 256 KiB is above them all. A flushing reply holds less than one block
+/// plus one event, and the body channel at most 8 blocks in flight: 2.3 MiB, under
+/// [`MAX_HELD_BYTES`].
+pub const MAX_FLUSH_BYTES: usize = 256 << 10;
+
+/// A TTS clip's length (`audio_ms`, or 70 ms per input character when not given), in ms:
+/// 10 minutes, 28.8 MB of PCM16 made 100–2,000 ms at a time. OpenAI's own endpoint takes
+/// at most 4,096 characters, about 5 minutes at this rate.
+pub const MAX_AUDIO_MS: u32 = 600_000;
+
+/// Override pairs of one request, in its query string and in its body's `ttfx` object
+/// (each counted on its own). There are 21 keys; 64 lets a page repeat some (a later one
+/// wins) and refuses a hundred thousand pairs before they are split into strings.
+pub const MAX_OVERRIDES: usize = 64;
+
+/// A request body, in bytes (axum's default, stated here so it is documented): a
+/// 500,000-token prompt at 4 characters a token. The body is read as it is parsed,
+/// never into a JSON tree, so a body of small values costs no more than its bytes.
+pub const MAX_BODY_BYTES: usize = 2 << 20;
+
+/// A value in an error message: a refused override may be megabytes long, and the
+/// message says what was refused without sending it back.
+pub fn shown(value: &str) -> String {
+    const SHOWN: usize = 48;
+    if value.len() <= SHOWN {
+        return value.to_owned();
+    }
+    let mut end = SHOWN;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &value[..end], value.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_shown_cut() {
+        assert_eq!(shown("12"), "12");
+        let long = "0,".repeat(1000);
+        let s = shown(&long);
+        assert!(s.starts_with("0,0,0,"), "{s}");
+        assert!(s.ends_with("… (2000 bytes)"), "{s}");
+        assert!(s.len() < 80, "{s}");
+        // Never cuts inside a character.
+        let wide = "é".repeat(100);
+        assert!(shown(&wide).starts_with(&"é".repeat(24)));
+    }
+}
