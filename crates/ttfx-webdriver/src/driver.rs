@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -82,7 +82,26 @@ impl Driver {
     /// free port first and passing it raced with other processes: one could take the
     /// port in between, the driver then exited, and a readiness check could reach that
     /// other process.)
+    ///
+    /// A driver that exits before it listens is started again, up to [`START_ATTEMPTS`]
+    /// times: chromedriver did so once in a full e2e run beside other test runs on a busy
+    /// machine, and a test should not fail for it. Each error quotes the first lines the
+    /// driver printed, so a cause that repeats shows itself.
     pub fn start_at(engine: Engine, bin: &Path) -> anyhow::Result<Driver> {
+        let mut attempt = 1;
+        loop {
+            match Driver::try_start(engine, bin) {
+                Err(e) if e.is::<ExitedEarly>() && attempt < START_ATTEMPTS => {
+                    eprintln!("ttfx-webdriver: {e}; starting it again");
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn try_start(engine: Engine, bin: &Path) -> anyhow::Result<Driver> {
         let name = engine.driver_name();
         if !bin.is_file() {
             bail!("no {name} at {}", bin.display());
@@ -106,14 +125,21 @@ impl Driver {
             url: String::new(),
             xvfb,
         };
+        let printed = Arc::new(Mutex::new(Vec::new()));
         let port = if announces {
-            announced_port(outputs, START_LIMIT)
+            announced_port(outputs, START_LIMIT, &printed)
         } else {
             driver.port_from_proc(START_LIMIT)?
         };
         let Some(port) = port else {
             match driver.child.try_wait()? {
-                Some(status) => bail!("{name} exited with {status} before listening"),
+                Some(status) => {
+                    let said = printed.lock().map(|l| l.join(" | ")).unwrap_or_default();
+                    return Err(ExitedEarly(format!(
+                        "{name} exited with {status} before listening; it printed: {said}"
+                    ))
+                    .into());
+                }
                 None => bail!(
                     "{name} did not listen on a port within {} s",
                     START_LIMIT.as_secs()
@@ -253,14 +279,28 @@ pub fn kill_group(child: &mut Child) {
 /// The first port a driver announces on any of its outputs; `None` if none comes within
 /// `limit`. The outputs are drained on threads until they close: a full pipe would block
 /// the driver.
-fn announced_port(outputs: [Option<Box<dyn Read + Send>>; 2], limit: Duration) -> Option<u16> {
+/// Lines a driver printed before it announced its port (the first few), for the error
+/// when it exits instead.
+const PRINTED_LINES: usize = 8;
+
+fn announced_port(
+    outputs: [Option<Box<dyn Read + Send>>; 2],
+    limit: Duration,
+    printed: &Arc<Mutex<Vec<String>>>,
+) -> Option<u16> {
     let (tx, rx) = mpsc::channel();
     for output in outputs.into_iter().flatten() {
         let tx = tx.clone();
+        let printed = printed.clone();
         std::thread::spawn(move || {
             let mut lines = BufReader::new(output).lines();
             for line in lines.by_ref() {
                 let Ok(line) = line else { return };
+                if let Ok(mut p) = printed.lock()
+                    && p.len() < PRINTED_LINES
+                {
+                    p.push(line.clone());
+                }
                 if let Some(port) = port_of(&line) {
                     let _ = tx.send(port);
                     break;
@@ -272,6 +312,21 @@ fn announced_port(outputs: [Option<Box<dyn Read + Send>>; 2], limit: Duration) -
     drop(tx);
     rx.recv_timeout(limit).ok()
 }
+
+/// A driver exited before it listened: worth one more start (see [`Driver::start_at`]).
+#[derive(Debug)]
+struct ExitedEarly(String);
+
+impl std::fmt::Display for ExitedEarly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ExitedEarly {}
+
+/// Starts of a driver that exits before it listens.
+const START_ATTEMPTS: u32 = 3;
 
 /// The port in chromedriver's "ChromeDriver was started successfully on port N." or
 /// geckodriver's "… INFO Listening on 127.0.0.1:N" line.
