@@ -162,7 +162,12 @@ pub struct ServeArgs {
     pub collect_retention_days: u32,
 
     /// POST /collect requests per second per client address, after the burst.
-    #[arg(long, value_name = "PER_S", default_value_t = 10.0, requires = "collect")]
+    #[arg(
+        long,
+        value_name = "PER_S",
+        default_value_t = 10.0,
+        requires = "collect"
+    )]
     pub collect_rate: f64,
 
     /// POST /collect requests a client may send at once before the rate applies.

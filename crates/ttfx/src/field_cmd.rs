@@ -154,7 +154,10 @@ mod tests {
         );
         assert!(lines[1].starts_with("label   metric"), "{text}");
         assert!(lines[2].starts_with("prod    ttft_ms"), "{text}");
-        assert!(lines[2].contains("6.0") && lines[2].ends_with("149.00"), "{text}");
+        assert!(
+            lines[2].contains("6.0") && lines[2].ends_with("149.00"),
+            "{text}"
+        );
         assert!(lines[3].starts_with("(none)  ttft_ms"), "{text}");
     }
 }

@@ -220,15 +220,22 @@ pub fn open(path: &Path, create: bool) -> Opened {
         .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
         .map_err(unreadable)?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(format!("{shown}: cannot use WAL mode (SQLite kept `{mode}`)"));
+        return Err(format!(
+            "{shown}: cannot use WAL mode (SQLite kept `{mode}`)"
+        ));
     }
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(unreadable)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(unreadable)?;
     for (from, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        migrate(&mut conn, sql, from as i32 + 1)
-            .map_err(|e| format!("{shown}: migration to version {}: {}", from + 1, one_line(&e)))?;
+        migrate(&mut conn, sql, from as i32 + 1).map_err(|e| {
+            format!(
+                "{shown}: migration to version {}: {}",
+                from + 1,
+                one_line(&e)
+            )
+        })?;
     }
     Ok(conn)
 }
@@ -322,7 +329,11 @@ fn values(row: &Row) -> Result<Vec<Value>, serde_json::Error> {
             _ => Value::Null,
         });
     }
-    v.extend(METRIC_COLUMNS.iter().map(|m| real(r.metrics.get(*m).copied())));
+    v.extend(
+        METRIC_COLUMNS
+            .iter()
+            .map(|m| real(r.metrics.get(*m).copied())),
+    );
     Ok(v)
 }
 

@@ -169,10 +169,18 @@ async fn collect(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     if declared_length(req.headers()).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return too_large();
     }
-    let bytes = match Limited::new(req.into_body(), MAX_BODY_BYTES).collect().await {
+    let bytes = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
         Ok(body) => body.to_bytes(),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
-        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("cannot read the body: {e}")),
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read the body: {e}"),
+            );
+        }
     };
     let parsed = tokio::task::spawn_blocking(move || {
         let text = std::str::from_utf8(&bytes).map_err(|e| ingest::Refusal {

@@ -8,9 +8,7 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use ttfx_core::field::{
-    FIELD_SCHEMA_VERSION, FieldContext, FieldReport, MAX_FIELD_REPORT_BYTES,
-};
+use ttfx_core::field::{FIELD_SCHEMA_VERSION, FieldContext, FieldReport, MAX_FIELD_REPORT_BYTES};
 use ttfx_core::report::{BatchReport, ReportError, ReportFile, RunReport};
 
 use super::db::{Row, Source};
@@ -42,9 +40,10 @@ fn items(body: &str) -> Result<Vec<(&RawValue, usize)>, Refusal> {
             }
             Some(Err(e)) => {
                 let at = line_of(start + body[start..].len() - body[start..].trim_start().len());
+                let item = documents.len();
                 return Err(refuse(
-                    Some(documents.len()),
-                    format!("line {at}: not JSON: {e}"),
+                    Some(item),
+                    format!("item {item} (line {at}): not JSON: {e}"),
                 ));
             }
         }
@@ -224,7 +223,8 @@ mod tests {
         let e = parse(&ndjson, 1.0).unwrap_err();
         assert_eq!(e.item, Some(1));
         assert!(
-            e.message.starts_with("item 1 (line 2): run.sample_rate: invalid type"),
+            e.message
+                .starts_with("item 1 (line 2): run.sample_rate: invalid type"),
             "{}",
             e.message
         );
@@ -241,7 +241,7 @@ mod tests {
             ("[]", "empty array"),
             ("{\"kind\": \"trace\"}", "unknown kind"),
             ("{} [1]", "an array must be the whole body"),
-            ("{\"a\": 1} {oops", "line 1: not JSON"),
+            ("{\"a\": 1} {oops", "item 1 (line 1): not JSON"),
             ("42", "expected a JSON object"),
         ] {
             let e = parse(body, 1.0).unwrap_err();

@@ -116,6 +116,10 @@ mod tests {
         assert!(buckets.take("2001:db8::2".parse().unwrap(), t).is_err());
         assert!(buckets.take("2001:db8:0:1::1".parse().unwrap(), t).is_ok());
         assert!(buckets.take("192.0.2.9".parse().unwrap(), t).is_ok());
-        assert!(buckets.take("::ffff:192.0.2.9".parse().unwrap(), t).is_err());
+        assert!(
+            buckets
+                .take("::ffff:192.0.2.9".parse().unwrap(), t)
+                .is_err()
+        );
     }
 }

@@ -95,7 +95,8 @@ impl Collector {
                 settings.rate_per_s
             );
         }
-        let writer = db::open(&settings.path, true).map_err(|e| anyhow::anyhow!("--collect {e}"))?;
+        let writer =
+            db::open(&settings.path, true).map_err(|e| anyhow::anyhow!("--collect {e}"))?;
         let reader =
             db::open(&settings.path, false).map_err(|e| anyhow::anyhow!("--collect {e}"))?;
         let collector = Collector {

@@ -520,7 +520,10 @@ pub fn slowest(conn: &Connection, metric: Metric, limit: usize, slice: &Slice) -
         )));
     }
     let (filter, mut params) = slice.where_sql();
-    let dims: Vec<String> = DIMENSIONS.iter().map(|d| format!("\"{}\"", d.name)).collect();
+    let dims: Vec<String> = DIMENSIONS
+        .iter()
+        .map(|d| format!("\"{}\"", d.name))
+        .collect();
     let value = metric.sql();
     let sql = format!(
         "SELECT {value}, at_unix_ms, received_unix_ms, run_id, report, {} FROM runs \
