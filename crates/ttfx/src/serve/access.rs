@@ -3,9 +3,9 @@
 //!
 //! - requests whose `Host` is loopback (`localhost`, `127.0.0.0/8`, `[::1]`) or named in
 //!   the config, so a DNS-rebound name that resolves to this machine is refused;
-//! - requests whose `Origin` is this server's own (`http://` + the request's `Host`) or
-//!   named in the config, which covers the simple `text/plain` POST a page may send
-//!   without a preflight;
+//! - requests whose `Origin` is this server's own (`http://` or `https://` + the
+//!   request's `Host`) or named in the config, which covers the simple `text/plain` POST
+//!   a page may send without a preflight;
 //! - requests with no `Origin` only when `Sec-Fetch-Site` is absent (native clients,
 //!   curl) or says `same-origin` / `none`.
 //!
@@ -159,6 +159,11 @@ mod tests {
                 ("origin", "http://localhost:8080"),
             ],
             vec![("host", "[::1]:9"), ("origin", "http://[::1]:9")],
+            // Behind a TLS terminator that keeps the Host: still this server's origin.
+            vec![
+                ("host", "localhost:8080"),
+                ("origin", "https://localhost:8080"),
+            ],
             vec![
                 ("host", "127.0.0.1:8080"),
                 ("sec-fetch-site", "same-origin"),
