@@ -274,20 +274,24 @@ impl Stats {
     }
 }
 
-/// One run's value of the metric, its weight, time and group.
+/// One run's value of the metric, its weight and time. About 24 bytes: a query holds
+/// every value of its slice (the percentiles are exact), grouped as it reads them.
 struct Sample {
-    key: serde_json::Value,
     value: f64,
     weight: f64,
     at: f64,
 }
 
+/// The samples of one group, under the group's key (`null` without `by`).
+type Group = (serde_json::Value, Vec<Sample>);
+
+/// The slice's values of `metric`, grouped by `by`, in the order groups first appear.
 fn samples(
     conn: &Connection,
     metric: Metric,
     by: Option<Dimension>,
     slice: &Slice,
-) -> Result<Vec<Sample>, Fail> {
+) -> Result<Vec<Group>, Fail> {
     let (filter, params) = slice.where_sql();
     let key = by.map_or("NULL".to_owned(), |d| format!("\"{}\"", d.name));
     let value = metric.sql();
@@ -296,34 +300,34 @@ fn samples(
          WHERE {filter} AND {value} IS NOT NULL"
     );
     let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
+    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+    // Keyed by the value's Debug text (`Text("a")`, `Null`): rusqlite's Value holds
+    // f64 and so is not Hash.
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut groups: Vec<Group> = Vec::new();
+    while let Some(r) = rows.next()? {
         let key: Value = r.get(0)?;
         let rate: f64 = r.get(2)?;
-        Ok(Sample {
-            key: by.map_or(serde_json::Value::Null, |d| key_json(d, &key)),
+        let sample = Sample {
             value: r.get(1)?,
             weight: 1.0 / rate,
             at: r.get(3)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// Samples by group, the largest groups first (then by key), at most [`MAX_GROUPS`];
-/// the number left off.
-fn groups(samples: Vec<Sample>) -> (Vec<(serde_json::Value, Vec<Sample>)>, usize) {
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut groups: Vec<(serde_json::Value, Vec<Sample>)> = Vec::new();
-    for s in samples {
-        let text = s.key.to_string();
+        };
+        let text = format!("{key:?}");
         match index.get(&text) {
-            Some(&i) => groups[i].1.push(s),
+            Some(&i) => groups[i].1.push(sample),
             None => {
+                let json = by.map_or(serde_json::Value::Null, |d| key_json(d, &key));
                 index.insert(text, groups.len());
-                groups.push((s.key.clone(), vec![s]));
+                groups.push((json, vec![sample]));
             }
         }
     }
+    Ok(groups)
+}
+
+/// The largest groups first (then by key), at most [`MAX_GROUPS`]; the number left off.
+fn largest(mut groups: Vec<Group>) -> (Vec<Group>, usize) {
     groups.sort_by(|a, b| {
         b.1.len()
             .cmp(&a.1.len())
@@ -332,6 +336,11 @@ fn groups(samples: Vec<Sample>) -> (Vec<(serde_json::Value, Vec<Sample>)>, usize
     let left_off = groups.len().saturating_sub(MAX_GROUPS);
     groups.truncate(MAX_GROUPS);
     (groups, left_off)
+}
+
+/// Every sample of every group.
+fn all(groups: &[Group]) -> impl Iterator<Item = &Sample> {
+    groups.iter().flat_map(|g| g.1.iter())
 }
 
 fn pairs(samples: &[Sample]) -> Vec<(f64, f64)> {
@@ -375,7 +384,7 @@ pub fn summary(
         if found.is_empty() && metric.is_none() {
             continue;
         }
-        let (groups, left_off) = groups(found);
+        let (groups, left_off) = largest(found);
         let groups: Vec<serde_json::Value> = groups
             .into_iter()
             .map(|(key, s)| with_group(key, stats_json(&s)))
@@ -402,7 +411,7 @@ pub fn series(
     let found = samples(conn, metric, by, slice)?;
     let from = slice
         .cutoff()
-        .or_else(|| found.iter().map(|s| s.at).reduce(f64::min));
+        .or_else(|| all(&found).map(|s| s.at).reduce(f64::min));
     if let Some(from) = from {
         let buckets = (now_unix_ms - from) / bucket_ms;
         if buckets > MAX_BUCKETS {
@@ -413,7 +422,7 @@ pub fn series(
             )));
         }
     }
-    let (groups, left_off) = groups(found);
+    let (groups, left_off) = largest(found);
     let groups: Vec<serde_json::Value> = groups
         .into_iter()
         .map(|(key, s)| {
@@ -462,8 +471,8 @@ pub fn histogram(
         )));
     }
     let found = samples(conn, metric, by, slice)?;
-    let lo = found.iter().map(|s| s.value).reduce(f64::min);
-    let hi = found.iter().map(|s| s.value).reduce(f64::max);
+    let lo = all(&found).map(|s| s.value).reduce(f64::min);
+    let hi = all(&found).map(|s| s.value).reduce(f64::max);
     let edges: Vec<f64> = match (lo, hi) {
         (Some(lo), Some(hi)) => (0..=bins)
             .map(|i| {
@@ -482,7 +491,7 @@ pub fn histogram(
         }
         _ => 0,
     };
-    let (groups, left_off) = groups(found);
+    let (groups, left_off) = largest(found);
     let groups: Vec<serde_json::Value> = groups
         .into_iter()
         .map(|(key, s)| {
