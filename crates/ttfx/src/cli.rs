@@ -21,6 +21,9 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Print percentiles per metric from report files (runs or batches), or merge them.
     Report(ReportArgs),
+    /// Percentiles of the runs a collector stored (`ttfx serve --collect FILE.db`),
+    /// weighted by inverse sample rate, per metric and group. docs/field.md.
+    Field(FieldArgs),
     /// Measure in headless Chromium over WebDriver, print percentiles, judge budgets
     /// (exit 0: met, 1: a budget failed, 2: the run could not be made). docs/run.md.
     // Boxed: its many options would make every Command as large.
@@ -148,6 +151,63 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = crate::serve::inflight::DEFAULT_MAX_CONCURRENT,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_concurrent: u32,
+
+    /// Collect the probe's beacons and run reports at POST /collect into this SQLite
+    /// file (created if missing), and answer /field/… queries over it (docs/field.md).
+    #[arg(long, value_name = "FILE.db")]
+    pub collect: Option<PathBuf>,
+
+    /// An origin besides this server's own that may post to /collect and read /field/…,
+    /// e.g. https://app.example.com (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "collect")]
+    pub collect_origin: Vec<String>,
+
+    /// Remove collected runs older than this many days, at startup and hourly (0 keeps
+    /// them).
+    #[arg(long, value_name = "DAYS", default_value_t = 30, requires = "collect")]
+    pub collect_retention_days: u32,
+
+    /// POST /collect requests per second per client address, after the burst.
+    #[arg(
+        long,
+        value_name = "PER_S",
+        default_value_t = 10.0,
+        requires = "collect"
+    )]
+    pub collect_rate: f64,
+
+    /// POST /collect requests a client may send at once before the rate applies.
+    #[arg(long, value_name = "N", default_value_t = 60, requires = "collect")]
+    pub collect_burst: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct FieldArgs {
+    /// The collector's SQLite file.
+    pub file: PathBuf,
+
+    /// One metric (e.g. ttft_visible_ms, gap.first_token_ms); default: every metric with
+    /// values.
+    #[arg(long)]
+    pub metric: Option<String>,
+
+    /// Group by a dimension: label, target, page_path, engine, engine_version, outcome,
+    /// failure_class, http_status, paint_method, cross_origin_isolated, hidden, dialect,
+    /// sample_rate, source.
+    #[arg(long, value_name = "DIM")]
+    pub by: Option<String>,
+
+    /// Only runs of the last DURATION (30m, 24h, 7d, 2w), by the run's time.
+    #[arg(long, value_name = "DURATION")]
+    pub since: Option<String>,
+
+    /// Only runs whose dimension has this value, DIM=VALUE (empty: absent); repeatable.
+    #[arg(long = "where", value_name = "DIM=VALUE")]
+    pub filters: Vec<String>,
+
+    /// Print the summary as JSON (the document GET /field/summary answers).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

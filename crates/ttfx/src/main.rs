@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cli;
+mod collect;
 mod decode_cmd;
+mod field_cmd;
 mod report_cmd;
 mod run_cmd;
 mod serve;
@@ -17,6 +19,7 @@ fn main() -> ExitCode {
         cli::Command::Serve(args) => done(serve::run(args)),
         cli::Command::Decode(args) => done(decode_cmd::run(args)),
         cli::Command::Report(args) => done(report_cmd::run(args)),
+        cli::Command::Field(args) => done(field_cmd::run(args)),
         // `run` decides its own code (1: a budget failed); an error is still 2.
         cli::Command::Run(args) => run_cmd::run(args),
     };

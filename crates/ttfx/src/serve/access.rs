@@ -3,13 +3,15 @@
 //!
 //! - requests whose `Host` is loopback (`localhost`, `127.0.0.0/8`, `[::1]`) or named in
 //!   the config, so a DNS-rebound name that resolves to this machine is refused;
-//! - requests whose `Origin` is this server's own (`http://` + the request's `Host`) or
-//!   named in the config, which covers the simple `text/plain` POST a page may send
-//!   without a preflight;
+//! - requests whose `Origin` is this server's own (`http://` or `https://` + the
+//!   request's `Host`) or named in the config, which covers the simple `text/plain` POST
+//!   a page may send without a preflight;
 //! - requests with no `Origin` only when `Sec-Fetch-Site` is absent (native clients,
 //!   curl) or says `same-origin` / `none`.
 //!
 //! The check runs before anything is sent upstream: a refused request never reaches it.
+//! The origin half ([`check_origin`]) is also the collector's (`ttfx serve --collect`),
+//! with its own list of allowed origins.
 
 use axum::http::{HeaderMap, header};
 
@@ -62,33 +64,75 @@ impl ProxyAccess {
                  DNS rebinding)"
             ));
         }
-        match header(headers, &header::ORIGIN) {
-            Some(origin) => {
-                let origin = origin.trim_end_matches('/');
-                let own = format!("http://{host}");
-                let allowed = origin.eq_ignore_ascii_case(&own)
-                    || self
-                        .allowed_origins
-                        .iter()
-                        .any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(origin));
-                if allowed {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "origin `{origin}` may not use this proxy's keys (allowed: {own} and \
-                         [proxy] allowed_origins)"
-                    ))
-                }
-            }
-            None => match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
-                None | Some("same-origin" | "none") => Ok(()),
-                Some(site) => Err(format!(
-                    "a {site} request without an Origin may not use this proxy's keys"
-                )),
+        check_origin(
+            headers,
+            Some(host),
+            &OriginRule {
+                allowed: &self.allowed_origins,
+                action: "use this proxy's keys",
+                list: "[proxy] allowed_origins",
             },
-        }
+        )
     }
 }
+
+/// Who besides a server's own origin may act on an endpoint, and how a refusal says it.
+#[derive(Debug, Clone, Copy)]
+pub struct OriginRule<'a> {
+    /// Origins besides the server's own (`https://app.example.com`; a trailing `/` and
+    /// case do not matter).
+    pub allowed: &'a [String],
+    /// What a refused request may not do, e.g. "use this proxy's keys".
+    pub action: &'a str,
+    /// Where the allowed origins are configured, for the refusal's message.
+    pub list: &'a str,
+}
+
+/// The origin half of the rule (the proxy's and the collector's): a request with an
+/// `Origin` passes when it is this server's own (`http://` or `https://` + `host`, the
+/// request's `Host`) or in `rule.allowed`; one without an `Origin` passes when its
+/// `Sec-Fetch-Site` is absent (curl, native clients), `same-origin` or `none`. `Err` is
+/// the refusal's reason.
+pub fn check_origin(
+    headers: &HeaderMap,
+    host: Option<&str>,
+    rule: &OriginRule<'_>,
+) -> Result<(), String> {
+    match header(headers, &header::ORIGIN) {
+        Some(origin) => {
+            let origin = origin.trim_end_matches('/');
+            let own = |scheme: &str| {
+                host.is_some_and(|h| origin.eq_ignore_ascii_case(&format!("{scheme}://{h}")))
+            };
+            let allowed = own("http")
+                || own("https")
+                || rule
+                    .allowed
+                    .iter()
+                    .any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(origin));
+            if allowed {
+                Ok(())
+            } else {
+                let own = host.map_or("this server's own origin".to_owned(), |h| {
+                    format!("http://{h}")
+                });
+                Err(format!(
+                    "origin `{origin}` may not {} (allowed: {own} and {})",
+                    rule.action, rule.list
+                ))
+            }
+        }
+        None => match header(headers, &SEC_FETCH_SITE) {
+            None | Some("same-origin" | "none") => Ok(()),
+            Some(site) => Err(format!(
+                "a {site} request without an Origin may not {}",
+                rule.action
+            )),
+        },
+    }
+}
+
+const SEC_FETCH_SITE: header::HeaderName = header::HeaderName::from_static("sec-fetch-site");
 
 #[cfg(test)]
 mod tests {
@@ -115,6 +159,11 @@ mod tests {
                 ("origin", "http://localhost:8080"),
             ],
             vec![("host", "[::1]:9"), ("origin", "http://[::1]:9")],
+            // Behind a TLS terminator that keeps the Host: still this server's origin.
+            vec![
+                ("host", "localhost:8080"),
+                ("origin", "https://localhost:8080"),
+            ],
             vec![
                 ("host", "127.0.0.1:8080"),
                 ("sec-fetch-site", "same-origin"),

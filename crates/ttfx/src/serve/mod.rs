@@ -1,5 +1,5 @@
-//! `ttfx serve`: the lab page, the simulated endpoints, the vantage proxy and the record
-//! API, on one port.
+//! `ttfx serve`: the lab page, the simulated endpoints, the vantage proxy, the record
+//! API and (with `--collect`) the field collector, on one port.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -75,15 +75,37 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(path) => config::load(path)?,
         None => config::Config::default(),
     };
+    // The collector's database too: a corrupt or foreign file is refused before anything
+    // listens.
+    let collector = match &args.collect {
+        Some(path) => Some(crate::collect::Collector::open(crate::collect::Settings {
+            path: path.clone(),
+            origins: args.collect_origin.clone(),
+            retention_days: args.collect_retention_days,
+            rate_per_s: args.collect_rate,
+            burst: args.collect_burst,
+        })?),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(args, config))
+    runtime.block_on(serve(args, config, collector))
 }
 
-async fn serve(args: ServeArgs, config: config::Config) -> anyhow::Result<()> {
+async fn serve(
+    args: ServeArgs,
+    config: config::Config,
+    collector: Option<crate::collect::Collector>,
+) -> anyhow::Result<()> {
     let app = router(args.dist.as_deref(), config, args.max_concurrent)?;
+    // After the shared CORS layer, so the collector's routes get their own origin check
+    // and CORS (crates/ttfx/src/collect/http.rs) instead of "any origin".
+    let app = match collector {
+        Some(c) => app.merge(crate::collect::http::router(c.start()?)),
+        None => app.merge(crate::collect::http::disabled_router()),
+    };
     let app = if args.cross_origin_isolated {
         isolation::isolate(app)
     } else {
@@ -95,7 +117,13 @@ async fn serve(args: ServeArgs, config: config::Config) -> anyhow::Result<()> {
         .context("cannot read the bound address")?;
     // Tests and scripts read this exact line to learn the chosen port.
     println!("ttfx serve: listening on http://{local}/");
-    axum::serve(listener, app).await.context("server stopped")
+    // The peer address is the collector's rate-limit key.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await
+    .context("server stopped")
 }
 
 /// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`):

@@ -1,0 +1,421 @@
+//! The collector's SQLite file: open (refusing files that are not ttfx databases),
+//! migrate, insert, and remove old rows.
+//!
+//! A ttfx database says so in its header: `PRAGMA application_id` is [`APPLICATION_ID`]
+//! ("ttfx" in ASCII) and `PRAGMA user_version` is the schema version its migrations
+//! reached. A new or empty file becomes one; any other file is refused before anything
+//! is written to it. The schema is docs/field.md's "Schema".
+
+use std::path::Path;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags, Transaction};
+use serde::Serialize;
+use ttfx_core::field::FieldReport;
+
+/// `PRAGMA application_id` of a ttfx database: "ttfx" in ASCII.
+pub const APPLICATION_ID: i32 = 0x7474_6678;
+
+/// The schema version this build migrates to (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Migration `i` takes a database from version `i` to `i + 1`. Never edit one that has
+/// shipped: add the next.
+const MIGRATIONS: [&str; 1] = [MIGRATION_1];
+
+/// Version 1: one row per run. Dimensions, the run's time, one column per metric, the
+/// field report itself.
+const MIGRATION_1: &str = "
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    at_unix_ms REAL NOT NULL,
+    received_unix_ms REAL NOT NULL,
+    request_start_unix_ms REAL,
+    source TEXT NOT NULL,
+    run_id TEXT,
+    label TEXT,
+    target TEXT,
+    page_path TEXT,
+    engine TEXT,
+    engine_version TEXT,
+    outcome TEXT NOT NULL,
+    failure_class TEXT,
+    http_status INTEGER,
+    paint_method TEXT,
+    cross_origin_isolated INTEGER,
+    hidden INTEGER NOT NULL,
+    dialect TEXT,
+    sample_rate REAL NOT NULL,
+    ttft_ms REAL,
+    ttft_visible_ms REAL,
+    e2e_ms REAL,
+    tpot_ms REAL,
+    output_tokens REAL,
+    output_tokens_per_s REAL,
+    decode_tokens_per_s REAL,
+    dom_lag_ms REAL,
+    render_lag_ms REAL,
+    ttfa_ms REAL,
+    ttfa_from_tts_ms REAL,
+    rtf REAL,
+    audio_arrival_rate REAL,
+    audio_behind_text_ms REAL,
+    underrun_count REAL,
+    underrun_silence_ms REAL,
+    handoff_time_lost_ms REAL,
+    stall_count REAL,
+    report TEXT NOT NULL
+);
+CREATE INDEX runs_at ON runs (at_unix_ms);
+";
+
+/// The metric columns, in the migrations' order: the per-request metrics of
+/// `ttfx_core::metrics::SCALARS` (a test checks that every one has its column, so a new
+/// metric needs a migration that adds it).
+pub const METRIC_COLUMNS: [&str; 18] = [
+    "ttft_ms",
+    "ttft_visible_ms",
+    "e2e_ms",
+    "tpot_ms",
+    "output_tokens",
+    "output_tokens_per_s",
+    "decode_tokens_per_s",
+    "dom_lag_ms",
+    "render_lag_ms",
+    "ttfa_ms",
+    "ttfa_from_tts_ms",
+    "rtf",
+    "audio_arrival_rate",
+    "audio_behind_text_ms",
+    "underrun_count",
+    "underrun_silence_ms",
+    "handoff_time_lost_ms",
+    "stall_count",
+];
+
+/// How a dimension's column holds its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DimKind {
+    Text,
+    /// 0 or 1 in SQLite, `false` / `true` in JSON.
+    Bool,
+    Int,
+    Real,
+}
+
+/// A column a team slices by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dimension {
+    pub name: &'static str,
+    pub kind: DimKind,
+}
+
+const fn dim(name: &'static str, kind: DimKind) -> Dimension {
+    Dimension { name, kind }
+}
+
+/// Every dimension column, in the order listings show them.
+pub const DIMENSIONS: [Dimension; 14] = [
+    dim("label", DimKind::Text),
+    dim("target", DimKind::Text),
+    dim("page_path", DimKind::Text),
+    dim("engine", DimKind::Text),
+    dim("engine_version", DimKind::Text),
+    dim("outcome", DimKind::Text),
+    dim("failure_class", DimKind::Text),
+    dim("http_status", DimKind::Int),
+    dim("paint_method", DimKind::Text),
+    dim("cross_origin_isolated", DimKind::Bool),
+    dim("hidden", DimKind::Bool),
+    dim("dialect", DimKind::Text),
+    dim("sample_rate", DimKind::Real),
+    dim("source", DimKind::Text),
+];
+
+/// What was posted: a field report as the probe beacons it, or a run taken from a run
+/// or batch report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Field,
+    Run,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Field => "field",
+            Source::Run => "run",
+        }
+    }
+}
+
+/// One run to store.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub report: FieldReport,
+    pub source: Source,
+    pub received_unix_ms: f64,
+}
+
+impl Row {
+    /// The run's time: the client's wall clock at `request_start`, but never later than
+    /// the report's arrival (a client clock that runs ahead cannot put a run in the
+    /// future); the arrival when the report has no start time.
+    pub fn at_unix_ms(&self) -> f64 {
+        self.report
+            .run
+            .request_start_unix_ms
+            .filter(|t| t.is_finite())
+            .map_or(self.received_unix_ms, |t| t.min(self.received_unix_ms))
+    }
+}
+
+/// An opened database, or why it was refused. The message is one line.
+pub type Opened = Result<Connection, String>;
+
+/// Opens `path` as a ttfx database and migrates it to [`SCHEMA_VERSION`]. With
+/// `create`, a missing file becomes a new database; without, it is an error. A file
+/// that is not SQLite, is corrupt, holds another application's tables or a newer
+/// schema is refused, and nothing is written to it.
+pub fn open(path: &Path, create: bool) -> Opened {
+    let shown = path.display();
+    if !create && !path.exists() {
+        return Err(format!("{shown}: no such file"));
+    }
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let mut conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| format!("{shown}: cannot open: {}", one_line(&e)))?;
+    // Reading the header and the schema is where SQLite finds a foreign or broken file.
+    let unreadable =
+        |e: rusqlite::Error| format!("{shown}: not a readable SQLite database ({})", one_line(&e));
+    let app_id: i32 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    let version: i32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    let tables = tables(&conn).map_err(unreadable)?;
+    let fresh = app_id == 0 && version == 0 && tables.is_empty();
+    if !fresh && app_id != APPLICATION_ID {
+        let holds = if tables.is_empty() {
+            String::new()
+        } else {
+            format!(", tables {}", tables.join(", "))
+        };
+        return Err(format!(
+            "{shown}: not a ttfx database (application_id {app_id:#x}{holds}); give a new \
+             file or one `ttfx serve --collect` made"
+        ));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(format!(
+            "{shown}: schema version {version} is newer than this ttfx knows ({SCHEMA_VERSION}); \
+             use a newer ttfx"
+        ));
+    }
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!(
+            "{shown}: cannot use WAL mode (SQLite kept `{mode}`)"
+        ));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(unreadable)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(unreadable)?;
+    for (from, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        migrate(&mut conn, sql, from as i32 + 1).map_err(|e| {
+            format!(
+                "{shown}: migration to version {}: {}",
+                from + 1,
+                one_line(&e)
+            )
+        })?;
+    }
+    Ok(conn)
+}
+
+/// Runs one migration and records its version in the same transaction, so a migration
+/// either happened whole or not at all.
+fn migrate(conn: &mut Connection, sql: &str, to: i32) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(sql)?;
+    tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+    tx.pragma_update(None, "user_version", to)?;
+    tx.commit()
+}
+
+fn tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
+         ORDER BY name",
+    )?;
+    let names = stmt.query_map([], |r| r.get(0))?;
+    names.collect()
+}
+
+/// An error as one line (SQLite's messages have none, but be sure).
+pub fn one_line(e: &dyn std::fmt::Display) -> String {
+    e.to_string().replace('\n', " ")
+}
+
+/// A serde enum's JSON name (`"completed"`, `"element_timing"`).
+fn name_of<T: Serialize>(value: &T) -> Value {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => Value::Text(s),
+        _ => Value::Null,
+    }
+}
+
+fn text(value: Option<&String>) -> Value {
+    value.map_or(Value::Null, |s| Value::Text(s.clone()))
+}
+
+fn real(value: Option<f64>) -> Value {
+    value
+        .filter(|v| v.is_finite())
+        .map_or(Value::Null, Value::Real)
+}
+
+/// The columns an insert fills, in order.
+fn insert_sql() -> String {
+    let mut columns = vec![
+        "at_unix_ms",
+        "received_unix_ms",
+        "request_start_unix_ms",
+        "run_id",
+        "report",
+    ];
+    columns.extend(DIMENSIONS.iter().map(|d| d.name));
+    columns.extend(METRIC_COLUMNS);
+    let marks = vec!["?"; columns.len()].join(", ");
+    format!("INSERT INTO runs ({}) VALUES ({marks})", columns.join(", "))
+}
+
+fn values(row: &Row) -> Result<Vec<Value>, serde_json::Error> {
+    let r = &row.report.run;
+    let mut v = vec![
+        Value::Real(row.at_unix_ms()),
+        Value::Real(row.received_unix_ms),
+        real(r.request_start_unix_ms),
+        text(r.id.as_ref()),
+        Value::Text(serde_json::to_string(&row.report)?),
+    ];
+    for d in DIMENSIONS {
+        v.push(match d.name {
+            "label" => text(r.label.as_ref()),
+            "target" => text(r.target.as_ref()),
+            "page_path" => text(r.page_path.as_ref()),
+            "engine" => text(r.engine.as_ref()),
+            "engine_version" => text(r.engine_version.as_ref()),
+            "outcome" => name_of(&r.outcome),
+            "failure_class" => r.failure_class.as_ref().map_or(Value::Null, name_of),
+            "http_status" => r
+                .http_status
+                .map_or(Value::Null, |s| Value::Integer(i64::from(s))),
+            "paint_method" => r.paint_method.as_ref().map_or(Value::Null, name_of),
+            "cross_origin_isolated" => r
+                .cross_origin_isolated
+                .map_or(Value::Null, |b| Value::Integer(i64::from(b))),
+            "hidden" => Value::Integer(i64::from(r.hidden)),
+            "dialect" => text(r.dialect.as_ref()),
+            "sample_rate" => Value::Real(r.sample_rate),
+            "source" => Value::Text(row.source.as_str().to_owned()),
+            _ => Value::Null,
+        });
+    }
+    v.extend(
+        METRIC_COLUMNS
+            .iter()
+            .map(|m| real(r.metrics.get(*m).copied())),
+    );
+    Ok(v)
+}
+
+/// Inserts every row in one transaction: all or none.
+pub fn insert(conn: &mut Connection, rows: &[Row]) -> Result<(), String> {
+    let tx = conn.transaction().map_err(|e| one_line(&e))?;
+    insert_in(&tx, rows)?;
+    tx.commit().map_err(|e| one_line(&e))
+}
+
+fn insert_in(tx: &Transaction<'_>, rows: &[Row]) -> Result<(), String> {
+    let mut stmt = tx.prepare_cached(&insert_sql()).map_err(|e| one_line(&e))?;
+    for row in rows {
+        let v = values(row).map_err(|e| one_line(&e))?;
+        stmt.execute(rusqlite::params_from_iter(v))
+            .map_err(|e| one_line(&e))?;
+    }
+    Ok(())
+}
+
+/// Removes the runs whose time is before `cutoff_unix_ms`; how many went.
+pub fn remove_before(conn: &Connection, cutoff_unix_ms: f64) -> Result<usize, String> {
+    conn.execute("DELETE FROM runs WHERE at_unix_ms < ?1", [cutoff_unix_ms])
+        .map_err(|e| one_line(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_per_request_metric_has_its_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("t.db"), true).unwrap();
+        let mut stmt = conn.prepare("PRAGMA table_info(runs)").unwrap();
+        let columns: Vec<String> = stmt
+            .query_map([], |r| r.get(1))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for name in ttfx_core::metrics::SCALAR_NAMES {
+            assert!(
+                METRIC_COLUMNS.contains(&name) && columns.iter().any(|c| c == name),
+                "metric `{name}` has no column: add a migration"
+            );
+        }
+        for d in DIMENSIONS {
+            assert!(columns.iter().any(|c| c == d.name), "{}", d.name);
+        }
+    }
+
+    #[test]
+    fn a_database_is_migrated_once_and_marked_as_ttfx() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        drop(open(&path, true).unwrap());
+        // Again: nothing left to migrate, nothing refused.
+        let conn = open(&path, false).unwrap();
+        let id: i32 = conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .unwrap();
+        let version: i32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!((id, version), (APPLICATION_ID, SCHEMA_VERSION));
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let missing = open(&dir.path().join("none.db"), false).unwrap_err();
+        assert!(missing.contains("no such file"), "{missing}");
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let conn = open(&path, true).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(conn);
+        let e = open(&path, false).unwrap_err();
+        assert!(e.contains("newer than this ttfx"), "{e}");
+    }
+}

@@ -1,0 +1,674 @@
+//! The field collector as a real `ttfx serve --collect FILE.db` process on a loopback
+//! port, with a real SQLite file in a temp dir: what is stored after a 204, what is
+//! refused (400, 403, 413, 429) with nothing stored, the percentiles (unweighted exactly
+//! stats.rs's, weighted by the documented rule), the Field view's endpoints, retention,
+//! restarts, and the files refused at startup. `ttfx field FILE.db --json` reads back.
+
+// Test code: a failure here is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::ttfx;
+use serde_json::{Value, json};
+use ttfx_core::stats::percentile;
+use ttfx_e2e::ServeProcess;
+
+const DAY_MS: f64 = 86_400_000.0;
+
+fn now_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0
+}
+
+/// A field report as the probe beacons it: one completed run whose first visible token
+/// came at `ttft_visible` ms.
+fn field(label: &str, ttft_visible: f64, sample_rate: f64, start_unix_ms: f64) -> Value {
+    json!({
+        "schema_version": 1,
+        "kind": "field",
+        "generator": "ttfx-probe test",
+        "run": {
+            "id": format!("{label}-{ttft_visible}"),
+            "label": label,
+            "target": "https://api.example.com/v1/chat/completions",
+            "page_path": "/chat",
+            "engine": "chromium",
+            "engine_version": "141.0",
+            "outcome": "completed",
+            "paint_method": "element_timing",
+            "cross_origin_isolated": false,
+            "hidden": false,
+            "sample_rate": sample_rate,
+            "request_start_unix_ms": start_unix_ms,
+            "dialect": "openai-chat",
+            "milestones": {
+                "request_start": 0.0,
+                "headers": ttft_visible / 2.0,
+                "first_token": ttft_visible,
+                "first_visible_token": ttft_visible,
+                "done": ttft_visible + 50.0
+            },
+            "metrics": {"ttft_ms": ttft_visible, "ttft_visible_ms": ttft_visible},
+            "gaps": {"first_token": 12.5},
+            "chunks": {"count": 3, "bytes": 300, "visible_tokens": 3, "reasoning_tokens": 0,
+                       "bins": [{"from_ms": ttft_visible, "to_ms": ttft_visible + 40.0,
+                                 "chunks": 3, "bytes": 300, "events": 3,
+                                 "visible_tokens": 3, "reasoning_tokens": 0}]}
+        }
+    })
+}
+
+/// The run report of docs/report.md's example (a `kind: "run"` document).
+fn doc_run_report() -> String {
+    let doc = include_str!("../../../docs/report.md");
+    let start = doc.find("```json\n").unwrap() + "```json\n".len();
+    let len = doc[start..].find("```").unwrap();
+    doc[start..start + len].to_owned()
+}
+
+struct Collector {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+}
+
+impl Collector {
+    fn new() -> Collector {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("field.db");
+        Collector { _dir: dir, db }
+    }
+
+    fn serve(&self, extra: &[&str]) -> ServeProcess {
+        let db = self.db.to_str().unwrap();
+        let mut args = vec!["--collect", db];
+        args.extend(extra);
+        ServeProcess::start(ttfx(), &args).unwrap()
+    }
+
+    /// `ttfx field FILE.db --json [args]`.
+    fn field(&self, args: &[&str]) -> Value {
+        let out = Command::new(ttfx())
+            .arg("field")
+            .arg(&self.db)
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn runs(&self) -> u64 {
+        self.field(&[])["runs"].as_u64().unwrap()
+    }
+}
+
+async fn post(server: &ServeProcess, body: String, headers: &[(&str, &str)]) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{}collect", server.url))
+        .body(body);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn get(server: &ServeProcess, path_and_query: &str) -> (u16, Value) {
+    let response = reqwest::get(format!("{}{path_and_query}", server.url))
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn message(body: &Value) -> &str {
+    body["error"]["message"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn objects_arrays_ndjson_and_run_reports_are_stored_before_the_204() {
+    let c = Collector::new();
+    let server = c.serve(&[]);
+    let now = now_ms();
+    let one = field("a", 100.0, 1.0, now).to_string();
+    assert_eq!(post(&server, one, &[]).await.0, 204);
+    // A 204 means committed: another process reads the row at once.
+    assert_eq!(c.runs(), 1);
+
+    let array = json!([field("a", 200.0, 1.0, now), field("b", 300.0, 1.0, now)]);
+    assert_eq!(post(&server, array.to_string(), &[]).await.0, 204);
+    assert_eq!(c.runs(), 3);
+
+    let ndjson: String = [400.0, 500.0, 600.0]
+        .iter()
+        .map(|v| format!("{}\n", field("c", *v, 1.0, now)))
+        .collect();
+    // sendBeacon with a string body says text/plain; the collector reads it all the same.
+    let (status, _) = post(&server, ndjson, &[("content-type", "text/plain")]).await;
+    assert_eq!(status, 204);
+    assert_eq!(c.runs(), 6);
+
+    // A run report (docs/report.md's example) becomes a field report: its target is the
+    // label, sample rate 1, no page path; and a batch of two such runs.
+    let run = doc_run_report();
+    assert_eq!(post(&server, run.clone(), &[]).await.0, 204);
+    let file: ttfx_core::report::ReportFile =
+        ttfx_core::report::ReportFile::from_json(&run).unwrap();
+    let runs = file.into_runs();
+    let batch =
+        ttfx_core::report::BatchReport::from_runs(vec![runs[0].clone(), runs[0].clone()], &[]);
+    let batch = serde_json::to_string(&batch).unwrap();
+    assert_eq!(post(&server, batch, &[]).await.0, 204);
+    assert_eq!(c.runs(), 9);
+
+    let by_label = c.field(&["--metric", "ttft_visible_ms", "--by", "label"]);
+    let groups = by_label["metrics"][0]["groups"].as_array().unwrap();
+    let count_of = |key: &str| {
+        groups
+            .iter()
+            .find(|g| g["key"] == key)
+            .map(|g| g["count"].as_u64().unwrap())
+    };
+    assert_eq!(count_of("sim/reasoning"), Some(3));
+    assert_eq!(count_of("c"), Some(3));
+    assert_eq!(count_of("a"), Some(2));
+    let sim = groups.iter().find(|g| g["key"] == "sim/reasoning").unwrap();
+    assert_eq!(sim["p50"], 412.0);
+    // The same document from the endpoint.
+    let (status, summary) = get(&server, "field/summary?metric=ttft_visible_ms&by=label").await;
+    assert_eq!(status, 200);
+    assert_eq!(summary, by_label);
+    // A run's time is its request_start: the example's (2026-01-01) is not in the last
+    // day, the beacons' are.
+    let (_, recent) = get(
+        &server,
+        "field/summary?metric=ttft_visible_ms&by=label&since=24h",
+    )
+    .await;
+    assert_eq!(recent["since"], "24h");
+    // (A clock before that day would date the example by its arrival instead.)
+    if now_ms() > 1_767_225_599_880.0 + DAY_MS {
+        assert_eq!(recent["runs"], 6);
+        let recent_labels: Vec<&Value> = recent["metrics"][0]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| &g["key"])
+            .collect();
+        assert_eq!(recent_labels, [&json!("c"), &json!("a"), &json!("b")]);
+    }
+    // Filters by dimension: the runs that came as run reports.
+    let from_runs = c.field(&["--where", "source=run", "--metric", "ttft_ms"]);
+    assert_eq!(from_runs["runs"], 3);
+    assert_eq!(from_runs["metrics"][0]["groups"][0]["p50"], 190.25);
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400s_naming_the_problem_and_nothing_is_stored() {
+    let c = Collector::new();
+    let server = c.serve(&[]);
+    let now = now_ms();
+    let good = field("a", 100.0, 1.0, now);
+    let mut bad_version = good.clone();
+    bad_version["schema_version"] = json!(3);
+    let mut impossible = good.clone();
+    impossible["run"]["milestones"]["first_token"] = json!(-20.0);
+    let mut wrong_type = good.clone();
+    wrong_type["run"]["hidden"] = json!("no");
+    let mut bad_rate = good.clone();
+    bad_rate["run"]["sample_rate"] = json!(0.0);
+    let run_v9 = doc_run_report().replacen("\"schema_version\": 1", "\"schema_version\": 9", 1);
+    // The first visible token before the first token: decoder milestones out of order.
+    let run_impossible = doc_run_report().replacen(
+        "\"first_visible_token\": 412.0",
+        "\"first_visible_token\": 100.0",
+        1,
+    );
+    let cases: Vec<(String, &str)> = vec![
+        (
+            json!([good, bad_version]).to_string(),
+            "item 1: unsupported field report schema_version 3",
+        ),
+        (
+            format!("{good}\n{impossible}\n"),
+            "item 1 (line 2): run.milestones: first_token",
+        ),
+        (
+            json!([wrong_type]).to_string(),
+            "item 0: run.hidden: invalid type: string \"no\", expected a boolean",
+        ),
+        (json!([bad_rate]).to_string(), "item 0: run.sample_rate 0"),
+        (run_v9, "item 0: unsupported schema_version 9"),
+        (run_impossible, "item 0: run 0: first_visible_token"),
+        ("{\"kind\": \"field\"".to_owned(), "not JSON"),
+    ];
+    for (body, want) in cases {
+        let (status, reply) = post(&server, body, &[]).await;
+        assert_eq!(status, 400, "{want}");
+        assert!(
+            message(&reply).contains(want),
+            "{want}: {}",
+            message(&reply)
+        );
+    }
+    // The good first items of those bodies were not stored either.
+    assert_eq!(c.runs(), 0);
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_413_and_a_too_large_field_report_is_400() {
+    let c = Collector::new();
+    let server = c.serve(&[]);
+    let big = " ".repeat(1024 * 1024 + 1);
+    let (status, reply) = post(&server, big, &[]).await;
+    assert_eq!(status, 413);
+    assert!(message(&reply).contains("1048576 bytes"), "{reply}");
+    let mut padded = field("a", 1.0, 1.0, now_ms());
+    padded["run"]["padding"] = json!("x".repeat(17 * 1024));
+    let (status, reply) = post(&server, padded.to_string(), &[]).await;
+    assert_eq!(status, 400);
+    assert!(message(&reply).contains("at most 16384"), "{reply}");
+    assert_eq!(c.runs(), 0);
+}
+
+#[tokio::test]
+async fn only_the_own_origin_and_collect_origins_may_post_or_read() {
+    let c = Collector::new();
+    let server = c.serve(&["--collect-origin", "https://app.example.com"]);
+    let own = server.url.trim_end_matches('/').to_owned();
+    let body = field("a", 100.0, 1.0, now_ms()).to_string();
+
+    let (status, reply) = post(&server, body.clone(), &[("origin", "https://evil.example")]).await;
+    assert_eq!(status, 403);
+    assert!(
+        message(&reply).contains("origin `https://evil.example` may not use this collector"),
+        "{reply}"
+    );
+    let (status, _) = post(&server, body.clone(), &[("sec-fetch-site", "cross-site")]).await;
+    assert_eq!(status, 403);
+    let evil_read = reqwest::Client::new()
+        .get(format!("{}field/summary", server.url))
+        .header("origin", "http://127.0.0.1:1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(evil_read.status().as_u16(), 403);
+    assert_eq!(c.runs(), 0);
+
+    // The page's own origin, and no Origin at all (curl, a same-origin beacon).
+    assert_eq!(
+        post(&server, body.clone(), &[("origin", &own)]).await.0,
+        204
+    );
+    assert_eq!(post(&server, body.clone(), &[]).await.0, 204);
+    // An allowed origin: its preflight, then the POST, both with CORS headers.
+    let client = reqwest::Client::new();
+    let preflight = client
+        .request(reqwest::Method::OPTIONS, format!("{}collect", server.url))
+        .header("origin", "https://app.example.com")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status().as_u16(), 204);
+    let h = preflight.headers();
+    assert_eq!(
+        h["access-control-allow-origin"].to_str().unwrap(),
+        "https://app.example.com"
+    );
+    assert!(
+        h["access-control-allow-methods"]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+    assert!(
+        h["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .contains("content-type")
+    );
+    let response = client
+        .post(format!("{}collect", server.url))
+        .header("origin", "https://app.example.com")
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 204);
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "https://app.example.com"
+    );
+    let refused_preflight = client
+        .request(reqwest::Method::OPTIONS, format!("{}collect", server.url))
+        .header("origin", "https://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused_preflight.status().as_u16(), 403);
+    assert!(
+        refused_preflight
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    assert_eq!(c.runs(), 3);
+}
+
+#[tokio::test]
+async fn a_client_past_its_burst_gets_429_with_retry_after() {
+    let c = Collector::new();
+    let server = c.serve(&["--collect-burst", "3", "--collect-rate", "0.2"]);
+    let body = field("a", 100.0, 1.0, now_ms()).to_string();
+    for _ in 0..3 {
+        assert_eq!(post(&server, body.clone(), &[]).await.0, 204);
+    }
+    let response = reqwest::Client::new()
+        .post(format!("{}collect", server.url))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 429);
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // One token takes 5 s at 0.2/s; a little of it may have passed.
+    assert!((1..=5).contains(&retry), "{retry}");
+    let reply: Value = response.json().await.unwrap();
+    assert!(message(&reply).contains("too many requests"), "{reply}");
+    assert_eq!(c.runs(), 3);
+}
+
+#[tokio::test]
+async fn percentiles_are_stats_rs_unweighted_and_the_documented_rule_weighted() {
+    let c = Collector::new();
+    let server = c.serve(&[]);
+    let now = now_ms();
+    // Unweighted: 23 values in no order, every sample rate 1.
+    let values: Vec<f64> = (0..23)
+        .map(|i| f64::from((i * 37) % 23) * 41.5 + 100.25)
+        .collect();
+    let body: Vec<Value> = values.iter().map(|v| field("u", *v, 1.0, now)).collect();
+    assert_eq!(post(&server, json!(body).to_string(), &[]).await.0, 204);
+    // Weighted (hand-checked): 100 at rate 1/4, 200 at 1/2, 400 at 1, so the list
+    // 100 ×4, 200 ×2, 400 (N = 7): p50 h = 3 → 100; p75 h = 4.5 → 200; p90 h = 5.4 →
+    // 200 + 0.4·200 = 280; p95 h = 5.7 → 340; p99 h = 5.94 → 388; 7 runs stood for.
+    let weighted = json!([
+        field("w", 400.0, 1.0, now),
+        field("w", 100.0, 0.25, now),
+        field("w", 200.0, 0.5, now)
+    ]);
+    assert_eq!(post(&server, weighted.to_string(), &[]).await.0, 204);
+
+    let (status, doc) = get(&server, "field/summary?metric=ttft_visible_ms&by=label").await;
+    assert_eq!(status, 200);
+    let groups = doc["metrics"][0]["groups"].as_array().unwrap();
+    let u = groups.iter().find(|g| g["key"] == "u").unwrap();
+    assert_eq!(u["count"], 23);
+    assert_eq!(u["weighted_count"], 23.0);
+    for (name, p) in [
+        ("p50", 50.0),
+        ("p75", 75.0),
+        ("p90", 90.0),
+        ("p95", 95.0),
+        ("p99", 99.0),
+    ] {
+        // Exactly stats.rs's value: the same code, over the values as stored.
+        assert_eq!(
+            u[name].as_f64(),
+            percentile(&values, p),
+            "{name} of the unweighted group"
+        );
+    }
+    let w = groups.iter().find(|g| g["key"] == "w").unwrap();
+    assert_eq!(w["count"], 3);
+    assert_eq!(w["weighted_count"], 7.0);
+    let close = |name: &str, want: f64| {
+        let got = w[name].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{name}: {got} vs {want}");
+    };
+    close("p50", 100.0);
+    close("p75", 200.0);
+    close("p90", 280.0);
+    close("p95", 340.0);
+    close("p99", 388.0);
+    close("mean", 1200.0 / 7.0);
+}
+
+#[tokio::test]
+async fn the_field_views_endpoints_answer_series_histogram_slowest_and_dimensions() {
+    let c = Collector::new();
+    let server = c.serve(&[]);
+    let now = now_ms();
+    let hour = 3_600_000.0;
+    let body: Vec<Value> = [
+        ("a", 100.0, now - 3.0 * hour),
+        ("a", 300.0, now - 3.0 * hour),
+        ("a", 200.0, now),
+        ("b", 900.0, now),
+    ]
+    .iter()
+    .map(|(label, v, at)| field(label, *v, 1.0, *at))
+    .collect();
+    assert_eq!(post(&server, json!(body).to_string(), &[]).await.0, 204);
+
+    let (status, series) = get(
+        &server,
+        "field/series?metric=ttft_visible_ms&bucket=1h&since=1d&label=a",
+    )
+    .await;
+    assert_eq!(status, 200, "{series}");
+    let points = series["groups"][0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{series}");
+    assert_eq!(points[0]["count"], 2);
+    assert_eq!(points[0]["p50"], 200.0);
+    assert_eq!(points[1]["p50"], 200.0);
+    assert!(points[0]["start_unix_ms"].as_f64().unwrap() % hour == 0.0);
+
+    let (status, hist) = get(&server, "field/histogram?metric=ttft_visible_ms&bins=4").await;
+    assert_eq!(status, 200);
+    assert_eq!(hist["edges"], json!([100.0, 300.0, 500.0, 700.0, 900.0]));
+    assert_eq!(hist["groups"][0]["counts"], json!([2, 1, 0, 1]));
+
+    let (status, slow) = get(&server, "field/slowest?metric=ttft_visible_ms&limit=2").await;
+    assert_eq!(status, 200);
+    let runs = slow["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["value"], 900.0);
+    assert_eq!(runs[0]["dimensions"]["label"], "b");
+    assert_eq!(runs[0]["dimensions"]["hidden"], false);
+    assert_eq!(runs[0]["report"]["kind"], "field");
+    assert_eq!(runs[0]["report"]["run"]["milestones"]["first_token"], 900.0);
+    assert_eq!(runs[1]["value"], 300.0);
+
+    let (status, dims) = get(&server, "field/dimensions").await;
+    assert_eq!(status, 200);
+    assert_eq!(dims["runs"], 4);
+    let label = dims["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "label")
+        .unwrap();
+    assert_eq!(
+        label["values"],
+        json!([{"value": "a", "count": 3}, {"value": "b", "count": 1}])
+    );
+    let metrics: Vec<&str> = dims["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        metrics,
+        ["ttft_ms", "ttft_visible_ms", "gap.first_token_ms"]
+    );
+
+    // Unknown names are 400s that list the choices.
+    let (status, reply) = get(&server, "field/summary?metric=ttft&by=label").await;
+    assert_eq!(status, 400);
+    assert!(message(&reply).contains("unknown metric `ttft` (choices: ttft_ms"));
+    let (status, reply) = get(&server, "field/summary?by=browser").await;
+    assert_eq!(status, 400);
+    assert!(message(&reply).contains("unknown dimension `browser` (choices: label"));
+    let (status, reply) = get(&server, "field/series?metric=ttft_ms&bucket=1s&since=7d").await;
+    assert_eq!(status, 400);
+    assert!(message(&reply).contains("at most 5000"), "{reply}");
+}
+
+#[tokio::test]
+async fn retention_removes_old_runs_and_a_restart_keeps_the_rest() {
+    let c = Collector::new();
+    let now = now_ms();
+    {
+        let server = c.serve(&["--collect-retention-days", "0"]);
+        let body = json!([
+            field("old", 100.0, 1.0, now - 40.0 * DAY_MS),
+            field("new", 200.0, 1.0, now - DAY_MS)
+        ]);
+        assert_eq!(post(&server, body.to_string(), &[]).await.0, 204);
+    }
+    // Stopped; kept whole (retention 0 keeps everything).
+    assert_eq!(c.runs(), 2);
+    // The run's time is its request_start: the old one is only in a window that wide.
+    assert_eq!(c.field(&["--since", "7d"])["runs"], 1);
+    {
+        // Default retention, 30 days: the old run goes at startup; the schema is
+        // already there, so nothing else changes.
+        let server = c.serve(&[]);
+        let (_, doc) = get(&server, "field/summary?metric=ttft_visible_ms&by=label").await;
+        let groups = doc["metrics"][0]["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0]["key"], "new");
+    }
+    assert_eq!(c.runs(), 1);
+    let conn = rusqlite::Connection::open(&c.db).unwrap();
+    let version: i32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1);
+}
+
+/// `ttfx serve --collect FILE` that must refuse to start: exit 2, one line, no listening.
+fn refused(db: &Path) -> String {
+    let out = Command::new(ttfx())
+        .args(["serve", "--addr", "127.0.0.1:0", "--collect"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("listening"),
+        "it listened"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_corrupt_or_foreign_database_is_refused_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let random = dir.path().join("random.db");
+    // Bytes from a fixed-seed generator: no header, nothing SQLite can read.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let bytes: Vec<u8> = (0..8192)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&random, &bytes).unwrap();
+    let e = refused(&random);
+    assert!(e.contains("not a readable SQLite database"), "{e}");
+    assert_eq!(
+        std::fs::read(&random).unwrap(),
+        bytes,
+        "the file was touched"
+    );
+
+    let foreign = dir.path().join("foreign.db");
+    {
+        let conn = rusqlite::Connection::open(&foreign).unwrap();
+        conn.execute_batch(
+            "PRAGMA application_id = 42; CREATE TABLE users (id INTEGER, name TEXT);",
+        )
+        .unwrap();
+    }
+    let e = refused(&foreign);
+    assert!(
+        e.contains("not a ttfx database (application_id 0x2a, tables users)"),
+        "{e}"
+    );
+    // A plain SQLite file with tables but no application id is someone else's too.
+    let plain = dir.path().join("plain.db");
+    {
+        let conn = rusqlite::Connection::open(&plain).unwrap();
+        conn.execute_batch("CREATE TABLE runs (x);").unwrap();
+    }
+    assert!(refused(&plain).contains("not a ttfx database"));
+
+    // `ttfx field` refuses them the same way, and a missing file.
+    for (db, want) in [
+        (random, "not a readable SQLite database"),
+        (dir.path().join("none.db"), "no such file"),
+    ] {
+        let out = Command::new(ttfx()).arg("field").arg(&db).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.contains(want) && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn bad_field_arguments_are_one_line_naming_the_choices() {
+    let c = Collector::new();
+    drop(c.serve(&[]));
+    for (args, want) in [
+        (vec!["--metric", "ttft"], "unknown metric `ttft`"),
+        (vec!["--by", "browser"], "unknown dimension `browser`"),
+        (vec!["--since", "yesterday"], "duration `yesterday`"),
+        (vec!["--where", "label"], "expected DIM=VALUE"),
+    ] {
+        let out = Command::new(ttfx())
+            .arg("field")
+            .arg(&c.db)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.contains(want) && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+    }
+}
