@@ -860,7 +860,10 @@ fn native_report(
     env.timer_resolution_ms = Some(0.1);
     env.concurrency = Some(1);
     env.analysis = Some(ttfx_core::timeline::AnalysisSite::Worker);
-    native.finish(run).map_err(anyhow::Error::msg)
+    native
+        .finish(run)
+        .map(|f| f.report)
+        .map_err(anyhow::Error::msg)
 }
 
 /// The vantage proxy's key cannot be spent by another site: a page on a second loopback
