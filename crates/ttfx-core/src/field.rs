@@ -450,6 +450,35 @@ mod tests {
         assert_eq!(back, field);
     }
 
+    /// docs/report.md's field report example is what this code makes of its run example.
+    #[test]
+    fn the_documented_example_is_the_field_report_of_the_documented_run() {
+        let doc = include_str!("../../../docs/report.md");
+        let block = |text: &str| {
+            text.split("```json\n")
+                .nth(1)
+                .and_then(|rest| rest.split("```").next())
+                .map(str::to_owned)
+        };
+        let run = block(doc).expect("docs/report.md has a run example");
+        let field = doc
+            .split_once("## Field report")
+            .and_then(|(_, rest)| block(rest))
+            .expect("docs/report.md has a field report example");
+        let crate::ReportFile::Run(report) = crate::ReportFile::from_json(&run).unwrap() else {
+            panic!("the first example is a run report");
+        };
+        let context = FieldContext {
+            page_path: Some("/chat/7?share=sk-abc#top".into()),
+            sample_rate: 0.1,
+        };
+        let made = FieldReport::of_run(&report.run, &context);
+        let documented: FieldReport = serde_json::from_str(&field).unwrap();
+        assert_eq!(documented, made);
+        documented.validate().unwrap();
+        assert_eq!(serde_json::to_string(&made).unwrap().len(), 1_691);
+    }
+
     #[test]
     fn strings_are_cut_to_bytes_of_json_on_character_boundaries() {
         let cut_to = |text: &str, max| cut(&Some(text.to_owned()), max, false).unwrap();
