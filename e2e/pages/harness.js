@@ -2,6 +2,10 @@
 // bytes are hashed, so the tests can prove the probe never changes them.
 import init, * as ttfx from "./pkg/probe.js";
 
+// Promise rejections nobody handled (the probe must never leave one behind).
+window.__unhandled = [];
+window.addEventListener("unhandledrejection", (e) => window.__unhandled.push(String(e.reason)));
+
 await init();
 
 // The voice API (TtsPlayer, VoiceHandoff) is in the package's voice build, a second module

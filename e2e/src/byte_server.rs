@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::header;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -168,8 +168,15 @@ async fn vector(Query(p): Query<VectorParams>) -> Response {
     paced(&data, step, p.gap_ms, vector_content_type(&p.name))
 }
 
-/// Beacon bodies received at `POST /collect`, in arrival order.
-pub type Beacons = Arc<Mutex<Vec<String>>>;
+/// One request received at `POST /collect`.
+#[derive(Debug, Clone)]
+pub struct Beacon {
+    pub content_type: Option<String>,
+    pub body: String,
+}
+
+/// Beacons received at `POST /collect`, in arrival order.
+pub type Beacons = Arc<Mutex<Vec<Beacon>>>;
 
 /// A running byte server.
 pub struct ByteServer {
@@ -177,12 +184,41 @@ pub struct ByteServer {
     pub beacons: Beacons,
 }
 
-async fn collect(State(beacons): State<Beacons>, body: String) -> Response {
-    if let Ok(mut b) = beacons.lock() {
-        b.push(body);
-    }
+/// A collector's CORS answer to the page at `Origin`. `sendBeacon` sends credentials,
+/// and an `application/json` body needs a preflight: a cross-origin collector names the
+/// page's origin (not `*`) and allows credentials, or the browser never sends the body.
+fn collector_cors(headers: &HeaderMap) -> axum::http::response::Builder {
+    let origin = headers
+        .get(header::ORIGIN)
+        .cloned()
+        .unwrap_or(HeaderValue::from_static("*"));
     Response::builder()
-        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin)
+        .header(header::ACCESS_CONTROL_ALLOW_CREDENTIALS, "true")
+        .header(header::VARY, "origin")
+}
+
+async fn collect(State(beacons): State<Beacons>, headers: HeaderMap, body: String) -> Response {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Ok(mut b) = beacons.lock() {
+        b.push(Beacon { content_type, body });
+    }
+    collector_cors(&headers)
+        .status(204)
+        .body(Body::empty())
+        .unwrap_or_default()
+}
+
+/// The preflight of a beacon or keepalive fetch with a JSON body.
+async fn collect_preflight(headers: HeaderMap) -> Response {
+    collector_cors(&headers)
+        .status(204)
+        .header(header::ACCESS_CONTROL_ALLOW_METHODS, "POST")
+        .header(header::ACCESS_CONTROL_ALLOW_HEADERS, "content-type")
+        .header(header::ACCESS_CONTROL_MAX_AGE, "600")
         .body(Body::empty())
         .unwrap_or_default()
 }
@@ -196,7 +232,7 @@ pub async fn start() -> anyhow::Result<ByteServer> {
         .route("/bytes", get(stream))
         .route("/large", get(large))
         .route("/vector", get(vector))
-        .route("/collect", post(collect))
+        .route("/collect", post(collect).options(collect_preflight))
         .with_state(beacons.clone());
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;

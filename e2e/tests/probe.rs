@@ -3,6 +3,7 @@
 //! server whose output is known exactly.
 
 use serde_json::{Value, json};
+use ttfx_core::field::{FIELD_BINS, FieldReport, MAX_FIELD_REPORT_BYTES};
 use ttfx_e2e::site::Site;
 use ttfx_e2e::{Chromedriver, ServeProcess, byte_server, page, paths};
 
@@ -402,8 +403,8 @@ async fn keys_in_headers_and_query_never_reach_the_report() -> anyhow::Result<()
         "{in_headers}"
     );
     // A key in the query string (the simulators reject unknown parameters, so this goes
-    // to the byte server, which ignores them). This run also beacons its report to the
-    // byte server's collector; the beacon must be as clean as the report.
+    // to the byte server, which ignores them). This run also beacons its field report to
+    // the byte server's collector; the beacon must be as clean as the report.
     let server = byte_server::start().await?;
     let collector = format!("http://{}/collect", server.addr);
     let url = format!(
@@ -435,16 +436,206 @@ async fn keys_in_headers_and_query_never_reach_the_report() -> anyhow::Result<()
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(beacons.len(), 1, "one report beaconed: {beacons:?}");
-    let beacon: Value = serde_json::from_str(&beacons[0])?;
+    let beacon: Value = serde_json::from_str(&beacons[0].body)?;
     assert_eq!(
         beacon["run"]["id"], in_query["report"]["run"]["id"],
         "{beacon}"
     );
     assert!(
-        !beacons[0].contains("SECRET"),
+        !beacons[0].body.contains("SECRET"),
         "a key leaked into the beacon: {}",
-        beacons[0]
+        beacons[0].body
     );
+    Ok(())
+}
+
+/// Beacons the collector has received, waiting (up to 5 s: a beacon is sent
+/// asynchronously) until one satisfies `until`.
+async fn beacons_until(
+    server: &byte_server::ByteServer,
+    until: impl Fn(&[byte_server::Beacon]) -> bool,
+) -> Vec<byte_server::Beacon> {
+    let mut beacons = Vec::new();
+    for _ in 0..100 {
+        beacons = server.beacons.lock().map(|b| b.clone()).unwrap_or_default();
+        if until(&beacons) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    beacons
+}
+
+fn field_of(beacon: &byte_server::Beacon) -> anyhow::Result<FieldReport> {
+    Ok(serde_json::from_str(&beacon.body)?)
+}
+
+fn labelled<'a>(beacons: &'a [byte_server::Beacon], label: &str) -> Vec<&'a byte_server::Beacon> {
+    beacons
+        .iter()
+        .filter(|b| field_of(b).is_ok_and(|f| f.run.label.as_deref() == Some(label)))
+        .collect()
+}
+
+/// What the beacon carries (#17): the field report of a 2,000-token stream (the simulator
+/// writes one event per token, 4 ms apart; the browser reads them in 1,700–2,000 chunks,
+/// by load), sent with sendBeacon to a collector on another loopback origin, is a valid
+/// `FieldReport` of at most 16 KiB whose page path has lost the page's query (which holds
+/// a fake key) and which holds the key nowhere. A run sampled out sends nothing; where sendBeacon refuses,
+/// a keepalive fetch delivers; a collector URL nothing can send to throws nothing into
+/// the page.
+#[tokio::test]
+async fn the_beacon_carries_a_bounded_field_report_without_the_pages_query() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    page::open_harness(
+        &f.client,
+        &format!("{}harness.html?token=sk-secret#frag", f.server.url),
+    )
+    .await?;
+    let collector = byte_server::start().await?;
+    let collector_url = format!("http://{}/collect", collector.addr);
+    let sampled = |label: &str, rate: f64| json!({ "collectorUrl": collector_url, "sampleRate": rate, "label": label });
+
+    // What sendBeacon answers, so the test knows the beacon (not the fallback) delivered.
+    f.client
+        .execute(
+            "const send = navigator.sendBeacon.bind(navigator); window.__sent = []; \
+             navigator.sendBeacon = (url, data) => { const ok = send(url, data); \
+             window.__sent.push(ok); return ok; }; return 0",
+            vec![],
+        )
+        .await?;
+    let long = f
+        .measure(json!({
+            "url": f.sim("ttft_ms=20&output_tokens=2000&tokens_per_second=250"),
+            "init": post_chat(),
+            "options": sampled("field", 1.0),
+        }))
+        .await?;
+    let report = &long["report"];
+    assert_eq!(report["run"]["metrics"]["outcome"], "completed", "{long}");
+    let beacons = beacons_until(&collector, |b| !labelled(b, "field").is_empty()).await;
+    let sent = labelled(&beacons, "field");
+    assert_eq!(sent.len(), 1, "one field report: {beacons:?}");
+    let body = &sent[0].body;
+    println!(
+        "field report of a 2,000-token stream in {} chunks: {} bytes",
+        report["run"]["timeline"]["chunks"]
+            .as_array()
+            .map_or(0, Vec::len),
+        body.len()
+    );
+    assert_eq!(
+        sent[0].content_type.as_deref(),
+        Some("application/json"),
+        "{body}"
+    );
+    assert!(body.len() <= MAX_FIELD_REPORT_BYTES, "{} bytes", body.len());
+    for secret in ["sk-secret", "token=", "frag", "?"] {
+        assert!(!body.contains(secret), "`{secret}` in the beacon: {body}");
+    }
+    let answers: Value = f.client.execute("return window.__sent", vec![]).await?;
+    assert_eq!(answers, json!([true]), "sendBeacon took the report");
+    let field = field_of(sent[0])?;
+    field.validate().map_err(anyhow::Error::msg)?;
+    let r = &field.run;
+    assert_eq!(r.page_path.as_deref(), Some("/harness.html"), "{body}");
+    assert_eq!(r.id.as_deref(), report["run"]["id"].as_str(), "{body}");
+    assert!(
+        r.target
+            .as_deref()
+            .is_some_and(|t| t.ends_with("/sim/default/v1/chat/completions")),
+        "{body}"
+    );
+    assert_eq!(r.sample_rate, 1.0);
+    assert_eq!(r.outcome, ttfx_core::metrics::Outcome::Completed);
+    assert_eq!(r.engine.as_deref(), Some("chromium"), "{body}");
+    assert!(r.engine_version.is_some(), "{body}");
+    assert_eq!(r.cross_origin_isolated, Some(false), "{body}");
+    assert!(!r.hidden, "{body}");
+    assert!(r.request_start_unix_ms.is_some(), "{body}");
+    assert_eq!(
+        r.metrics.get("ttft_ms"),
+        report["run"]["metrics"]["ttft_ms"]["value"].as_f64(),
+        "{body}"
+    );
+    let chunks = report["run"]["timeline"]["chunks"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(r.chunks.count, chunks as u64, "{body}");
+    assert_eq!(r.chunks.visible_tokens, 2_000, "{body}");
+    assert!(!r.chunks.bins.is_empty() && r.chunks.bins.len() <= FIELD_BINS);
+
+    // Sampled out: nothing is sent. A sampled run after it is the marker: once its
+    // beacon is in, an earlier one would be too. The marker's page names its route.
+    for (label, rate) in [("unsampled", 0.0), ("marker", 1.0)] {
+        let mut options = sampled(label, rate);
+        options["pagePath"] = json!("/chat/:id?user=7");
+        let out = f
+            .measure(json!({
+                "url": f.sim("ttft_ms=10&output_tokens=5"),
+                "init": post_chat(),
+                "options": options,
+            }))
+            .await?;
+        assert_eq!(
+            out["report"]["run"]["metrics"]["outcome"], "completed",
+            "{out}"
+        );
+    }
+    let beacons = beacons_until(&collector, |b| !labelled(b, "marker").is_empty()).await;
+    let marker = labelled(&beacons, "marker");
+    assert_eq!(marker.len(), 1, "{beacons:?}");
+    assert_eq!(
+        field_of(marker[0])?.run.page_path.as_deref(),
+        Some("/chat/:id"),
+        "{beacons:?}"
+    );
+    assert!(labelled(&beacons, "unsampled").is_empty(), "{beacons:?}");
+
+    // The browser's beacon queue refuses (sendBeacon returns false): a keepalive fetch
+    // sends the same report.
+    f.client
+        .execute("navigator.sendBeacon = () => false; return 0", vec![])
+        .await?;
+    f.measure(json!({
+        "url": f.sim("ttft_ms=10&output_tokens=5"),
+        "init": post_chat(),
+        "options": sampled("fetched", 1.0),
+    }))
+    .await?;
+    f.client
+        .execute("delete navigator.sendBeacon; return 0", vec![])
+        .await?;
+    let beacons = beacons_until(&collector, |b| !labelled(b, "fetched").is_empty()).await;
+    let fetched = labelled(&beacons, "fetched");
+    assert_eq!(fetched.len(), 1, "{beacons:?}");
+    assert_eq!(fetched[0].content_type.as_deref(), Some("application/json"));
+    field_of(fetched[0])?
+        .validate()
+        .map_err(anyhow::Error::msg)?;
+
+    // A collector URL neither API accepts: the run reports as usual, and nothing is
+    // thrown or left rejected in the page.
+    let out = f
+        .measure(json!({
+            "url": f.sim("ttft_ms=10&output_tokens=5"),
+            "init": post_chat(),
+            "options": { "collectorUrl": "http://[::1", "label": "nowhere" },
+        }))
+        .await?;
+    assert_eq!(
+        out["report"]["run"]["metrics"]["outcome"], "completed",
+        "{out}"
+    );
+    let anomalies = out["report"]["run"]["timeline"]["anomalies"].to_string();
+    assert!(!anomalies.contains("probe_fault"), "{out}");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let unhandled: Value = f
+        .client
+        .execute("return window.__unhandled", vec![])
+        .await?;
+    assert_eq!(unhandled, json!([]), "rejections left in the page");
     Ok(())
 }
 
@@ -860,7 +1051,10 @@ fn native_report(
     env.timer_resolution_ms = Some(0.1);
     env.concurrency = Some(1);
     env.analysis = Some(ttfx_core::timeline::AnalysisSite::Worker);
-    native.finish(run).map_err(anyhow::Error::msg)
+    native
+        .finish(run)
+        .map(|f| f.report)
+        .map_err(anyhow::Error::msg)
 }
 
 /// The vantage proxy's key cannot be spent by another site: a page on a second loopback

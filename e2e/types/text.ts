@@ -30,7 +30,7 @@ console.log(response, firstToken, method, started, restored, clock, probeVersion
 if (Math.random() < 0.05) {
   const { default: lateInit, Probe: LateProbe } = await import("ttfx-probe");
   await lateInit();
-  const sampled: Probe = new LateProbe({ label: "prod", collectorUrl: "/ttfx" });
+  const sampled: Probe = new LateProbe({ label: "prod", collectorUrl: "/ttfx", pagePath: () => "/chat/:id" });
   console.log(sampled);
 }
 
@@ -38,6 +38,8 @@ if (Math.random() < 0.05) {
 new Probe({ dialect: "gemini" });
 // @ts-expect-error: sampleRate is a number
 new Probe({ sampleRate: "0.5" });
+// @ts-expect-error: pagePath is a string or a function returning one
+new Probe({ pagePath: 42 });
 // @ts-expect-error: not a milestone
 report.run.timeline.milestones.first_pixel;
 // @ts-expect-error: match is a string, RegExp or predicate

@@ -7,10 +7,13 @@
 //! time the page took, so where and when this runs changes no figure.
 //!
 //! One `Analysis` holds the runs in progress, keyed by the page's run number; the calls
-//! mirror `ttfx_core::Recorder`.
+//! mirror `ttfx_core::Recorder`. A run the page will beacon also gets its field report
+//! (`ttfx_core::field`, docs/report.md), made here from the finished run: the page never
+//! builds one itself.
 
 use ttfx_core::Milestone;
 use ttfx_core::decode::{DialectKind, Limits};
+use ttfx_core::field::{FieldContext, FieldReport};
 use ttfx_core::recorder::{Recorder, url_without_query};
 use ttfx_core::report::RunReport;
 use ttfx_core::server_timing::{ServerTiming, TimingSource};
@@ -57,6 +60,9 @@ pub struct PageObservations {
     pub server_timings: Vec<ServerTiming>,
     /// Voice results the page included (voice builds).
     pub voice: Vec<VoiceResult>,
+    /// Set when the page will beacon this run: what its field report needs beside the
+    /// run (the page's path, the sample rate).
+    pub field: Option<FieldContext>,
 }
 
 impl PageObservations {
@@ -192,23 +198,49 @@ impl Runs {
         }
     }
 
-    /// See [`Analysis::finish`].
-    pub fn finish(&mut self, run: u32) -> Result<String, String> {
+    /// Ends the run: its report's JSON and, when the page set [`PageObservations::field`],
+    /// its field report's. The run is forgotten either way.
+    pub fn finish(&mut self, run: u32) -> Result<Finished, String> {
         let index = self
             .runs
             .iter()
             .position(|(key, _)| *key == run)
             .ok_or_else(|| no_run(run))?;
-        let (_, RunInProgress { recorder, page, .. }) = self.runs.swap_remove(index);
-        let (id, label) = (page.id.clone(), page.label.clone());
+        let (
+            _,
+            RunInProgress {
+                recorder, mut page, ..
+            },
+        ) = self.runs.swap_remove(index);
+        let (id, label, field) = (page.id.clone(), page.label.clone(), page.field.take());
         let mut timeline = recorder.finish();
         page.apply_to(&mut timeline);
         let report = RunReport::of_timeline(id, label, timeline)
             .map_err(|e| format!("ttfx analysis: {e}"))?;
-        // Writing derived Serialize types to a String does not fail (string keys, no
-        // custom errors); the error keeps a fixed message.
-        report_json::to_string(&report).map_err(|e| format!("ttfx analysis: {e}"))
+        let field = match field {
+            Some(context) => Some(json(&FieldReport::of_run(&report.run, &context))?),
+            None => None,
+        };
+        Ok(Finished {
+            report: json(&report)?,
+            field,
+        })
     }
+}
+
+/// Writing derived Serialize types to a String does not fail (string keys, no custom
+/// errors); the error keeps a fixed message.
+fn json<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    report_json::to_string(value).map_err(|e| format!("ttfx analysis: {e}"))
+}
+
+/// A finished run's JSON texts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// The run report (docs/report.md).
+    pub report: String,
+    /// The field report a beacon carries, when the page asked for it.
+    pub field: Option<String>,
 }
 
 /// Runs in progress, for JS. Every value crosses as a scalar or a typed array: the
@@ -452,8 +484,29 @@ impl Analysis {
 
     /// Ends the run and returns its report as JSON (docs/report.md). The run is
     /// forgotten either way.
-    pub fn finish(&mut self, run: u32) -> Result<String, JsError> {
-        self.runs.finish(run).map_err(js)
+    ///
+    /// A run the page will beacon passes `sample_rate` (the share of runs it beacons) and
+    /// `page_path` (`location.pathname`; a query or fragment is cut off here too): a
+    /// newline and the run's field report (docs/report.md, "Field report") follow the
+    /// report. JSON text has no raw newline, so the first one splits them.
+    pub fn finish(
+        &mut self,
+        run: u32,
+        page_path: Option<String>,
+        sample_rate: Option<f64>,
+    ) -> Result<String, JsError> {
+        if let Some(sample_rate) = sample_rate {
+            self.runs.page(run).map_err(js)?.field = Some(FieldContext {
+                page_path,
+                sample_rate,
+            });
+        }
+        let Finished { mut report, field } = self.runs.finish(run).map_err(js)?;
+        if let Some(field) = field {
+            report.push('\n');
+            report.push_str(&field);
+        }
+        Ok(report)
     }
 
     /// Runs still in progress (a page that never ends its runs shows here).
@@ -491,7 +544,12 @@ mod tests {
         page.milestones.set(Milestone::FirstPaint, 90.0);
         page.paint_method = Some(PaintMethod::ElementTiming);
         page.environment.engine = Some("chromium".into());
-        let report: serde_json::Value = serde_json::from_str(&runs.finish(7).unwrap()).unwrap();
+        let finished = runs.finish(7).unwrap();
+        assert_eq!(
+            finished.field, None,
+            "only a beaconed run has a field report"
+        );
+        let report: serde_json::Value = serde_json::from_str(&finished.report).unwrap();
         let t = &report["run"]["timeline"];
         assert_eq!(report["run"]["id"], "r7");
         assert_eq!(report["run"]["target"], "chat");
@@ -521,6 +579,79 @@ mod tests {
         assert_eq!(runs.runs.len(), 0, "a finished run is forgotten");
     }
 
+    /// A beaconed run of 2,000 chunks, fed in the page's 16 KiB batches: its field report
+    /// fits the bound, validates, keeps no query, and is the text serde_json writes for
+    /// ttfx-core's field report of the same run.
+    #[test]
+    fn a_beaconed_two_thousand_chunk_run_gets_a_bounded_field_report() {
+        use ttfx_core::field::{FieldReport, MAX_FIELD_REPORT_BYTES};
+        let chunk = sse("word ");
+        let context = FieldContext {
+            page_path: Some("/chat/42?token=sk-secret#frag".into()),
+            sample_rate: 0.25,
+        };
+        let mut runs = Runs::default();
+        runs.begin(1, None).unwrap();
+        let page = runs.page(1).unwrap();
+        page.id = Some("ttfx-1".into());
+        page.label = Some("prod-chat".into());
+        page.request.url = Some("https://api.example.com/v1/chat/completions".into());
+        page.environment.engine = Some("chromium".into());
+        page.field = Some(context.clone());
+        runs.recorder(1)
+            .unwrap()
+            .headers(100.0, 200, Some("text/event-stream"), &[]);
+        let mut direct = Recorder::new(None, Limits::DEFAULT);
+        direct.headers(100.0, 200, Some("text/event-stream"), &[]);
+        let per_batch = 16 * 1024 / chunk.len();
+        let times: Vec<f64> = (0..2_000).map(|i| 120.0 + f64::from(i) * 20.0).collect();
+        for batch in times.chunks(per_batch) {
+            let meta: Vec<f64> = batch
+                .iter()
+                .flat_map(|t| [*t, chunk.len() as f64])
+                .collect();
+            runs.chunks(1, &meta, chunk.repeat(batch.len()).as_bytes())
+                .unwrap();
+            for t in batch {
+                direct.chunk(*t, chunk.as_bytes());
+            }
+        }
+        runs.recorder(1).unwrap().end(40_200.0);
+        direct.end(40_200.0);
+        let finished = runs.finish(1).unwrap();
+        let field = finished.field.expect("a field report");
+        println!("field report of 2,000 chunks: {} bytes", field.len());
+        assert!(
+            field.len() <= MAX_FIELD_REPORT_BYTES,
+            "{} bytes",
+            field.len()
+        );
+        assert!(
+            !field.contains("secret") && !field.contains("frag"),
+            "{field}"
+        );
+        assert!(
+            !field.contains('\n'),
+            "one line: the page splits on the newline"
+        );
+        let read: FieldReport = serde_json::from_str(&field).unwrap();
+        read.validate().unwrap();
+        assert_eq!(read.run.page_path.as_deref(), Some("/chat/42"));
+        assert_eq!(read.run.chunks.count, 2_000);
+        assert_eq!(read.run.chunks.visible_tokens, 2_000);
+
+        // ttfx-core's field report of the same run, as serde_json writes it.
+        let mut timeline = direct.finish();
+        timeline.request.url = Some("https://api.example.com/v1/chat/completions".into());
+        timeline.environment.engine = Some("chromium".into());
+        let report =
+            RunReport::of_timeline(Some("ttfx-1".into()), Some("prod-chat".into()), timeline)
+                .unwrap();
+        let native = FieldReport::of_run(&report.run, &context);
+        assert_eq!(field, serde_json::to_string(&native).unwrap());
+        assert_eq!(finished.report, serde_json::to_string(&report).unwrap());
+    }
+
     #[test]
     fn misuse_is_a_clear_error() {
         let mut runs = Runs::default();
@@ -534,7 +665,7 @@ mod tests {
         // A batch whose lengths overrun its bytes uses what is there.
         runs.begin(3, None).unwrap();
         runs.chunks(3, &[1.0, 1000.0], b"data: x").unwrap();
-        let report = runs.finish(3).unwrap();
+        let report = runs.finish(3).unwrap().report;
         assert!(report.contains("\"bytes\":7"), "{report}");
     }
 }

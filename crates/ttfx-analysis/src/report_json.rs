@@ -611,7 +611,7 @@ mod tests {
         runs.chunks(1, &[50.0, sse.len() as f64], sse)
             .expect("chunks");
         runs.recorder(1).expect("run").end(60.0);
-        let ours = runs.finish(1).expect("a report");
+        let ours = runs.finish(1).expect("a report").report;
         let mut recorder = Recorder::new(None, Limits::DEFAULT);
         recorder.chunk(50.0, sse);
         recorder.end(60.0);

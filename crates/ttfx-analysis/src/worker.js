@@ -1,9 +1,11 @@
 // The analysis worker: a module Worker the probe starts lazily, after the page's first
 // measured request. It answers { ready: true } once the wasm is loaded (or { failed } if
 // it cannot load). Then messages are { op, run, args } in the order the page observed
-// them; `finish` is answered { run, op, report } (the report's JSON text), a chunk batch
-// { analysed: bytes } once done with, and a failing call { run, op, error }. Nothing is thrown: the page's probe records the error, the
-// page itself is not affected.
+// them; `finish` is answered { run, op, report } (the report's JSON text; for a run the
+// page beacons, `finish` gets [pagePath, sampleRate] and the field report's JSON follows
+// after a newline), a chunk batch { analysed: bytes } once done with, and a failing call
+// { run, op, error }. Nothing is thrown: the page's probe records the error, the page
+// itself is not affected.
 import init, { Analysis } from "./ttfx_analysis.js";
 
 let analysis = null;

@@ -5,19 +5,23 @@
 //! beacon carries a [`FieldReport`]: the dimensions a team slices by, the milestones,
 //! the per-request metrics (the [`SCALARS`] by name), the client/server gaps, and the
 //! chunk series merged into at most [`FIELD_BINS`] bins. Its JSON is at most
-//! [`MAX_FIELD_REPORT_BYTES`] whatever the stream's length: strings are cut to fixed
-//! lengths and every list is bounded.
+//! [`MAX_FIELD_REPORT_BYTES`] whatever the stream and the page's strings: each string is
+//! cut to a fixed number of bytes of its JSON text (escapes counted), and every list is
+//! bounded. A report [`FieldReport::validate`] accepts is within the bound (tested on the
+//! largest one the rules allow: 11,753 bytes).
 //!
 //! It never holds a header value, a query string or a URL's fragment: `page_path` and
 //! `target` are paths without them (checked again by [`FieldReport::validate`], which a
 //! collector runs on every report it is sent).
 
-use std::collections::BTreeMap;
+use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Milestone;
 use crate::metrics::{Outcome, SCALAR_NAMES, SCALARS};
+use crate::recorder::url_without_query;
 use crate::report::Run;
 use crate::series::ChunkBin;
 use crate::timeline::{FailureClass, Milestones, PaintMethod, Timeline, Visibility};
@@ -26,14 +30,18 @@ use crate::timeline::{FailureClass, Milestones, PaintMethod, Timeline, Visibilit
 pub const FIELD_SCHEMA_VERSION: u32 = 1;
 /// Most bins of the chunk series.
 pub const FIELD_BINS: usize = 32;
-/// Longest JSON of one field report. The parts' own bounds add up to about 9 KiB
-/// (17 milestones, 18 metrics, 17 gaps, 32 bins, six cut strings); 16 KiB leaves room
-/// for optional fields a later version adds, and four reports still fit one beacon.
+/// Longest JSON of one field report. The largest report the rules allow is 11,753
+/// bytes (17 milestones, 18 metrics, 17 gaps and 32 bins with every number at its
+/// longest, seven strings at their limits); 16 KiB leaves room for optional fields a
+/// later version adds, and four reports in flight still fit a page's 64 KiB keepalive
+/// budget.
 pub const MAX_FIELD_REPORT_BYTES: usize = 16 * 1024;
-/// Longest `label`, `id`, `engine_version` (characters).
+/// Longest `label`, `id`, `engine_version`: bytes of JSON text between the quotes.
 pub const SHORT_TEXT: usize = 128;
-/// Longest `target` and `page_path` (characters).
+/// Longest `target` and `page_path`: bytes of JSON text between the quotes.
 pub const PATH_TEXT: usize = 512;
+/// Longest `engine` and `dialect`: bytes of JSON text between the quotes.
+pub const NAME_TEXT: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -90,12 +98,13 @@ pub struct FieldRun {
     pub dialect: Option<String>,
     /// Milestone name → ms since `request_start`.
     pub milestones: Milestones,
-    /// Metric name ([`SCALARS`]) → value; absent metrics are left out.
+    /// Metric name ([`SCALARS`]) → value, in [`SCALARS`]' order; absent metrics are left
+    /// out.
     #[serde(default)]
-    pub metrics: BTreeMap<String, f64>,
+    pub metrics: NamedValues,
     /// Client milestone minus the server's report of it, by milestone.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub gaps: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "NamedValues::is_empty")]
+    pub gaps: NamedValues,
     /// The chunk series: totals and at most [`FIELD_BINS`] bins.
     pub chunks: FieldChunks,
 }
@@ -109,6 +118,59 @@ pub struct FieldChunks {
     /// Consecutive chunks merged in windows of about equal chunk count, in order.
     #[serde(default)]
     pub bins: Vec<ChunkBin>,
+}
+
+/// Numbers by name, in the order they were made: a JSON object. A list rather than a
+/// `BTreeMap`: collecting into a map linked std's stable sort and the B-tree's bulk
+/// build into the analysis wasm (about 2.4 KB gzip, measured), for at most 18 entries.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NamedValues(pub Vec<(String, f64)>);
+
+impl NamedValues {
+    /// The value named `name`, the first if a (foreign) report repeats it.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), *v))
+    }
+}
+
+impl FromIterator<(String, f64)> for NamedValues {
+    fn from_iter<I: IntoIterator<Item = (String, f64)>>(iter: I) -> Self {
+        NamedValues(iter.into_iter().collect())
+    }
+}
+
+impl Serialize for NamedValues {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(n, v)| (n, v)))
+    }
+}
+
+impl<'de> Deserialize<'de> for NamedValues {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = NamedValues;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of numbers")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NamedValues, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, f64>()? {
+                    entries.push(entry);
+                }
+                Ok(NamedValues(entries))
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
 }
 
 /// What the page knows and the run report does not.
@@ -131,14 +193,36 @@ impl std::fmt::Display for FieldError {
 
 impl std::error::Error for FieldError {}
 
-/// `text` without its query or fragment, cut to `max` characters.
-fn path_only(text: &str, max: usize) -> String {
-    let path = text.split(['?', '#']).next().unwrap_or_default();
-    cut(path, max)
+/// Bytes `c` takes in a JSON string, as serde_json (and the analysis) write it.
+fn json_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        '\0'..='\u{1f}' => 6,
+        _ => c.len_utf8(),
+    }
 }
 
-fn cut(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
+/// Bytes `text` takes in a JSON string, between the quotes.
+pub fn json_text_len(text: &str) -> usize {
+    text.chars().map(json_len).sum()
+}
+
+/// `text`, whole characters of it while its JSON takes at most `max` bytes; `path`:
+/// without its query or fragment first. (Written for the analysis wasm's size: loops and
+/// one helper rather than iterator chains and a closure per field.)
+fn cut(text: &Option<String>, max: usize, path: bool) -> Option<String> {
+    let text = text.as_deref()?;
+    let text = if path { url_without_query(text) } else { text };
+    let mut used = 0;
+    let mut end = text.len();
+    for (i, c) in text.char_indices() {
+        used += json_len(c);
+        if used > max {
+            end = i;
+            break;
+        }
+    }
+    Some(text[..end].to_owned())
 }
 
 impl FieldReport {
@@ -146,48 +230,42 @@ impl FieldReport {
     pub fn of_run(run: &Run, context: &FieldContext) -> FieldReport {
         let t = &run.timeline;
         let m = &run.metrics;
-        let metrics = SCALARS
-            .iter()
-            .filter_map(|s| (s.value)(m).map(|v| (s.name.to_owned(), v)))
-            .filter(|(_, v)| v.is_finite())
-            .collect();
-        let gaps = m
-            .gaps
-            .iter()
-            .map(|g| (g.milestone.as_str().to_owned(), g.gap_ms))
-            .filter(|(_, v)| v.is_finite())
-            .collect();
+        let env = &t.environment;
+        let mut metrics = NamedValues::default();
+        for s in &SCALARS {
+            if let Some(v) = (s.value)(m).filter(|v| v.is_finite()) {
+                metrics.0.push((s.name.to_owned(), v));
+            }
+        }
+        let mut gaps = NamedValues::default();
+        for g in &m.gaps {
+            if g.gap_ms.is_finite() {
+                gaps.0.push((g.milestone.as_str().to_owned(), g.gap_ms));
+            }
+        }
         FieldReport {
             schema_version: FIELD_SCHEMA_VERSION,
             kind: FieldKind::Field,
             generator: crate::report::GENERATOR.to_owned(),
             run: FieldRun {
-                id: run.id.as_deref().map(|s| cut(s, SHORT_TEXT)),
-                label: run.target.as_deref().map(|s| cut(s, SHORT_TEXT)),
-                target: t.request.url.as_deref().map(|u| path_only(u, PATH_TEXT)),
-                page_path: context
-                    .page_path
-                    .as_deref()
-                    .map(|p| path_only(p, PATH_TEXT)),
-                engine: t.environment.engine.as_deref().map(|s| cut(s, 32)),
-                engine_version: t
-                    .environment
-                    .engine_version
-                    .as_deref()
-                    .map(|s| cut(s, SHORT_TEXT)),
+                id: cut(&run.id, SHORT_TEXT, false),
+                label: cut(&run.target, SHORT_TEXT, false),
+                target: cut(&t.request.url, PATH_TEXT, true),
+                page_path: cut(&context.page_path, PATH_TEXT, true),
+                engine: cut(&env.engine, NAME_TEXT, false),
+                engine_version: cut(&env.engine_version, SHORT_TEXT, false),
                 outcome: m.outcome,
                 failure_class: t.failure.as_ref().map(|f| f.class),
                 http_status: t.request.status,
                 paint_method: t.paint_method,
-                cross_origin_isolated: t.environment.cross_origin_isolated,
-                hidden: t
-                    .environment
+                cross_origin_isolated: env.cross_origin_isolated,
+                hidden: env
                     .visibility_changes
                     .iter()
                     .any(|c| c.state == Visibility::Hidden),
                 sample_rate: context.sample_rate,
                 request_start_unix_ms: t.request_start_unix_ms,
-                dialect: t.request.dialect.as_deref().map(|s| cut(s, 32)),
+                dialect: cut(&t.request.dialect, NAME_TEXT, false),
                 milestones: t.milestones.clone(),
                 metrics,
                 gaps,
@@ -221,38 +299,46 @@ impl FieldReport {
         timeline
             .validate()
             .map_err(|e| FieldError(format!("run.milestones: {e}")))?;
-        for (name, value) in &r.metrics {
-            if !SCALAR_NAMES.contains(&name.as_str()) {
-                return bad(format!("run.metrics.{name}: unknown metric"));
-            }
-            if !value.is_finite() {
-                return bad(format!("run.metrics.{name}: not a finite number"));
-            }
-        }
-        for (name, value) in &r.gaps {
-            if name.parse::<Milestone>().is_err() {
-                return bad(format!("run.gaps.{name}: unknown milestone"));
-            }
-            if !value.is_finite() {
-                return bad(format!("run.gaps.{name}: not a finite number"));
+        for (field, values) in [("metrics", &r.metrics), ("gaps", &r.gaps)] {
+            for (i, (name, value)) in values.iter().enumerate() {
+                let known = if field == "metrics" {
+                    SCALAR_NAMES.contains(&name)
+                } else {
+                    name.parse::<Milestone>().is_ok()
+                };
+                if !known {
+                    let what = if field == "metrics" {
+                        "metric"
+                    } else {
+                        "milestone"
+                    };
+                    return bad(format!("run.{field}.{name}: unknown {what}"));
+                }
+                if !value.is_finite() {
+                    return bad(format!("run.{field}.{name}: not a finite number"));
+                }
+                if values.iter().take(i).any(|(earlier, _)| earlier == name) {
+                    return bad(format!("run.{field}.{name}: given twice"));
+                }
             }
         }
         for (field, value) in [("target", &r.target), ("page_path", &r.page_path)] {
-            if let Some(v) = value {
-                if v.contains(['?', '#']) {
-                    return bad(format!("run.{field}: a query or fragment is not accepted"));
-                }
-                if v.chars().count() > PATH_TEXT {
-                    return bad(format!("run.{field}: longer than {PATH_TEXT} characters"));
-                }
+            if value.as_ref().is_some_and(|v| v.contains(['?', '#'])) {
+                return bad(format!("run.{field}: a query or fragment is not accepted"));
             }
         }
-        for (field, value) in [("id", &r.id), ("label", &r.label)] {
-            if value
-                .as_ref()
-                .is_some_and(|v| v.chars().count() > SHORT_TEXT)
-            {
-                return bad(format!("run.{field}: longer than {SHORT_TEXT} characters"));
+        let strings = [
+            ("id", &r.id, SHORT_TEXT),
+            ("label", &r.label, SHORT_TEXT),
+            ("target", &r.target, PATH_TEXT),
+            ("page_path", &r.page_path, PATH_TEXT),
+            ("engine", &r.engine, NAME_TEXT),
+            ("engine_version", &r.engine_version, SHORT_TEXT),
+            ("dialect", &r.dialect, NAME_TEXT),
+        ];
+        for (field, value, max) in strings {
+            if value.as_deref().is_some_and(|v| json_text_len(v) > max) {
+                return bad(format!("run.{field}: longer than {max} bytes of JSON"));
             }
         }
         if r.chunks.bins.len() > FIELD_BINS {
@@ -271,19 +357,20 @@ impl FieldReport {
 /// Every chunk of the timeline (kept ones and summarized bins) merged into at most
 /// [`FIELD_BINS`] bins of about equal chunk count.
 fn chunks(t: &Timeline) -> FieldChunks {
-    let units: Vec<ChunkBin> = t
-        .chunks
-        .iter()
-        .map(ChunkBin::of)
-        .chain(t.chunk_summary.iter().flat_map(|s| s.bins.iter().copied()))
-        .collect();
-    let total: u64 = units.iter().map(|u| u.chunks).sum();
-    let per_bin = total.div_ceil(FIELD_BINS as u64).max(1);
+    let mut units: Vec<ChunkBin> = t.chunks.iter().map(ChunkBin::of).collect();
+    if let Some(summary) = &t.chunk_summary {
+        units.extend_from_slice(&summary.bins);
+    }
+    let mut all = ChunkBin::default();
+    for unit in &units {
+        all.add(unit);
+    }
+    let per_bin = all.chunks.div_ceil(FIELD_BINS as u64).max(1);
     let mut bins: Vec<ChunkBin> = Vec::new();
-    for unit in units {
+    for unit in &units {
         match bins.last_mut() {
-            Some(last) if last.chunks < per_bin => last.add(&unit),
-            _ => bins.push(unit),
+            Some(last) if last.chunks < per_bin => last.add(unit),
+            _ => bins.push(*unit),
         }
     }
     // A summarized bin can be larger than `per_bin`: merge neighbours until it fits.
@@ -299,10 +386,10 @@ fn chunks(t: &Timeline) -> FieldChunks {
         bins = merged;
     }
     FieldChunks {
-        count: total,
-        bytes: bins.iter().map(|b| b.bytes).sum(),
-        visible_tokens: bins.iter().map(|b| b.visible_tokens).sum(),
-        reasoning_tokens: bins.iter().map(|b| b.reasoning_tokens).sum(),
+        count: all.chunks,
+        bytes: all.bytes,
+        visible_tokens: all.visible_tokens,
+        reasoning_tokens: all.reasoning_tokens,
         bins,
     }
 }
@@ -353,11 +440,136 @@ mod tests {
         assert_eq!(r.chunks.count, 2_000);
         assert_eq!(r.chunks.visible_tokens, 2_000);
         assert!(r.chunks.bins.len() <= FIELD_BINS);
-        assert_eq!(r.metrics["ttft_ms"], run.metrics.ttft_ms.unwrap().value);
+        assert_eq!(
+            r.metrics.get("ttft_ms"),
+            Some(run.metrics.ttft_ms.unwrap().value)
+        );
         field.validate().unwrap();
         // What a collector reads back is the same report.
         let back: FieldReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back, field);
+    }
+
+    /// docs/report.md's field report example is what this code makes of its run example.
+    #[test]
+    fn the_documented_example_is_the_field_report_of_the_documented_run() {
+        let doc = include_str!("../../../docs/report.md");
+        let block = |text: &str| {
+            text.split("```json\n")
+                .nth(1)
+                .and_then(|rest| rest.split("```").next())
+                .map(str::to_owned)
+        };
+        let run = block(doc).expect("docs/report.md has a run example");
+        let field = doc
+            .split_once("## Field report")
+            .and_then(|(_, rest)| block(rest))
+            .expect("docs/report.md has a field report example");
+        let crate::ReportFile::Run(report) = crate::ReportFile::from_json(&run).unwrap() else {
+            panic!("the first example is a run report");
+        };
+        let context = FieldContext {
+            page_path: Some("/chat/7?share=sk-abc#top".into()),
+            sample_rate: 0.1,
+        };
+        let made = FieldReport::of_run(&report.run, &context);
+        let documented: FieldReport = serde_json::from_str(&field).unwrap();
+        assert_eq!(documented, made);
+        documented.validate().unwrap();
+        assert_eq!(serde_json::to_string(&made).unwrap().len(), 1_691);
+    }
+
+    #[test]
+    fn strings_are_cut_to_bytes_of_json_on_character_boundaries() {
+        let cut_to = |text: &str, max| cut(&Some(text.to_owned()), max, false).unwrap();
+        assert_eq!(cut_to(&"é".repeat(100), 5), "éé");
+        assert_eq!(cut_to(&"\"".repeat(100), 5), "\"\"");
+        assert_eq!(cut_to("a\u{1}b", 6), "a");
+        assert_eq!(cut_to("a\u{1}b", 7), "a\u{1}");
+        assert_eq!(cut_to("😀😀", 7), "😀");
+        assert_eq!(cut_to("short", 128), "short");
+        let path = cut(&Some("/p\u{1}?q=\u{1}".into()), PATH_TEXT, true).unwrap();
+        assert_eq!(path, "/p\u{1}");
+        for text in ["é😀\"\\\n\u{1}\u{7f}x", "plain"] {
+            assert_eq!(
+                json_text_len(text) + 2,
+                serde_json::to_string(text).unwrap().len(),
+                "{text:?}"
+            );
+        }
+    }
+
+    /// The bound holds for the largest report the rules allow, not only for typical
+    /// ones: every string at its limit in the characters JSON writes longest, every
+    /// number at its longest, every milestone, metric and gap present, every bin full.
+    #[test]
+    fn the_largest_report_the_rules_allow_fits_the_bound() {
+        let longest = -2.2250738585072014e-308_f64; // 24 characters
+        // `\u{1}` is written `\u0001`: the most JSON per character. A string at its limit
+        // is as many of them as fit, then plain characters up to the limit.
+        let text = |n: usize| Some("\u{1}".repeat(n / 6) + &"x".repeat(n % 6));
+        let mut milestones = Milestones::default();
+        for m in Milestone::ALL {
+            milestones.set(m, longest);
+        }
+        let bin = ChunkBin {
+            from_ms: longest,
+            to_ms: longest,
+            chunks: u64::MAX,
+            bytes: u64::MAX,
+            events: u64::MAX,
+            visible_tokens: u64::MAX,
+            reasoning_tokens: u64::MAX,
+        };
+        let field = FieldReport {
+            schema_version: u32::MAX,
+            kind: FieldKind::Field,
+            generator: crate::report::GENERATOR.to_owned(),
+            run: FieldRun {
+                id: text(SHORT_TEXT),
+                label: text(SHORT_TEXT),
+                target: text(PATH_TEXT),
+                page_path: text(PATH_TEXT),
+                engine: text(NAME_TEXT),
+                engine_version: text(SHORT_TEXT),
+                outcome: Outcome::Incomplete,
+                failure_class: Some(FailureClass::HttpStatus),
+                http_status: Some(u16::MAX),
+                paint_method: Some(PaintMethod::InteractionContentfulPaint),
+                cross_origin_isolated: Some(false),
+                hidden: false,
+                sample_rate: 1.2345678901234567e-300,
+                request_start_unix_ms: Some(longest),
+                dialect: text(NAME_TEXT),
+                milestones,
+                metrics: SCALAR_NAMES
+                    .iter()
+                    .map(|n| ((*n).to_owned(), longest))
+                    .collect(),
+                gaps: Milestone::ALL
+                    .iter()
+                    .map(|m| (m.as_str().to_owned(), longest))
+                    .collect(),
+                chunks: FieldChunks {
+                    count: u64::MAX,
+                    bytes: u64::MAX,
+                    visible_tokens: u64::MAX,
+                    reasoning_tokens: u64::MAX,
+                    bins: vec![bin; FIELD_BINS],
+                },
+            },
+        };
+        // Every string at its limit: one more byte of JSON would not be accepted.
+        for (value, max) in [
+            (&field.run.id, SHORT_TEXT),
+            (&field.run.page_path, PATH_TEXT),
+        ] {
+            let len = json_text_len(value.as_deref().unwrap());
+            assert_eq!(len, max);
+        }
+        let json = serde_json::to_string(&field).unwrap();
+        println!("largest field report: {} bytes", json.len());
+        assert!(json.len() <= MAX_FIELD_REPORT_BYTES, "{} bytes", json.len());
     }
 
     #[test]
@@ -370,13 +582,25 @@ mod tests {
             },
         );
         type Break = fn(&mut FieldReport);
-        let cases: [(&str, Break); 6] = [
+        let cases: [(&str, Break); 10] = [
             ("schema_version 9", |f| f.schema_version = 9),
             ("run.sample_rate 0", |f| f.run.sample_rate = 0.0),
             ("run.metrics.made_up_ms", |f| {
-                f.run.metrics.insert("made_up_ms".into(), 1.0);
+                f.run.metrics.0.push(("made_up_ms".into(), 1.0));
+            }),
+            ("run.metrics.ttft_ms: given twice", |f| {
+                f.run.metrics.0.push(("ttft_ms".into(), 1.0));
+            }),
+            ("run.gaps.first_glance: unknown milestone", |f| {
+                f.run.gaps.0.push(("first_glance".into(), 1.0));
             }),
             ("run.page_path", |f| f.run.page_path = Some("/a?k=v".into())),
+            ("run.label: longer than 128 bytes of JSON", |f| {
+                f.run.label = Some("\"".repeat(65));
+            }),
+            ("run.engine: longer than 32", |f| {
+                f.run.engine = Some("x".repeat(33))
+            }),
             ("run.milestones", |f| {
                 f.run.milestones.set(Milestone::Done, -5.0);
             }),

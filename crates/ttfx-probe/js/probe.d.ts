@@ -8,10 +8,19 @@ export interface ProbeOptions {
   dialect?: Dialect;
   /** What is measured (a deployment, a model); reports carry it as `target`. */
   label?: string;
-  /** Where to navigator.sendBeacon each report (sampled by `sampleRate`). */
+  /** Where to send each sampled run's field report (docs/report.md, "Field report": at
+   *  most 16 KiB of JSON, no header value, no query string), with navigator.sendBeacon, else
+   *  a keepalive fetch. A collector on another origin answers the CORS preflight with the
+   *  page's origin and `Access-Control-Allow-Credentials: true` (docs/probe.md). */
   collectorUrl?: string;
-  /** Fraction of reports beaconed, 0..1 (default 1). Callbacks and window.__ttfx get all. */
+  /** Share of runs whose field report is sent, 0..1 (default 1), drawn per run; the
+   *  report carries it so a collector can weight each run by its inverse. Callbacks and
+   *  window.__ttfx get every full report. */
   sampleRate?: number;
+  /** The page path field reports carry (default `location.pathname`; a query or
+   *  fragment is cut off): a route such as "/chat/:id", or a function called at each
+   *  run's end that returns one, keeps ids and anything secret in the path out. */
+  pagePath?: string | (() => string);
   /** How long after the stream ends to wait for the reply's first paint (default 1000 ms). */
   paintTimeoutMs?: number;
   /** A body the app stops reading for this long while bytes wait is reported with an

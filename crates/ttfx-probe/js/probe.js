@@ -131,8 +131,9 @@ class AnalysisHost {
     if (this.state === "unloaded" && this.heldBytes >= LOAD_NOW_BYTES) this.load();
   }
 
-  // The report's JSON text, or { error }.
-  finish(run) {
+  // { report } (the report's JSON text, then the field report's after a newline when
+  // `field` is [pagePath, sampleRate]), or { error }.
+  finish(run, field) {
     if (this.state === "broken") return Promise.resolve({ error: this.broken });
     const skipped = this.skipped.get(run);
     if (skipped) {
@@ -141,7 +142,7 @@ class AnalysisHost {
     }
     return new Promise((resolve) => {
       this.waiting.set(run, resolve);
-      this.send(run, "finish", []);
+      this.send(run, "finish", field);
     });
   }
 
@@ -661,12 +662,31 @@ function readOptions(o) {
     label: string("label"),
     collectorUrl: string("collectorUrl"),
     sampleRate: number("sampleRate", 1, 1),
+    pagePath: typeof o.pagePath === "function" ? o.pagePath : string("pagePath"),
     paintTimeoutMs: number("paintTimeoutMs", 1000, 60000),
     abandonAfterMs: number("abandonAfterMs", 30000, 3600000),
     onReport: fn("onReport"),
     analysis: fn("analysis"),
     fault,
   };
+}
+
+// Sends a field report to the collector: `navigator.sendBeacon`, which outlives the page,
+// else (no beacon API, or the browser's beacon queue refused it) a keepalive fetch with
+// the page's own fetch (never an instrumented one, which could measure the beacon). Both
+// have a 64 KiB budget; a field report is at most 16 KiB. Nothing here throws into the
+// page, and a failed send is not retried.
+function beacon(url, body, pageFetch) {
+  try {
+    if (navigator.sendBeacon(url, new Blob([body], { type: "application/json" }))) return;
+  } catch (_) {
+    // No beacon API in this scope (a worker), or a URL it refuses: try fetch.
+  }
+  try {
+    pageFetch.call(globalThis, url, { method: "POST", keepalive: true, body, headers: { "content-type": "application/json" } }).catch(() => {});
+  } catch (_) {
+    // Nowhere to send it: the report still reached the page.
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -948,9 +968,26 @@ export class ProbeRun {
       for (const s of entry.serverTiming || []) this.send("resourceServerTiming", s.name, s.duration, s.description);
     }
     for (const [part, value] of voice) this.send("voice", part, value);
-    const outcome = await this.probe.host.finish(this.key);
+    // Sampled before the analysis is asked: a run that is not beaconed costs nothing
+    // more. The analysis makes the field report (the page path loses its query there).
+    const o = this.probe.options;
+    let field = [];
+    if (o.collectorUrl && Math.random() < o.sampleRate) {
+      let path = o.pagePath;
+      try {
+        path = typeof path === "function" ? path() : path === null ? globalThis.location && location.pathname : path;
+      } catch (_) {
+        path = null;
+      }
+      field = [typeof path === "string" ? path : undefined, o.sampleRate];
+    }
+    const outcome = await this.probe.host.finish(this.key, field);
     if (outcome.error) return this.fault(outcome.error);
-    timed("report", () => this.deliver(outcome.report));
+    timed("report", () => {
+      const text = outcome.report;
+      const split = text.indexOf("\n");
+      this.deliver(split < 0 ? text : text.slice(0, split), null, split < 0 ? null : text.slice(split + 1));
+    });
   }
 
   // The request's Resource Timing entry: it appears only after the body ends, so poll for
@@ -989,9 +1026,10 @@ export class ProbeRun {
   }
 
   // Delivers the report (JSON text, or an object) once: the app's callback, the
-  // `window.__ttfx` ring, a sampled beacon, and `finished()`. The report holds no header
-  // values and no query strings, so nothing here can leak a key.
-  deliver(text, object) {
+  // `window.__ttfx` ring, the field report's beacon when the run was sampled, and
+  // `finished()`. Neither report holds a header value or a query string, so nothing here
+  // can leak a key.
+  deliver(text, object, field) {
     if (this.settled) return;
     this.settled = true;
     let report = object || JSON.parse(text);
@@ -1002,7 +1040,6 @@ export class ProbeRun {
       } catch (e) {
         const timeline = report.run.timeline;
         (timeline.anomalies = timeline.anomalies || []).push({ at_ms: 0, class: "callback_threw", detail: "onReport threw (ignored): " + describe(e) });
-        text = null;
       }
     }
     try {
@@ -1013,13 +1050,7 @@ export class ProbeRun {
       // The page put something else at window.__ttfx: the report still reaches onReport
       // and finished().
     }
-    if (o.collectorUrl && Math.random() < o.sampleRate) {
-      try {
-        navigator.sendBeacon(o.collectorUrl, text || JSON.stringify(report));
-      } catch (_) {
-        // No beacon API here: the report still reaches the page.
-      }
-    }
+    if (field) beacon(o.collectorUrl, field, this.probe.fetch);
     this.resolve(report);
   }
 }

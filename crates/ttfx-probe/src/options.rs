@@ -12,9 +12,10 @@ pub struct ProbeOptions {
     pub dialect: Option<DialectKind>,
     /// What is measured; reports carry it as `target`.
     pub label: Option<String>,
-    /// Where to `navigator.sendBeacon` each report (sampled by `sample_rate`).
+    /// Where to send each sampled run's field report (`ttfx_core::field`, at most 16 KiB)
+    /// with `navigator.sendBeacon`, else a keepalive fetch (docs/probe.md).
     pub collector_url: Option<String>,
-    /// Fraction of reports beaconed, 0..=1.
+    /// Share of runs whose field report is sent, 0..=1, drawn per run.
     pub sample_rate: f64,
     /// How long after the stream ends to wait for the reply's first paint.
     pub paint_timeout_ms: f64,
