@@ -1105,3 +1105,76 @@ async fn a_page_on_another_loopback_origin_cannot_use_the_proxys_key() -> anyhow
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// The whole field path: a page's probe beacons to a real `ttfx serve --collect` on
+/// another loopback origin (allowed by `--collect-origin`), the rows are committed, and
+/// `ttfx field` reads them back weighted by the inverse sample rate.
+#[tokio::test]
+async fn beacons_land_in_the_collector_and_count_by_their_sample_rate() -> anyhow::Result<()> {
+    let f = Fixture::new().await?;
+    page::open_harness(&f.client, &format!("{}harness.html", f.server.url)).await?;
+    let db = std::env::temp_dir().join(format!("ttfx-e2e-field-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&db);
+    let page_origin = f.server.url.trim_end_matches('/').to_owned();
+    let collector = ServeProcess::start(
+        &paths::ttfx_bin()?,
+        &[
+            "--collect",
+            db.to_str().unwrap_or_default(),
+            "--collect-origin",
+            &page_origin,
+        ],
+    )?;
+    let collector_url = format!("{}collect", collector.url);
+    // The second run is sampled at 1/4: the page's draw is pinned so it is sent.
+    let mut ttfts = Vec::new();
+    for (rate, draw) in [(1.0, 0.5), (0.25, 0.1)] {
+        f.client
+            .execute(&format!("Math.random = () => {draw}; return 0"), vec![])
+            .await?;
+        let out = f
+            .measure(json!({
+                "url": f.sim("ttft_ms=40&output_tokens=5"),
+                "init": post_chat(),
+                "options": { "collectorUrl": collector_url, "sampleRate": rate, "label": "field-e2e" },
+            }))
+            .await?;
+        let ttft = out["report"]["run"]["metrics"]["ttft_ms"]["value"].as_f64();
+        ttfts.push(ttft.ok_or_else(|| anyhow::anyhow!("no ttft: {out}"))?);
+    }
+    // The beacon is sent after the report; give the collector its commit.
+    let mut summary = Value::Null;
+    for _ in 0..50 {
+        let out = std::process::Command::new(paths::ttfx_bin()?)
+            .args([
+                "field",
+                db.to_str().unwrap_or_default(),
+                "--metric",
+                "ttft_ms",
+                "--by",
+                "label",
+                "--json",
+            ])
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        summary = serde_json::from_slice(&out.stdout)?;
+        if summary["runs"] == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    drop(collector);
+    let _ = std::fs::remove_file(&db);
+    assert_eq!(summary["runs"], 2, "{summary}");
+    let group = &summary["metrics"][0]["groups"][0];
+    assert_eq!(group["key"], "field-e2e", "{summary}");
+    assert_eq!(group["count"], 2, "{summary}");
+    assert_eq!(group["weighted_count"], 5.0, "1 + 1/0.25: {summary}");
+    let max = ttfts.iter().copied().fold(f64::MIN, f64::max);
+    assert_eq!(group["max"].as_f64(), Some(max), "{summary} vs {ttfts:?}");
+    Ok(())
+}

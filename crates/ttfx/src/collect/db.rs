@@ -329,11 +329,7 @@ fn values(row: &Row) -> Result<Vec<Value>, serde_json::Error> {
             _ => Value::Null,
         });
     }
-    v.extend(
-        METRIC_COLUMNS
-            .iter()
-            .map(|m| real(r.metrics.get(*m).copied())),
-    );
+    v.extend(METRIC_COLUMNS.iter().map(|m| real(r.metrics.get(m))));
     Ok(v)
 }
 

@@ -103,6 +103,13 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     h.insert(header::VARY, HeaderValue::from_static("origin"));
     if let Some(origin) = origin {
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        // `navigator.sendBeacon` always sends credentials: without this the browser
+        // fails the preflight of a JSON beacon from an allowed origin and never sends
+        // the body. The collector reads no cookie, so allowing them changes nothing else.
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            HeaderValue::from_static("true"),
+        );
         h.insert(
             header::ACCESS_CONTROL_EXPOSE_HEADERS,
             HeaderValue::from_static("retry-after"),
