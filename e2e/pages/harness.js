@@ -351,5 +351,73 @@ async function analysisWorker({ runs }) {
   return { results: runs.map(({ run }) => answers.get(run)), waitedMs: performance.now() - started };
 }
 
-window.harness = { measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
+
+// The offset of the page's clock (performance.timeOrigin + performance.now()) from the
+// system clock that Date.now() reads (and the browser process, which stamps screencast
+// frames): read at the instant Date.now() steps to its next millisecond, the smallest of
+// a few tries (a later read only adds).
+function clockSkewMs() {
+  let best = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const before = Date.now();
+    let now;
+    while ((now = Date.now()) === before) { /* wait for the step */ }
+    best = Math.min(best, performance.timeOrigin + performance.now() - now);
+  }
+  return best;
+}
+
+// One reply streamed into the fixed reply box of paint.html (a new element each run, as
+// Element Timing reports an element's text once), after the empty box has been on screen
+// for a while. Returns the report, the box's region (CSS px) and the wall clock of the
+// request start (system clock, epoch ms), to place the run's times among the frames.
+async function paintRun({ url, init = {} }) {
+  const box = document.getElementById("reply-box");
+  box.replaceChildren();
+  const element = document.createElement("p");
+  box.append(element);
+  await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const skewMs = clockSkewMs();
+  const probe = new ttfx.Probe({ label: "paint" });
+  const run = probe.start();
+  run.watch(element);
+  const response = await run.fetch(url, init);
+  await consume(response, element);
+  const report = await run.finished();
+  const r = box.getBoundingClientRect();
+  return {
+    report, skewMs, text: element.textContent,
+    requestStartUnixMs: performance.timeOrigin + run.requestStart - skewMs,
+    region: { x: r.x, y: r.y, width: r.width, height: r.height },
+    clockStepMs: report?.run?.timeline?.environment?.timer_resolution_ms,
+  };
+}
+
+// Calibration for the screencast's timestamps: `count` times, turn paint.html's marker
+// square black (or back to white) inside a requestAnimationFrame callback, whose
+// argument is the start of the frame that will draw it. Returns each change's colour,
+// that frame start and the callback's own time, on the system clock (epoch ms), and the
+// marker's region.
+async function frameMarks({ count = 10 }) {
+  const mark = document.getElementById("mark");
+  const skewMs = clockSkewMs();
+  const wall = (t) => performance.timeOrigin + t - skewMs;
+  const marks = [];
+  for (let i = 0; i < count; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 60 + 7 * i));
+    await new Promise((resolve) => requestAnimationFrame((frameStart) => {
+      const black = i % 2 === 0;
+      mark.style.background = black ? "#000" : "#fff";
+      marks.push({ black, frameStartUnixMs: wall(frameStart), callbackUnixMs: wall(performance.now()) });
+      resolve();
+    }));
+  }
+  mark.style.background = "#fff";
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  const r = mark.getBoundingClientRect();
+  return { marks, region: { x: r.x, y: r.y, width: r.width, height: r.height } };
+}
+
+window.harness = { paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

@@ -4,8 +4,11 @@
 
 pub mod browser;
 pub mod byte_server;
+pub mod cdp;
 pub mod page;
+pub mod paint_truth;
 pub mod paths;
+pub mod screencast;
 pub mod serve;
 pub mod site;
 
