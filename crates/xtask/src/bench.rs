@@ -8,7 +8,59 @@ use anyhow::Context;
 use crate::lab::build_lab_page;
 use crate::{cmd, paths, setup};
 
-pub fn run() -> anyhow::Result<()> {
+/// `cargo xtask bench [SECTION]`: every section but the opt-in ones, or one section.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    section: Option<Section>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Section {
+    /// First paint against pixels in headless Chromium: the probe's `first_paint` per
+    /// paint method minus the first DevTools screencast frame that shows the reply.
+    Fidelity {
+        /// Replies per paint method.
+        #[arg(long, default_value_t = 100)]
+        runs: usize,
+    },
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    match args.section {
+        Some(Section::Fidelity { runs }) => fidelity(runs),
+        None => all(),
+    }
+}
+
+/// First paint against pixels (`e2e/src/bin/paint_bench.rs`), with the probe package
+/// and `ttfx` built here.
+fn fidelity(runs: usize) -> anyhow::Result<()> {
+    setup::ensure(setup::BENCH_TOOLS)?;
+    let pkg = crate::probe_pkg::build()?;
+    let ttfx = crate::lab::build_ttfx()?;
+    cmd::run(
+        Command::new("cargo")
+            .current_dir(paths::root())
+            .args([
+                "run",
+                "--quiet",
+                "--locked",
+                "-p",
+                "ttfx-e2e",
+                "--bin",
+                "paint_bench",
+                "--",
+                "--runs",
+            ])
+            .arg(runs.to_string())
+            .env("TTFX_BIN", ttfx)
+            .env("TTFX_PROBE_PKG", pkg)
+            .env("CHROMEDRIVER", crate::setup::CHROMEDRIVER),
+    )
+}
+
+fn all() -> anyhow::Result<()> {
     decode_throughput()?;
     serve_concurrency()?;
     setup::ensure(setup::BENCH_TOOLS)?;

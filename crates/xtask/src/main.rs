@@ -33,7 +33,7 @@ enum Command {
     /// Every check and test: fmt, clippy, native, wasm in headless Chromium, e2e.
     Test,
     /// Print performance, size and accuracy figures.
-    Bench,
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
         Command::Lab(args) => lab::run(&args),
         Command::ProbePkg => probe_pkg::run(),
         Command::Test => test::run(),
-        Command::Bench => bench::run(),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,162 @@
+//! `cargo xtask bench fidelity`: first paint against pixels in headless Chromium.
+//!
+//! For each paint method (`element_timing`; `raf_estimate`, the probe's fallback, with
+//! Element Timing hidden from it), N replies from `ttfx serve`'s simulator with injected
+//! TTFTs, each measured against the first DevTools screencast frame whose reply box shows
+//! text. Prints median, p90, p99 and max of `first_paint` − truth, the share of runs in
+//! which the probe came before the truth, and issue #18's goal lines. `--runs N`
+//! (default 100) per method.
+
+use anyhow::{Context, bail};
+use ttfx_core::stats::Summary;
+use ttfx_e2e::paint_truth::{CLOCK_RESOLUTION_MS, FRAME_INTERVAL_MS, PaintLab, PaintMethod};
+
+fn runs_flag() -> anyhow::Result<usize> {
+    let mut args = std::env::args().skip(1);
+    let mut runs = 100;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--runs" => {
+                runs = args
+                    .next()
+                    .context("--runs needs a number")?
+                    .parse()
+                    .context("--runs needs a number")?;
+            }
+            other => bail!("unknown argument {other} (expected --runs N)"),
+        }
+    }
+    if runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    Ok(runs)
+}
+
+fn line(what: &str, s: &Summary) {
+    println!(
+        "{what}: median {:+.2} ms, p90 {:+.2} ms, p99 {:+.2} ms, min {:+.2} ms, max {:+.2} ms ({} runs)",
+        s.p50, s.p90, s.p99, s.min, s.max, s.count
+    );
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let runs = runs_flag()?;
+    let lab = PaintLab::start().await?;
+    println!(
+        "\n## first paint against pixels (headless Chromium, DevTools screencast; {runs} runs \
+         per paint method, injected TTFT 100–297 ms)"
+    );
+    println!(
+        "truth: the first screencast frame whose reply box shows ink, at its \
+         metadata.timestamp; the probe's times are placed on the system clock through \
+         performance.timeOrigin and the page's offset from Date.now()"
+    );
+    // What the stamp means: marker changes made in requestAnimationFrame callbacks.
+    lab.open(PaintMethod::ElementTiming).await?;
+    let marks = lab.marks(40).await?;
+    let frames: Vec<f64> = marks
+        .iter()
+        .map(|m| m.after_frame_start_ms / FRAME_INTERVAL_MS)
+        .collect();
+    let on_grid = frames
+        .iter()
+        .filter(|f| (*f - f.round()).abs() * FRAME_INTERVAL_MS < 0.05)
+        .count();
+    let mut counts = std::collections::BTreeMap::new();
+    for f in &frames {
+        *counts.entry(f.round() as i64).or_insert(0) += 1;
+    }
+    println!(
+        "\n### what the stamp means ({} marker changes, each made in a requestAnimationFrame \
+         callback)",
+        marks.len()
+    );
+    let after_start: Vec<f64> = marks.iter().map(|m| m.after_frame_start_ms).collect();
+    let after_callback: Vec<f64> = marks.iter().map(|m| m.after_callback_ms).collect();
+    if let Some(s) = Summary::of(&after_start) {
+        line("stamp − the frame's start (rAF argument)", &s);
+    }
+    if let Some(s) = Summary::of(&after_callback) {
+        line("stamp − the rAF callback", &s);
+    }
+    println!(
+        "on the frame grid (stamp − frame start within 0.05 ms of a multiple of {FRAME_INTERVAL_MS:.3} \
+         ms): {on_grid} of {}; frames later: {}",
+        frames.len(),
+        counts
+            .iter()
+            .map(|(k, n)| format!("{k}: {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let early_bound = -(2.0 * FRAME_INTERVAL_MS + CLOCK_RESOLUTION_MS);
+    for method in PaintMethod::ALL {
+        lab.open(method).await?;
+        let (mut diffs, mut after_dom, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
+        let mut failures = 0;
+        for i in 0..runs {
+            // TTFTs spread over 198 ms (not a multiple of the frame interval), so the
+            // token lands at every phase of the frame clock.
+            let ttft = 100 + (i as u32 * 37) % 198;
+            match lab.run(ttft).await {
+                Ok(s) => {
+                    if s.method != method.name() {
+                        bail!("asked for {}, the probe used {}", method.name(), s.method);
+                    }
+                    diffs.push(s.paint_minus_truth_ms);
+                    after_dom.push(s.truth_minus_dom_ms);
+                    if let Some(blank) = s.blank_before_unix_ms {
+                        gaps.push(s.truth_unix_ms - blank);
+                    }
+                }
+                Err(e) => {
+                    failures += 1;
+                    eprintln!("{} run {i}: {e:#}", method.name());
+                }
+            }
+        }
+        let name = method.name();
+        println!("\n### {name}");
+        let Some(diff) = Summary::of(&diffs) else {
+            println!("no run found its truth frame ({failures} failed)");
+            continue;
+        };
+        line(&format!("{name} first_paint − truth"), &diff);
+        if let Some(s) = Summary::of(&after_dom) {
+            line("truth − first_dom", &s);
+        }
+        if let Some(s) = Summary::of(&gaps) {
+            line("truth − the blank frame before it", &s);
+        }
+        let earlier = diffs.iter().filter(|d| **d < 0.0).count();
+        let beyond = diffs.iter().filter(|d| **d < early_bound).count();
+        let share = |n: usize| 100.0 * n as f64 / diffs.len() as f64;
+        println!(
+            "probe earlier than the truth: {earlier} of {} runs ({:.1} %); earlier by more than \
+             two frames + clock resolution ({:.1} ms): {beyond} ({:.1} %); runs without a truth \
+             frame: {failures}",
+            diffs.len(),
+            share(earlier),
+            -early_bound,
+            share(beyond),
+        );
+        let off: Vec<f64> = diffs.iter().map(|d| d.abs()).collect();
+        let off = Summary::of(&off).context("no runs")?;
+        println!(
+            "#18 goal, {name} first paint within one frame ({FRAME_INTERVAL_MS:.1} ms) of the \
+             truth at p90: p90 of |first_paint − truth| {:.2} ms → {}",
+            off.p90,
+            if off.p90 <= FRAME_INTERVAL_MS {
+                "met"
+            } else {
+                "not met"
+            }
+        );
+        println!(
+            "#18 goal, {name} never earlier than the truth: {earlier} earlier → {}",
+            if earlier == 0 { "met" } else { "not met" }
+        );
+    }
+    lab.close().await
+}
