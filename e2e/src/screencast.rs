@@ -5,9 +5,9 @@
 //! frame; the next one comes only after the previous is acknowledged
 //! (`Page.screencastFrameAck`), so every frame is acknowledged as soon as it arrives and
 //! decoded later. The protocol documents `metadata.timestamp` as the "frame swap
-//! timestamp", in seconds since the Unix epoch; Chromium stamps it with the browser's
-//! wall clock when the captured frame reaches the browser process, just after the
-//! compositor drew it (docs/fidelity.md, "First paint against pixels").
+//! timestamp", in seconds since the Unix epoch. Measured in Chromium 156 headless, it lies
+//! on the compositor's frame grid: the start of the display compositor's frame that drew
+//! the capture (docs/fidelity.md, "What the frame timestamp means, and how we know").
 
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};

@@ -34,7 +34,7 @@ fn runs_flag() -> anyhow::Result<usize> {
 
 fn line(what: &str, s: &Summary) {
     println!(
-        "{what}: median {:+.2} ms, p90 {:+.2} ms, p99 {:+.2} ms, min {:+.2} ms, max {:+.2} ms ({} runs)",
+        "{what}: median {:+.2} ms, p90 {:+.2} ms, p99 {:+.2} ms, min {:+.2} ms, max {:+.2} ms (n = {})",
         s.p50, s.p90, s.p99, s.min, s.max, s.count
     );
 }
