@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use fantoccini::{Client, Locator};
 use serde_json::Value;
+use ttfx_core::Recorder;
+use ttfx_core::decode::Limits;
+use ttfx_core::field::{FieldContext, FieldReport};
+use ttfx_core::report::Run;
 use ttfx_e2e::{Chromedriver, ServeProcess, paths};
 
 /// A `ttfx serve` with the lab page and a browser on it.
@@ -540,5 +544,195 @@ async fn a_configured_upstream_is_picked_and_measured_in_its_api() -> anyhow::Re
         timeline["milestones"]["first_visible_token"].is_number(),
         "{timeline}"
     );
+    Ok(())
+}
+
+/// A collector's SQLite file (and its WAL files), removed when dropped.
+struct TempDb(std::path::PathBuf);
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+/// A run as a production page's probe would beacon it: the first token at `ttft_ms`,
+/// then 30 tokens 20 ms apart, started `ago_ms` before now.
+fn field_report(i: usize, ttft_ms: f64, ago_ms: f64) -> anyhow::Result<(Run, FieldReport)> {
+    let mut r = Recorder::new(None, Limits::DEFAULT);
+    r.headers(ttft_ms / 2.0, 200, Some("text/event-stream"), &[]);
+    let event = "data: {\"choices\":[{\"delta\":{\"content\":\"word \"}}]}\n\n";
+    for k in 0..30 {
+        r.chunk(ttft_ms + 20.0 * f64::from(k), event.as_bytes());
+    }
+    r.chunk(ttft_ms + 600.0, b"data: [DONE]\n\n");
+    r.end(ttft_ms + 601.0);
+    let mut timeline = r.finish();
+    timeline.request.url = Some("https://api.example.com/v1/chat/completions".into());
+    timeline.environment.engine = Some("chromium".into());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64()
+        * 1000.0;
+    timeline.request_start_unix_ms = Some(now - ago_ms);
+    let run = Run::new(Some(format!("req-{i}")), Some("prod-chat".into()), timeline)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let context = FieldContext {
+        page_path: Some("/chat".into()),
+        sample_rate: 1.0,
+    };
+    let report = FieldReport::of_run(&run, &context);
+    Ok((run, report))
+}
+
+/// A `ttfx serve --collect` holding five field reports: the Field view's summary shows
+/// ttfx's own p50, the chart one line per percentile, the histogram bars, and the slowest
+/// run opens in the waterfall with its milestones.
+#[tokio::test]
+async fn the_field_view_shows_a_collectors_runs_and_opens_the_slowest() -> anyhow::Result<()> {
+    // Declared before the server, so removed after it stops.
+    let db = TempDb(std::env::temp_dir().join(format!("ttfx-lab-{}-field.db", std::process::id())));
+    let lab = Lab::open_with(&["--collect", db.0.to_str().unwrap_or_default()]).await?;
+    // Spread over the last few hours, so the chart has more than one bucket.
+    let ttfts = [420.0, 180.0, 650.0, 300.0, 240.0];
+    let mut runs = Vec::new();
+    let mut body = String::new();
+    for (i, ttft) in ttfts.iter().enumerate() {
+        let (run, report) = field_report(i, *ttft, 3_600_000.0 * i as f64 + 60_000.0)?;
+        body.push_str(&serde_json::to_string(&report)?);
+        body.push('\n');
+        runs.push(run);
+    }
+    // Posted from the page itself, as a same-origin beacon would be.
+    let status = lab
+        .client
+        .execute_async(
+            "const [body, done] = arguments; \
+             fetch('/collect', {method: 'POST', body}).then(r => done(r.status), e => done(String(e)));",
+            vec![Value::from(body)],
+        )
+        .await?;
+    lab.client
+        .find(Locator::Css("#tab-field"))
+        .await?
+        .click()
+        .await?;
+    let wait = |css: &'static str| {
+        lab.client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+    };
+    wait("#field-summary tbody tr").await?;
+    wait("#field-series path.pline").await?;
+    wait("#field-histogram rect.bar").await?;
+    let metric = lab
+        .client
+        .find(Locator::Css("#field-metric"))
+        .await?
+        .prop("value")
+        .await?;
+    let summary = lab.rows("#field-summary").await?;
+    let mut percentiles = Vec::new();
+    for path in lab
+        .client
+        .find_all(Locator::Css("#field-series path.pline"))
+        .await?
+    {
+        percentiles.push(path.attr("data-percentile").await?.unwrap_or_default());
+    }
+    let bars = lab
+        .client
+        .find_all(Locator::Css("#field-histogram rect.bar"))
+        .await?
+        .len();
+    wait("#field-slowest tbody tr").await?;
+    let slowest = lab.rows("#field-slowest").await?;
+    lab.client
+        .find(Locator::Css("#field-slowest tbody tr"))
+        .await?
+        .click()
+        .await?;
+    wait("#field-waterfall g.row").await?;
+    let mut rows = Vec::new();
+    for row in lab
+        .client
+        .find_all(Locator::Css("#field-waterfall g.row"))
+        .await?
+    {
+        rows.push(row.attr("data-milestone").await?.unwrap_or_default());
+    }
+    let note = lab.text("#field-run-note").await?;
+    if let Ok(path) = std::env::var("TTFX_FIELD_SCREENSHOT") {
+        lab.client.set_window_size(1200, 2600).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::fs::write(path, lab.client.screenshot().await?)?;
+    }
+    lab.client.close().await?;
+
+    assert_eq!(status, Value::from(204), "POST /collect answered {status}");
+    // The view starts on the first visible token; its p50 is ttfx's own over the runs.
+    assert_eq!(metric.as_deref(), Some("ttft_visible_ms"));
+    let values: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.metrics.ttft_visible_ms.map(|m| m.value))
+        .collect();
+    assert_eq!(values.len(), ttfts.len());
+    let p50 =
+        ttfx_core::stats::percentile(&values, 50.0).ok_or_else(|| anyhow::anyhow!("no p50"))?;
+    assert_eq!(summary.len(), 1, "{summary:?}");
+    assert_eq!(summary[0][0], "all runs");
+    assert_eq!(summary[0][1], "5", "{summary:?}");
+    assert_eq!(summary[0][3], format!("{p50:.1}"), "{summary:?}");
+    // One line per percentile (not sliced), and bars.
+    assert_eq!(percentiles, ["p50", "p75", "p95"]);
+    assert!(bars >= 2, "{bars} bars");
+    // The slowest run first; opened, its milestones are the waterfall's rows.
+    let slow = &runs[2];
+    assert_eq!(slowest.len(), 5, "{slowest:?}");
+    assert_eq!(slowest[0][3], "req-2", "{slowest:?}");
+    let expected: Vec<&str> = slow
+        .timeline
+        .milestones
+        .iter()
+        .map(|(m, _)| m.as_str())
+        .filter(|m| !["request_start", "first_event"].contains(m))
+        .collect();
+    assert!(expected.contains(&"first_visible_token") && expected.contains(&"done"));
+    assert_eq!(rows, expected);
+    assert!(note.contains("not every chunk"), "{note}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_field_view_without_a_collector_says_how_to_start_one() -> anyhow::Result<()> {
+    let lab = Lab::open().await?;
+    lab.client
+        .find(Locator::Css("#tab-field"))
+        .await?
+        .click()
+        .await?;
+    let status = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::XPath(
+            "//p[@id='field-status' and starts-with(text(), 'no collector')]",
+        ))
+        .await?
+        .text()
+        .await?;
+    let lab_hidden = lab
+        .client
+        .find(Locator::Css("#lab-view"))
+        .await?
+        .attr("hidden")
+        .await?;
+    lab.client.close().await?;
+
+    assert_eq!(status, "no collector: start ttfx serve --collect FILE.db");
+    assert!(lab_hidden.is_some(), "the lab's panels are still shown");
     Ok(())
 }

@@ -119,10 +119,19 @@ fn FieldRun(run: SlowRun, metric: String) -> impl IntoView {
         .iter()
         .map(|(m, v)| view! { <li>{format!("gap.{m} = {} ms", num(*v))}</li> })
         .collect_view();
+    let no_gaps = report
+        .run
+        .gaps
+        .is_empty()
+        .then(|| view! { <li>"none reported"</li> });
     let dims = run
         .dimensions
         .keys()
-        .map(|k| view! { <li>{format!("{k} = {}", run.dimension(k))}</li> })
+        .map(|k| {
+            let v = run.dimension(k);
+            let v = if v.is_empty() { "–".to_owned() } else { v };
+            view! { <li>{format!("{k} = {v}")}</li> }
+        })
         .collect_view();
     view! {
         <div id="field-run">
@@ -133,7 +142,7 @@ fn FieldRun(run: SlowRun, metric: String) -> impl IntoView {
             <ChunkStrip run=drawn id="field-chunk-strip"/>
             <div class="field-facts">
                 <div><h4>"metrics (the page's)"</h4><ul id="field-run-metrics" class="facts">{metrics}</ul></div>
-                <div><h4>"gaps (client − server)"</h4><ul class="facts">{gaps}</ul></div>
+                <div><h4>"gaps (client − server)"</h4><ul class="facts">{gaps}{no_gaps}</ul></div>
                 <div><h4>"dimensions"</h4><ul class="facts">{dims}</ul></div>
             </div>
         </div>
