@@ -113,6 +113,31 @@ impl Lab {
         Ok(rows)
     }
 
+    /// A table's rows once `ready` holds for them (the page fetches again after a
+    /// control changes), within 20 s.
+    async fn rows_once(
+        &self,
+        css: &str,
+        ready: impl Fn(&[Vec<String>]) -> bool,
+    ) -> anyhow::Result<Vec<Vec<String>>> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            // A table being replaced can go stale between finding and reading it.
+            if let Ok(rows) = self.rows(css).await
+                && ready(&rows)
+            {
+                return Ok(rows);
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!(
+                    "{css}: not ready within 20 s: {:?}",
+                    self.rows(css).await.ok()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Loads a report file through the page's file input.
     async fn import(&self, name: &str, contents: &str) -> anyhow::Result<String> {
         let dir = std::env::temp_dir().join(format!("ttfx-lab-{}", std::process::id()));
@@ -559,7 +584,8 @@ impl Drop for TempDb {
 }
 
 /// A run as a production page's probe would beacon it: the first token at `ttft_ms`,
-/// then 30 tokens 20 ms apart, started `ago_ms` before now.
+/// then 30 tokens 20 ms apart, started `ago_ms` before now; runs 0 to 2 are labelled
+/// `prod-chat`, the others `canary`.
 fn field_report(i: usize, ttft_ms: f64, ago_ms: f64) -> anyhow::Result<(Run, FieldReport)> {
     let mut r = Recorder::new(None, Limits::DEFAULT);
     r.headers(ttft_ms / 2.0, 200, Some("text/event-stream"), &[]);
@@ -577,7 +603,8 @@ fn field_report(i: usize, ttft_ms: f64, ago_ms: f64) -> anyhow::Result<(Run, Fie
         .as_secs_f64()
         * 1000.0;
     timeline.request_start_unix_ms = Some(now - ago_ms);
-    let run = Run::new(Some(format!("req-{i}")), Some("prod-chat".into()), timeline)
+    let label = if i < 3 { "prod-chat" } else { "canary" };
+    let run = Run::new(Some(format!("req-{i}")), Some(label.into()), timeline)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let context = FieldContext {
         page_path: Some("/chat".into()),
@@ -665,11 +692,39 @@ async fn the_field_view_shows_a_collectors_runs_and_opens_the_slowest() -> anyho
         rows.push(row.attr("data-milestone").await?.unwrap_or_default());
     }
     let note = lab.text("#field-run-note").await?;
+    // Sliced by label: a row and a line set per label, the largest group first.
+    lab.client
+        .find(Locator::Css("#field-by"))
+        .await?
+        .select_by_value("label")
+        .await?;
+    let sliced = lab
+        .rows_once("#field-summary", |rows| rows.len() == 2)
+        .await?;
+    let sliced_paths = lab
+        .client
+        .find_all(Locator::Css("#field-series path.pline"))
+        .await?
+        .len();
+    let still_open = lab
+        .client
+        .find(Locator::Css("#field-waterfall"))
+        .await
+        .is_ok();
     if let Ok(path) = std::env::var("TTFX_FIELD_SCREENSHOT") {
         lab.client.set_window_size(1200, 2600).await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         std::fs::write(path, lab.client.screenshot().await?)?;
     }
+    // Kept to one label: one row.
+    lab.client
+        .find(Locator::Css("#field-filter"))
+        .await?
+        .select_by_value("label=canary")
+        .await?;
+    let filtered = lab
+        .rows_once("#field-summary", |rows| rows.len() == 1)
+        .await?;
     lab.client.close().await?;
 
     assert_eq!(status, Value::from(204), "POST /collect answered {status}");
@@ -703,6 +758,16 @@ async fn the_field_view_shows_a_collectors_runs_and_opens_the_slowest() -> anyho
     assert!(expected.contains(&"first_visible_token") && expected.contains(&"done"));
     assert_eq!(rows, expected);
     assert!(note.contains("not every chunk"), "{note}");
+    let p50_of = |range: std::ops::Range<usize>| {
+        ttfx_core::stats::percentile(&values[range], 50.0).map(|v| format!("{v:.1}"))
+    };
+    assert_eq!(sliced[0][..2], ["prod-chat", "3"], "{sliced:?}");
+    assert_eq!(Some(sliced[0][3].clone()), p50_of(0..3), "{sliced:?}");
+    assert_eq!(sliced[1][..2], ["canary", "2"], "{sliced:?}");
+    assert_eq!(Some(sliced[1][3].clone()), p50_of(3..5), "{sliced:?}");
+    assert_eq!(sliced_paths, 6, "three percentiles for each of two labels");
+    assert!(still_open, "slicing closed the opened run");
+    assert_eq!(filtered[0][..2], ["canary", "2"], "{filtered:?}");
     Ok(())
 }
 

@@ -209,29 +209,32 @@ fn shown<T, V: IntoView + 'static>(
     }
 }
 
-/// The four answers for the current query, each fetched again when it changes.
+/// The four answers for the current query, each fetched again when its own URL changes
+/// (slicing does not reload the slowest runs, so an opened run stays open).
 #[component]
 fn Panels(query: Memo<Query>, refresh: RwSignal<u32>) -> impl IntoView {
+    let url = move |f: fn(&Query) -> String| Memo::new(move |_| f(&query.get()));
+    let summary_url = url(|q| q.url("/field/summary", true, &[]));
+    let series_url = url(|q| q.url("/field/series", true, &[("bucket", q.bucket())]));
+    let histogram_url = url(|q| q.url("/field/histogram", true, &[("bins", BINS)]));
+    let slowest_url = url(|q| q.url("/field/slowest", false, &[("limit", SLOWEST)]));
     let summary = LocalResource::new(move || {
-        let url = query.get().url("/field/summary", true, &[]);
+        let url = summary_url.get();
         refresh.track();
         async move { api::get::<Summary>("summary", &url).await }
     });
     let series = LocalResource::new(move || {
-        let q = query.get();
-        let url = q.url("/field/series", true, &[("bucket", q.bucket())]);
+        let url = series_url.get();
         refresh.track();
         async move { api::get::<Series>("series", &url).await }
     });
     let histogram = LocalResource::new(move || {
-        let url = query.get().url("/field/histogram", true, &[("bins", BINS)]);
+        let url = histogram_url.get();
         refresh.track();
         async move { api::get::<Histogram>("histogram", &url).await }
     });
     let slowest = LocalResource::new(move || {
-        let url = query
-            .get()
-            .url("/field/slowest", false, &[("limit", SLOWEST)]);
+        let url = slowest_url.get();
         refresh.track();
         async move { api::get::<Slowest>("slowest runs", &url).await }
     });
