@@ -725,6 +725,34 @@ async fn the_field_view_shows_a_collectors_runs_and_opens_the_slowest() -> anyho
     let filtered = lab
         .rows_once("#field-summary", |rows| rows.len() == 1)
         .await?;
+    // The last hour holds run 0 only: no canary run, and the kept filter says so.
+    lab.client
+        .find(Locator::Css("#field-since"))
+        .await?
+        .select_by_value("1h")
+        .await?;
+    let last_hour = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("#field-summary-empty"))
+        .await?
+        .text()
+        .await?;
+    let kept_filter = lab
+        .client
+        .find(Locator::Css("#field-filter"))
+        .await?
+        .prop("value")
+        .await?;
+    lab.client
+        .find(Locator::Css("#field-filter"))
+        .await?
+        .select_by_value("")
+        .await?;
+    let unfiltered = lab
+        .rows_once("#field-summary", |rows| rows.len() == 1)
+        .await?;
     lab.client.close().await?;
 
     assert_eq!(status, Value::from(204), "POST /collect answered {status}");
@@ -768,6 +796,9 @@ async fn the_field_view_shows_a_collectors_runs_and_opens_the_slowest() -> anyho
     assert_eq!(sliced_paths, 6, "three percentiles for each of two labels");
     assert!(still_open, "slicing closed the opened run");
     assert_eq!(filtered[0][..2], ["canary", "2"], "{filtered:?}");
+    assert_eq!(last_hour, "No ttft_visible_ms values in this period.");
+    assert_eq!(kept_filter.as_deref(), Some("label=canary"));
+    assert_eq!(unfiltered[0][..2], ["prod-chat", "1"], "{unfiltered:?}");
     Ok(())
 }
 

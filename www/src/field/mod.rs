@@ -18,6 +18,28 @@ pub mod summary;
 
 use api::{Dimensions, FetchError, Histogram, PERIODS, Query, Series, Slowest, Summary, encode};
 
+/// An endpoint's answer: its body, or why there is none.
+type Answer = LocalResource<Result<String, FetchError>>;
+
+/// The answer at `url`, asked again when the URL changes or Refresh is pressed. Every
+/// panel's resource is this one type.
+fn load(url: Memo<String>, refresh: RwSignal<u32>) -> Answer {
+    LocalResource::new(move || {
+        refresh.track();
+        api::get(url.get())
+    })
+}
+
+/// The answer read as `T`: loading, an error, or the document.
+fn read<T: serde::de::DeserializeOwned>(
+    answer: &Answer,
+    what: &str,
+) -> Option<Result<T, FetchError>> {
+    answer
+        .get()
+        .map(|r| r.and_then(|text| api::parse::<T>(what, &text)))
+}
+
 /// Metrics the view starts on, the first the collector has.
 const PREFERRED: [&str; 2] = ["ttft_visible_ms", "ttft_ms"];
 /// Slowest runs listed.
@@ -29,32 +51,22 @@ const BINS: &str = "20";
 /// the first time it is opened).
 #[component]
 pub fn FieldView() -> impl IntoView {
-    let metric = RwSignal::new(String::new());
+    // The user's pick; the metric shown is `metric` below.
+    let chosen = RwSignal::new(String::new());
     let since = RwSignal::new("24h".to_owned());
     let by = RwSignal::new(String::new());
     // `DIM=VALUE`, or empty for every run.
     let filter = RwSignal::new(String::new());
     let refresh = RwSignal::new(0u32);
 
-    let dims = LocalResource::new(move || {
-        let url = format!("/field/dimensions?since={}", encode(&since.get()));
-        refresh.track();
-        async move { api::get::<Dimensions>("dimensions", &url).await }
-    });
-    // Keep the metric while the period has it; else start on the first visible token.
-    Effect::new(move |_| {
-        if let Some(Ok(d)) = dims.get() {
-            let has = |m: &str| d.metrics.iter().any(|c| c.metric == m);
-            if !has(&metric.get_untracked()) {
-                let pick = PREFERRED
-                    .into_iter()
-                    .find(|m| has(m))
-                    .map(str::to_owned)
-                    .or_else(|| d.metrics.first().map(|c| c.metric.clone()))
-                    .unwrap_or_default();
-                metric.set(pick);
-            }
-        }
+    let dims_url = Memo::new(move |_| format!("/field/dimensions?since={}", encode(&since.get())));
+    let answer = load(dims_url, refresh);
+    let dims = Memo::new(move |_| read::<Dimensions>(&answer, "dimensions"));
+    let metric = Memo::new(move |_| {
+        dims.with(|d| match d {
+            Some(Ok(d)) => metric_shown(d, &chosen.get()),
+            _ => String::new(),
+        })
     });
     let query = Memo::new(move |_| Query {
         metric: metric.get(),
@@ -93,7 +105,7 @@ pub fn FieldView() -> impl IntoView {
                 )
             };
             view! {
-                <Controls dims=d metric since by filter refresh/>
+                <Controls dims=d chosen metric since by filter refresh/>
                 <p class="legend" id="field-status">{status}</p>
             }
             .into_any()
@@ -107,45 +119,41 @@ pub fn FieldView() -> impl IntoView {
     }
 }
 
+/// The pickers, drawn again when the collector's choices change (a new period); each
+/// option starts selected as the current query has it, and a change sets its signal.
 #[component]
 fn Controls(
     dims: Dimensions,
-    metric: RwSignal<String>,
+    chosen: RwSignal<String>,
+    metric: Memo<String>,
     since: RwSignal<String>,
     by: RwSignal<String>,
     filter: RwSignal<String>,
     refresh: RwSignal<u32>,
 ) -> impl IntoView {
+    let (metric_now, since_now) = (metric.get_untracked(), since.get_untracked());
+    let (by_now, filter_now) = (by.get_untracked(), filter.get_untracked());
     let metrics = dims
         .metrics
         .iter()
         .map(|m| {
-            let name = m.metric.clone();
-            let selected = {
-                let name = name.clone();
-                move || metric.get() == name
-            };
-            let text = format!("{name} ({})", m.count);
-            view! { <option value=name prop:selected=selected>{text}</option> }
+            let text = format!("{} ({})", m.metric, m.count);
+            let selected = m.metric == metric_now;
+            view! { <option value=m.metric.clone() selected=selected>{text}</option> }
         })
         .collect_view();
     let periods = PERIODS
         .iter()
         .map(|(p, _)| {
-            view! { <option value=*p prop:selected=move || since.get() == *p>{format!("last {p}")}</option> }
+            view! { <option value=*p selected=*p == since_now>{format!("last {p}")}</option> }
         })
         .collect_view();
     let dimensions = dims
         .dimensions
         .iter()
         .map(|d| {
-            let name = d.name.clone();
-            let selected = {
-                let name = name.clone();
-                move || by.get() == name
-            };
-            let text = name.clone();
-            view! { <option value=name prop:selected=selected>{text}</option> }
+            let selected = d.name == by_now;
+            view! { <option value=d.name.clone() selected=selected>{d.name.clone()}</option> }
         })
         .collect_view();
     let filters = dims
@@ -159,42 +167,68 @@ fn Controls(
                 .map(|v| {
                     let text = api::value_text(&v.value);
                     let value = format!("{}={text}", d.name);
-                    let shown = if text.is_empty() { "(none)".to_owned() } else { text };
-                    let selected = {
-                        let value = value.clone();
-                        move || filter.get() == value
+                    let shown = if text.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        text
                     };
-                    view! {
-                        <option value=value prop:selected=selected>{format!("{} = {shown} ({})", d.name, v.count)}</option>
-                    }
+                    let label = format!("{} = {shown} ({})", d.name, v.count);
+                    let selected = value == filter_now;
+                    view! { <option value=value selected=selected>{label}</option> }
                 })
                 .collect_view();
             view! { <optgroup label=d.name.clone()>{values}</optgroup> }
         })
         .collect_view();
+    // A value kept from another period that this one does not list: still the query's.
+    let listed = dims.dimensions.iter().any(|d| {
+        d.values
+            .iter()
+            .any(|v| format!("{}={}", d.name, api::value_text(&v.value)) == filter_now)
+    });
+    let kept = (!filter_now.is_empty() && !listed).then(|| {
+        let label = format!(
+            "{} (no runs in this period)",
+            filter_now.replacen('=', " = ", 1)
+        );
+        view! { <option value=filter_now.clone() selected=true>{label}</option> }
+    });
     view! {
         <div class="field-controls">
             <label>"metric "
-                <select id="field-metric" on:change=move |ev| metric.set(event_target_value(&ev))>{metrics}</select>
+                <select id="field-metric" on:change=move |ev| chosen.set(event_target_value(&ev))>{metrics}</select>
             </label>
             <label>"since "
                 <select id="field-since" on:change=move |ev| since.set(event_target_value(&ev))>{periods}</select>
             </label>
             <label>"slice by "
                 <select id="field-by" on:change=move |ev| by.set(event_target_value(&ev))>
-                    <option value="" prop:selected=move || by.get().is_empty()>"none"</option>
+                    <option value="" selected=by_now.is_empty()>"none"</option>
                     {dimensions}
                 </select>
             </label>
             <label>"only "
                 <select id="field-filter" on:change=move |ev| filter.set(event_target_value(&ev))>
-                    <option value="" prop:selected=move || filter.get().is_empty()>"every run"</option>
+                    <option value="" selected=filter_now.is_empty()>"every run"</option>
+                    {kept}
                     {filters}
                 </select>
             </label>
             <button id="field-refresh" type="button" on:click=move |_| refresh.update(|n| *n += 1)>"Refresh"</button>
         </div>
     }
+}
+
+/// The metric to show: the user's pick while the period has it, else the first visible
+/// token, else the first token, else the first metric there is (empty: none).
+pub fn metric_shown(dims: &Dimensions, chosen: &str) -> String {
+    let has = |m: &str| dims.metrics.iter().any(|c| c.metric == m);
+    std::iter::once(chosen)
+        .chain(PREFERRED)
+        .find(|m| !m.is_empty() && has(m))
+        .map(str::to_owned)
+        .or_else(|| dims.metrics.first().map(|c| c.metric.clone()))
+        .unwrap_or_default()
 }
 
 /// Loading, the collector's error, or the panel.
@@ -218,35 +252,49 @@ fn Panels(query: Memo<Query>, refresh: RwSignal<u32>) -> impl IntoView {
     let series_url = url(|q| q.url("/field/series", true, &[("bucket", q.bucket())]));
     let histogram_url = url(|q| q.url("/field/histogram", true, &[("bins", BINS)]));
     let slowest_url = url(|q| q.url("/field/slowest", false, &[("limit", SLOWEST)]));
-    let summary = LocalResource::new(move || {
-        let url = summary_url.get();
-        refresh.track();
-        async move { api::get::<Summary>("summary", &url).await }
-    });
-    let series = LocalResource::new(move || {
-        let url = series_url.get();
-        refresh.track();
-        async move { api::get::<Series>("series", &url).await }
-    });
-    let histogram = LocalResource::new(move || {
-        let url = histogram_url.get();
-        refresh.track();
-        async move { api::get::<Histogram>("histogram", &url).await }
-    });
-    let slowest = LocalResource::new(move || {
-        let url = slowest_url.get();
-        refresh.track();
-        async move { api::get::<Slowest>("slowest runs", &url).await }
-    });
+    let summary = load(summary_url, refresh);
+    let series = load(series_url, refresh);
+    let histogram = load(histogram_url, refresh);
+    let slowest = load(slowest_url, refresh);
     view! {
         <h3>"Percentiles (weighted)"</h3>
-        {move || shown(summary.get(), |s| view! { <summary::SummaryTable summary=s/> })}
+        {move || shown(read::<Summary>(&summary, "summary"), |s| view! { <summary::SummaryTable summary=s/> })}
         <h3>"Over time"</h3>
-        {move || shown(series.get(), |s| view! { <chart::SeriesChart series=s/> })}
+        {move || shown(read::<Series>(&series, "series"), |s| view! { <chart::SeriesChart series=s/> })}
         <h3>"Distribution"</h3>
-        {move || shown(histogram.get(), |h| view! { <histogram::HistogramChart histogram=h/> })}
+        {move || shown(read::<Histogram>(&histogram, "histogram"), |h| view! { <histogram::HistogramChart histogram=h/> })}
         <h3>"Slowest runs"</h3>
         <p class="legend">"click a run to open its field report in the waterfall"</p>
-        {move || shown(slowest.get(), |s| view! { <slowest::SlowestTable slowest=s/> })}
+        {move || shown(read::<Slowest>(&slowest, "slowest runs"), |s| view! { <slowest::SlowestTable slowest=s/> })}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test]
+    fn the_metric_is_the_pick_while_the_period_has_it() {
+        let dims = |names: &[&str]| Dimensions {
+            runs: 1,
+            metrics: names
+                .iter()
+                .map(|m| api::MetricCount {
+                    metric: (*m).to_owned(),
+                    count: 1,
+                })
+                .collect(),
+            dimensions: Vec::new(),
+        };
+        let d = dims(&["e2e_ms", "ttft_ms", "ttft_visible_ms"]);
+        assert_eq!(metric_shown(&d, ""), "ttft_visible_ms");
+        assert_eq!(metric_shown(&d, "e2e_ms"), "e2e_ms");
+        assert_eq!(
+            metric_shown(&dims(&["e2e_ms", "ttft_ms"]), "rtf"),
+            "ttft_ms"
+        );
+        assert_eq!(metric_shown(&dims(&["rtf"]), ""), "rtf");
+        assert_eq!(metric_shown(&dims(&[]), "ttft_ms"), "");
     }
 }

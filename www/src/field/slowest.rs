@@ -3,7 +3,6 @@
 //! page's own metric values and gaps beside it.
 
 use leptos::prelude::*;
-use ttfx_core::field::FieldReport;
 
 use super::api::{SlowRun, Slowest};
 use super::chart::{unit, utc};
@@ -74,18 +73,7 @@ fn FieldRun(run: SlowRun, metric: String) -> impl IntoView {
         run.dimension("label"),
         num(run.value)
     );
-    let report = match serde_json::from_value::<FieldReport>(run.report.clone()) {
-        Ok(r) => r,
-        Err(e) => {
-            return view! {
-                <div id="field-run">
-                    <h3>{heading}</h3>
-                    <p class="error">{format!("its stored report is not a field report this page reads: {e}")}</p>
-                </div>
-            }
-            .into_any();
-        }
-    };
+    let report = &run.report;
     let drawn = match report.to_run() {
         Ok(r) => r,
         Err(e) => {
@@ -156,7 +144,7 @@ mod tests {
 
     use ttfx_core::Recorder;
     use ttfx_core::decode::Limits;
-    use ttfx_core::field::FieldContext;
+    use ttfx_core::field::{FieldContext, FieldReport};
     use ttfx_core::report::Run;
     use wasm_bindgen::JsCast;
     use wasm_bindgen_test::*;
@@ -202,7 +190,7 @@ mod tests {
             "runs": [{"value": 300.0, "at_unix_ms": 1_794_694_400_000.0_f64,
                       "received_unix_ms": 1_794_694_400_100.0_f64, "run_id": "req-9",
                       "dimensions": {"label": MARKUP, "outcome": "completed"},
-                      "report": serde_json::to_value(&report).unwrap()}]});
+                      "report": report}]});
         let slowest: Slowest = parse("slowest runs", &doc.to_string()).unwrap();
         let document = web_sys::window().unwrap().document().unwrap();
         let host: web_sys::HtmlElement = document.create_element("div").unwrap().unchecked_into();

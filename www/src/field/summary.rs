@@ -30,7 +30,7 @@ pub fn SummaryTable(summary: Summary) -> impl IntoView {
         })
         .collect_view();
     let empty = metric.groups.is_empty().then(|| {
-        view! { <p class="empty">{format!("No {} values in this period.", metric.metric)}</p> }
+        view! { <p class="empty" id="field-summary-empty">{format!("No {} values in this period.", metric.metric)}</p> }
     });
     let left_off = (metric.groups_left_off > 0)
         .then(|| view! { <p class="legend">{format!("{} smaller group(s) left off", metric.groups_left_off)}</p> });
