@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use fantoccini::{Client, Locator};
 use serde_json::Value;
+use ttfx_core::Recorder;
+use ttfx_core::decode::Limits;
+use ttfx_core::field::{FieldContext, FieldReport};
+use ttfx_core::report::Run;
 use ttfx_e2e::{Chromedriver, ServeProcess, paths};
 
 /// A `ttfx serve` with the lab page and a browser on it.
@@ -107,6 +111,31 @@ impl Lab {
             rows.push(cells);
         }
         Ok(rows)
+    }
+
+    /// A table's rows once `ready` holds for them (the page fetches again after a
+    /// control changes), within 20 s.
+    async fn rows_once(
+        &self,
+        css: &str,
+        ready: impl Fn(&[Vec<String>]) -> bool,
+    ) -> anyhow::Result<Vec<Vec<String>>> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            // A table being replaced can go stale between finding and reading it.
+            if let Ok(rows) = self.rows(css).await
+                && ready(&rows)
+            {
+                return Ok(rows);
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!(
+                    "{css}: not ready within 20 s: {:?}",
+                    self.rows(css).await.ok()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Loads a report file through the page's file input.
@@ -540,5 +569,266 @@ async fn a_configured_upstream_is_picked_and_measured_in_its_api() -> anyhow::Re
         timeline["milestones"]["first_visible_token"].is_number(),
         "{timeline}"
     );
+    Ok(())
+}
+
+/// A collector's SQLite file (and its WAL files), removed when dropped.
+struct TempDb(std::path::PathBuf);
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+/// A run as a production page's probe would beacon it: the first token at `ttft_ms`,
+/// then 30 tokens 20 ms apart, started `ago_ms` before now; runs 0 to 2 are labelled
+/// `prod-chat`, the others `canary`.
+fn field_report(i: usize, ttft_ms: f64, ago_ms: f64) -> anyhow::Result<(Run, FieldReport)> {
+    let mut r = Recorder::new(None, Limits::DEFAULT);
+    r.headers(ttft_ms / 2.0, 200, Some("text/event-stream"), &[]);
+    let event = "data: {\"choices\":[{\"delta\":{\"content\":\"word \"}}]}\n\n";
+    for k in 0..30 {
+        r.chunk(ttft_ms + 20.0 * f64::from(k), event.as_bytes());
+    }
+    r.chunk(ttft_ms + 600.0, b"data: [DONE]\n\n");
+    r.end(ttft_ms + 601.0);
+    let mut timeline = r.finish();
+    timeline.request.url = Some("https://api.example.com/v1/chat/completions".into());
+    timeline.environment.engine = Some("chromium".into());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64()
+        * 1000.0;
+    timeline.request_start_unix_ms = Some(now - ago_ms);
+    let label = if i < 3 { "prod-chat" } else { "canary" };
+    let run = Run::new(Some(format!("req-{i}")), Some(label.into()), timeline)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let context = FieldContext {
+        page_path: Some("/chat".into()),
+        sample_rate: 1.0,
+    };
+    let report = FieldReport::of_run(&run, &context);
+    Ok((run, report))
+}
+
+/// A `ttfx serve --collect` holding five field reports: the Field view's summary shows
+/// ttfx's own p50, the chart one line per percentile, the histogram bars, and the slowest
+/// run opens in the waterfall with its milestones.
+#[tokio::test]
+async fn the_field_view_shows_a_collectors_runs_and_opens_the_slowest() -> anyhow::Result<()> {
+    // Declared before the server, so removed after it stops.
+    let db = TempDb(std::env::temp_dir().join(format!("ttfx-lab-{}-field.db", std::process::id())));
+    let lab = Lab::open_with(&["--collect", db.0.to_str().unwrap_or_default()]).await?;
+    // Spread over the last few hours, so the chart has more than one bucket.
+    let ttfts = [420.0, 180.0, 650.0, 300.0, 240.0];
+    let mut runs = Vec::new();
+    let mut body = String::new();
+    for (i, ttft) in ttfts.iter().enumerate() {
+        let (run, report) = field_report(i, *ttft, 3_600_000.0 * i as f64 + 60_000.0)?;
+        body.push_str(&serde_json::to_string(&report)?);
+        body.push('\n');
+        runs.push(run);
+    }
+    // Posted from the page itself, as a same-origin beacon would be.
+    let status = lab
+        .client
+        .execute_async(
+            "const [body, done] = arguments; \
+             fetch('/collect', {method: 'POST', body}).then(r => done(r.status), e => done(String(e)));",
+            vec![Value::from(body)],
+        )
+        .await?;
+    lab.client
+        .find(Locator::Css("#tab-field"))
+        .await?
+        .click()
+        .await?;
+    let wait = |css: &'static str| {
+        lab.client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+    };
+    wait("#field-summary tbody tr").await?;
+    wait("#field-series path.pline").await?;
+    wait("#field-histogram rect.bar").await?;
+    let metric = lab
+        .client
+        .find(Locator::Css("#field-metric"))
+        .await?
+        .prop("value")
+        .await?;
+    let summary = lab.rows("#field-summary").await?;
+    let mut percentiles = Vec::new();
+    for path in lab
+        .client
+        .find_all(Locator::Css("#field-series path.pline"))
+        .await?
+    {
+        percentiles.push(path.attr("data-percentile").await?.unwrap_or_default());
+    }
+    let bars = lab
+        .client
+        .find_all(Locator::Css("#field-histogram rect.bar"))
+        .await?
+        .len();
+    wait("#field-slowest tbody tr").await?;
+    let slowest = lab.rows("#field-slowest").await?;
+    lab.client
+        .find(Locator::Css("#field-slowest tbody tr"))
+        .await?
+        .click()
+        .await?;
+    wait("#field-waterfall g.row").await?;
+    let mut rows = Vec::new();
+    for row in lab
+        .client
+        .find_all(Locator::Css("#field-waterfall g.row"))
+        .await?
+    {
+        rows.push(row.attr("data-milestone").await?.unwrap_or_default());
+    }
+    let note = lab.text("#field-run-note").await?;
+    // Sliced by label: a row and a line set per label, the largest group first.
+    lab.client
+        .find(Locator::Css("#field-by"))
+        .await?
+        .select_by_value("label")
+        .await?;
+    let sliced = lab
+        .rows_once("#field-summary", |rows| rows.len() == 2)
+        .await?;
+    let sliced_paths = lab
+        .client
+        .find_all(Locator::Css("#field-series path.pline"))
+        .await?
+        .len();
+    let still_open = lab
+        .client
+        .find(Locator::Css("#field-waterfall"))
+        .await
+        .is_ok();
+    if let Ok(path) = std::env::var("TTFX_FIELD_SCREENSHOT") {
+        lab.client.set_window_size(1200, 2600).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::fs::write(path, lab.client.screenshot().await?)?;
+    }
+    // Kept to one label: one row.
+    lab.client
+        .find(Locator::Css("#field-filter"))
+        .await?
+        .select_by_value("label=canary")
+        .await?;
+    let filtered = lab
+        .rows_once("#field-summary", |rows| rows.len() == 1)
+        .await?;
+    // The last hour holds run 0 only: no canary run, and the kept filter says so.
+    lab.client
+        .find(Locator::Css("#field-since"))
+        .await?
+        .select_by_value("1h")
+        .await?;
+    let last_hour = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("#field-summary-empty"))
+        .await?
+        .text()
+        .await?;
+    let kept_filter = lab
+        .client
+        .find(Locator::Css("#field-filter"))
+        .await?
+        .prop("value")
+        .await?;
+    lab.client
+        .find(Locator::Css("#field-filter"))
+        .await?
+        .select_by_value("")
+        .await?;
+    let unfiltered = lab
+        .rows_once("#field-summary", |rows| rows.len() == 1)
+        .await?;
+    lab.client.close().await?;
+
+    assert_eq!(status, Value::from(204), "POST /collect answered {status}");
+    // The view starts on the first visible token; its p50 is ttfx's own over the runs.
+    assert_eq!(metric.as_deref(), Some("ttft_visible_ms"));
+    let values: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.metrics.ttft_visible_ms.map(|m| m.value))
+        .collect();
+    assert_eq!(values.len(), ttfts.len());
+    let p50 =
+        ttfx_core::stats::percentile(&values, 50.0).ok_or_else(|| anyhow::anyhow!("no p50"))?;
+    assert_eq!(summary.len(), 1, "{summary:?}");
+    assert_eq!(summary[0][0], "all runs");
+    assert_eq!(summary[0][1], "5", "{summary:?}");
+    assert_eq!(summary[0][3], format!("{p50:.1}"), "{summary:?}");
+    // One line per percentile (not sliced), and bars.
+    assert_eq!(percentiles, ["p50", "p75", "p95"]);
+    assert!(bars >= 2, "{bars} bars");
+    // The slowest run first; opened, its milestones are the waterfall's rows.
+    let slow = &runs[2];
+    assert_eq!(slowest.len(), 5, "{slowest:?}");
+    assert_eq!(slowest[0][3], "req-2", "{slowest:?}");
+    let expected: Vec<&str> = slow
+        .timeline
+        .milestones
+        .iter()
+        .map(|(m, _)| m.as_str())
+        .filter(|m| !["request_start", "first_event"].contains(m))
+        .collect();
+    assert!(expected.contains(&"first_visible_token") && expected.contains(&"done"));
+    assert_eq!(rows, expected);
+    assert!(note.contains("not every chunk"), "{note}");
+    let p50_of = |range: std::ops::Range<usize>| {
+        ttfx_core::stats::percentile(&values[range], 50.0).map(|v| format!("{v:.1}"))
+    };
+    assert_eq!(sliced[0][..2], ["prod-chat", "3"], "{sliced:?}");
+    assert_eq!(Some(sliced[0][3].clone()), p50_of(0..3), "{sliced:?}");
+    assert_eq!(sliced[1][..2], ["canary", "2"], "{sliced:?}");
+    assert_eq!(Some(sliced[1][3].clone()), p50_of(3..5), "{sliced:?}");
+    assert_eq!(sliced_paths, 6, "three percentiles for each of two labels");
+    assert!(still_open, "slicing closed the opened run");
+    assert_eq!(filtered[0][..2], ["canary", "2"], "{filtered:?}");
+    assert_eq!(last_hour, "No ttft_visible_ms values in this period.");
+    assert_eq!(kept_filter.as_deref(), Some("label=canary"));
+    assert_eq!(unfiltered[0][..2], ["prod-chat", "1"], "{unfiltered:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_field_view_without_a_collector_says_how_to_start_one() -> anyhow::Result<()> {
+    let lab = Lab::open().await?;
+    lab.client
+        .find(Locator::Css("#tab-field"))
+        .await?
+        .click()
+        .await?;
+    let status = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::XPath(
+            "//p[@id='field-status' and starts-with(text(), 'no collector')]",
+        ))
+        .await?
+        .text()
+        .await?;
+    let lab_hidden = lab
+        .client
+        .find(Locator::Css("#lab-view"))
+        .await?
+        .attr("hidden")
+        .await?;
+    lab.client.close().await?;
+
+    assert_eq!(status, "no collector: start ttfx serve --collect FILE.db");
+    assert!(lab_hidden.is_some(), "the lab's panels are still shown");
     Ok(())
 }

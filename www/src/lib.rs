@@ -11,6 +11,7 @@ use ttfx_core::stats::Budget;
 mod chat;
 mod compare;
 mod controls;
+pub mod field;
 pub mod fmt;
 mod io;
 pub mod request;
@@ -66,35 +67,65 @@ pub fn lab() -> Lab {
     use_context::<Lab>().unwrap_or_else(Lab::new)
 }
 
-/// The whole lab page.
+/// The page's two views: the lab's own runs, and the collector's field data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tab {
+    Lab,
+    Field,
+}
+
+/// The whole lab page. Both views stay mounted once shown (a hidden one keeps its
+/// state); the Field view asks the collector only once it is first opened.
 #[component]
 pub fn App() -> impl IntoView {
     provide_context(Lab::new());
+    let tab = RwSignal::new(Tab::Lab);
+    let field_opened = RwSignal::new(false);
+    let selected = move |t: Tab| move || (tab.get() == t).to_string();
     view! {
         <header>
             <h1>"ttfx lab"</h1>
             <ProbeStatus/>
         </header>
+        <nav class="tabs" role="tablist">
+            <button id="tab-lab" type="button" role="tab" aria-selected=selected(Tab::Lab)
+                on:click=move |_| tab.set(Tab::Lab)>"Lab"</button>
+            <button id="tab-field" type="button" role="tab" aria-selected=selected(Tab::Field)
+                on:click=move |_| {
+                    field_opened.set(true);
+                    tab.set(Tab::Field);
+                }>"Field"</button>
+        </nav>
         <main>
-            <section class="panel run">
-                <h2>"Run"</h2>
-                <controls::RunForm/>
-                <chat::ChatView/>
-            </section>
-            <section class="panel request">
-                <h2>"Per request"</h2>
-                <waterfall::RunList/>
-                <waterfall::SelectedRun/>
-            </section>
-            <section class="panel batch">
-                <h2>"Across runs"</h2>
-                <io::ImportExport/>
-                <summary::BatchSummary/>
-            </section>
-            <section class="panel compare">
-                <h2>"Compare two targets"</h2>
-                <compare::ComparePanel/>
-            </section>
+            <div id="lab-view" role="tabpanel" hidden=move || tab.get() != Tab::Lab>
+                <section class="panel run">
+                    <h2>"Run"</h2>
+                    <controls::RunForm/>
+                    <chat::ChatView/>
+                </section>
+                <section class="panel request">
+                    <h2>"Per request"</h2>
+                    <waterfall::RunList/>
+                    <waterfall::SelectedRun/>
+                </section>
+                <section class="panel batch">
+                    <h2>"Across runs"</h2>
+                    <io::ImportExport/>
+                    <summary::BatchSummary/>
+                </section>
+                <section class="panel compare">
+                    <h2>"Compare two targets"</h2>
+                    <compare::ComparePanel/>
+                </section>
+            </div>
+            <div id="field-view" role="tabpanel" hidden=move || tab.get() != Tab::Field>
+                <section class="panel field">
+                    <h2>"Field: what production pages sent to this server's collector"</h2>
+                    <Show when=move || field_opened.get()>
+                        <field::FieldView/>
+                    </Show>
+                </section>
+            </div>
         </main>
     }
 }

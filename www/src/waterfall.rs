@@ -118,9 +118,13 @@ fn Verdicts(run: Run) -> impl IntoView {
 }
 
 /// Client milestones as bars from the request's start; the server's counterpart as a
-/// hollow mark on the same row, the gap written beside it.
+/// hollow mark on the same row, the gap written beside it. `id` tells two waterfalls
+/// apart (the Field view draws one too).
 #[component]
-fn Waterfall(run: Run) -> impl IntoView {
+pub(crate) fn Waterfall(
+    run: Run,
+    #[prop(default = "waterfall")] id: &'static str,
+) -> impl IntoView {
     let t = &run.timeline;
     let rows: Vec<(Milestone, f64)> = Milestone::ALL
         .into_iter()
@@ -187,7 +191,7 @@ fn Waterfall(run: Run) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <svg id="waterfall" class="chart" width=WIDTH height=height + 10.0
+        <svg id=id class="chart" width=WIDTH height=height + 10.0
             viewBox=format!("0 0 {WIDTH} {}", height + 10.0)>
             {ticks}
             {bars}
@@ -218,9 +222,13 @@ fn ServerTimings(run: Run) -> impl IntoView {
 
 /// Every kept chunk at its arrival time, height by size; stall gaps shaded. A long
 /// stream's later chunks (the timeline's `chunk_summary`) show as bins: one band per bin
-/// over its time span, height by its mean chunk size.
+/// over its time span, height by its mean chunk size. A run rebuilt from a field report
+/// has bins only.
 #[component]
-fn ChunkStrip(run: Run) -> impl IntoView {
+pub(crate) fn ChunkStrip(
+    run: Run,
+    #[prop(default = "chunk-strip")] id: &'static str,
+) -> impl IntoView {
     let chunks = run.timeline.chunks_by_time();
     let bins = run
         .timeline
@@ -296,13 +304,15 @@ fn ChunkStrip(run: Run) -> impl IntoView {
             }
         })
         .collect_view();
-    let label = if summarized > 0 {
+    let label = if summarized > 0 && chunks.is_empty() {
+        format!("{summarized} chunks in {} bins", bins.len())
+    } else if summarized > 0 {
         format!("{} + {summarized} chunks", chunks.len())
     } else {
         format!("{} chunks", chunks.len())
     };
     view! {
-        <svg id="chunk-strip" class="chart" width=WIDTH height="70" viewBox=format!("0 0 {WIDTH} 70")>
+        <svg id=id class="chart" width=WIDTH height="70" viewBox=format!("0 0 {WIDTH} 70")>
             <text class="label" x="4" y="30">{label}</text>
             {stalls}
             {bars}

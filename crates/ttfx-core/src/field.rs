@@ -20,11 +20,14 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Milestone;
-use crate::metrics::{Outcome, SCALAR_NAMES, SCALARS};
+use crate::metrics::{Buffered, BufferedVerdict, Outcome, RequestMetrics, SCALAR_NAMES, SCALARS};
 use crate::recorder::url_without_query;
 use crate::report::Run;
-use crate::series::ChunkBin;
-use crate::timeline::{FailureClass, Milestones, PaintMethod, Timeline, Visibility};
+use crate::series::{ChunkBin, ChunkSummary};
+use crate::timeline::{
+    Environment, Failure, FailureClass, Milestones, PaintMethod, RequestInfo, Timeline,
+    TimelineError, Visibility,
+};
 
 /// The field report's own schema version (independent of the run report's).
 pub const FIELD_SCHEMA_VERSION: u32 = 1;
@@ -354,6 +357,88 @@ impl FieldReport {
     }
 }
 
+impl FieldReport {
+    /// The run a waterfall can draw from this report (the lab page's Field view opens a
+    /// collector's slowest runs with it).
+    ///
+    /// The timeline holds what the report holds: the milestones, the request (its
+    /// `target` as the URL, status, dialect), the engine, the paint method and the
+    /// failure's class. A field report has no chunk one by one, so `chunks` is empty and
+    /// the series is a `chunk_summary` with the report's bins and totals: a summary of
+    /// the stream, not every chunk. The run's `target` is the report's `label`.
+    ///
+    /// The metrics are computed from that timeline, so those read from milestones
+    /// (`ttft_ms`, `e2e_ms`, …) are the page's; those that need the chunks one by one or
+    /// the server's side are absent (`stalls`, `icl_ms`, `gaps`) or estimated from the
+    /// bins' token counts (`output_tokens`, `tpot_ms`). The buffered verdict is
+    /// `undetermined` (the burst window is not in a field report) and the outcome is the
+    /// report's. The page's own values of every metric, and its gaps, stay in
+    /// `self.run.metrics` and `self.run.gaps`.
+    pub fn to_run(&self) -> Result<Run, TimelineError> {
+        let r = &self.run;
+        let c = &r.chunks;
+        let chunk_summary = (c.count > 0 || !c.bins.is_empty()).then(|| ChunkSummary {
+            chunks: c.count,
+            bytes: c.bytes,
+            events: c.bins.iter().map(|b| b.events).sum(),
+            visible_tokens: c.visible_tokens,
+            reasoning_tokens: c.reasoning_tokens,
+            bins: c.bins.clone(),
+            ..ChunkSummary::default()
+        });
+        let timeline = Timeline {
+            milestones: r.milestones.clone(),
+            chunk_summary,
+            paint_method: r.paint_method,
+            failure: r.failure_class.map(|class| Failure {
+                class,
+                http_status: r.http_status.filter(|_| class == FailureClass::HttpStatus),
+                detail: None,
+            }),
+            environment: Environment {
+                engine: r.engine.clone(),
+                engine_version: r.engine_version.clone(),
+                cross_origin_isolated: r.cross_origin_isolated,
+                ..Environment::default()
+            },
+            request: RequestInfo {
+                url: r.target.clone(),
+                status: r.http_status,
+                dialect: r.dialect.clone(),
+                ..RequestInfo::default()
+            },
+            request_start_unix_ms: r.request_start_unix_ms,
+            ..Timeline::default()
+        };
+        let mut metrics = RequestMetrics::compute(&timeline)?;
+        metrics.outcome = r.outcome;
+        metrics.buffered = Buffered {
+            verdict: BufferedVerdict::Undetermined,
+            visible_tokens: c.visible_tokens,
+            burst_share: None,
+        };
+        metrics.notes.push(format!(
+            "rebuilt from a field report: the chunk series is its {} bin(s) of {} chunk(s), \
+             not every chunk",
+            c.bins.len(),
+            c.count
+        ));
+        if r.hidden {
+            metrics.notes.push(
+                "page was hidden at some time during the run (the field report does not say \
+                 when)"
+                    .into(),
+            );
+        }
+        Ok(Run {
+            id: r.id.clone(),
+            target: r.label.clone(),
+            timeline,
+            metrics,
+        })
+    }
+}
+
 /// Every chunk of the timeline (kept ones and summarized bins) merged into at most
 /// [`FIELD_BINS`] bins of about equal chunk count.
 fn chunks(t: &Timeline) -> FieldChunks {
@@ -570,6 +655,84 @@ mod tests {
         let json = serde_json::to_string(&field).unwrap();
         println!("largest field report: {} bytes", json.len());
         assert!(json.len() <= MAX_FIELD_REPORT_BYTES, "{} bytes", json.len());
+    }
+
+    #[test]
+    fn a_field_report_becomes_a_run_with_its_milestones_and_bins() {
+        let original = long_run(2_000);
+        let field = FieldReport::of_run(
+            &original,
+            &FieldContext {
+                page_path: Some("/chat".into()),
+                sample_rate: 0.5,
+            },
+        );
+        // Through JSON, as a collector's /field/slowest hands it back.
+        let field: FieldReport =
+            serde_json::from_str(&serde_json::to_string(&field).unwrap()).unwrap();
+        let run = field.to_run().unwrap();
+        let t = &run.timeline;
+        assert_eq!(t.milestones, original.timeline.milestones);
+        assert_eq!(run.id.as_deref(), Some("req-1"));
+        assert_eq!(run.target.as_deref(), Some("prod-chat"));
+        assert_eq!(
+            t.request.url.as_deref(),
+            Some("https://api.example.com/v1/chat/completions")
+        );
+        assert_eq!(t.environment.engine.as_deref(), Some("chromium"));
+        // No chunk one by one: the report's bins and totals as the summary.
+        assert!(t.chunks.is_empty());
+        let summary = t.chunk_summary.as_ref().unwrap();
+        assert_eq!(summary.bins, field.run.chunks.bins);
+        assert!(!summary.bins.is_empty() && summary.bins.len() <= FIELD_BINS);
+        assert_eq!(summary.chunks, 2_000);
+        assert_eq!(summary.visible_tokens, 2_000);
+        assert_eq!(
+            summary.bytes,
+            original
+                .timeline
+                .chunks
+                .iter()
+                .map(|c| c.bytes)
+                .sum::<u64>()
+        );
+        assert_eq!(
+            summary.bins.iter().map(|b| b.chunks).sum::<u64>(),
+            summary.chunks
+        );
+        // Milestone metrics are the page's; what needs every chunk is not claimed.
+        let m = &run.metrics;
+        assert_eq!(m.outcome, original.metrics.outcome);
+        assert_eq!(m.ttft_ms, original.metrics.ttft_ms);
+        assert_eq!(m.e2e_ms, original.metrics.e2e_ms);
+        assert_eq!(m.buffered.verdict, BufferedVerdict::Undetermined);
+        assert_eq!(m.buffered.visible_tokens, 2_000);
+        assert!(m.stalls.is_none() && m.icl_ms.is_empty() && m.gaps.is_empty());
+        assert!(
+            m.notes.iter().any(|n| n.contains("not every chunk")),
+            "{:?}",
+            m.notes
+        );
+        assert!(
+            m.notes.iter().any(|n| n.contains("hidden")),
+            "{:?}",
+            m.notes
+        );
+
+        // A failure keeps its class and status; the outcome is the report's.
+        let mut failed = field.clone();
+        failed.run.outcome = Outcome::Failed;
+        failed.run.failure_class = Some(FailureClass::HttpStatus);
+        failed.run.http_status = Some(503);
+        failed.run.chunks = FieldChunks::default();
+        let run = failed.to_run().unwrap();
+        assert_eq!(run.metrics.outcome, Outcome::Failed);
+        let failure = run.timeline.failure.unwrap();
+        assert_eq!(
+            (failure.class, failure.http_status),
+            (FailureClass::HttpStatus, Some(503))
+        );
+        assert!(run.timeline.chunk_summary.is_none());
     }
 
     #[test]
