@@ -136,13 +136,19 @@ fn clippy_wasm() -> anyhow::Result<Option<TestCounts>> {
 
 fn native_tests() -> anyhow::Result<Option<TestCounts>> {
     // The e2e crate needs the built page and probe package: its own stage runs it.
-    cmd::run_tests(
+    let mut counts = cmd::run_tests(
         cargo()
             .args(["test", "--locked"])
             .args(NATIVE)
             .args(["--exclude", "ttfx-e2e"]),
-    )
-    .map(Some)
+    )?;
+    // The lab page's plain `#[test]`s (formatting, targets, import, summaries) touch no
+    // DOM: they run natively, where the wasm runner would skip them.
+    let lab = cmd::run_tests(cargo().args(["test", "--locked", "-p", "ttfx-lab", "--lib"]))?;
+    counts.passed += lab.passed;
+    counts.failed += lab.failed;
+    counts.ignored += lab.ignored;
+    Ok(Some(counts))
 }
 
 fn wasm_tests() -> anyhow::Result<Option<TestCounts>> {
