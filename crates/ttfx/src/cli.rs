@@ -162,6 +162,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ORIGIN", requires = "collect")]
     pub collect_origin: Vec<String>,
 
+    /// A host name the collector answers besides loopback names and IP addresses, e.g.
+    /// collector.example.com (repeatable; a guard against DNS rebinding).
+    #[arg(long, value_name = "HOST", requires = "collect")]
+    pub collect_host: Vec<String>,
+
     /// Remove collected runs older than this many days, at startup and hourly (0 keeps
     /// them).
     #[arg(long, value_name = "DAYS", default_value_t = 30, requires = "collect")]

@@ -289,9 +289,44 @@ async fn an_oversized_body_is_413_and_a_too_large_field_report_is_400() {
 #[tokio::test]
 async fn only_the_own_origin_and_collect_origins_may_post_or_read() {
     let c = Collector::new();
-    let server = c.serve(&["--collect-origin", "https://app.example.com"]);
+    let server = c.serve(&[
+        "--collect-origin",
+        "https://app.example.com",
+        "--collect-host",
+        "collector.example.com",
+    ]);
     let own = server.url.trim_end_matches('/').to_owned();
     let body = field("a", 100.0, 1.0, now_ms()).to_string();
+
+    // A page on a name re-bound to this machine: its Origin matches its Host, so only
+    // the Host check stops it (DNS rebinding). A listed name and an IP address pass.
+    let rebound = [
+        ("host", "rebound.evil.example"),
+        ("origin", "http://rebound.evil.example"),
+    ];
+    let (status, reply) = post(&server, body.clone(), &rebound).await;
+    assert_eq!(status, 403);
+    assert!(message(&reply).contains("--collect-host"), "{reply}");
+    let rebound_read = reqwest::Client::new()
+        .get(format!("{}field/summary", server.url))
+        .header("host", "rebound.evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound_read.status().as_u16(), 403);
+    assert_eq!(c.runs(), 0);
+    let listed = [
+        ("host", "collector.example.com"),
+        ("origin", "https://app.example.com"),
+    ];
+    assert_eq!(post(&server, body.clone(), &listed).await.0, 204);
+    assert_eq!(
+        post(&server, body.clone(), &[("host", "10.1.2.3:9")])
+            .await
+            .0,
+        204
+    );
+    assert_eq!(c.runs(), 2);
 
     let (status, reply) = post(&server, body.clone(), &[("origin", "https://evil.example")]).await;
     assert_eq!(status, 403);
@@ -308,7 +343,7 @@ async fn only_the_own_origin_and_collect_origins_may_post_or_read() {
         .await
         .unwrap();
     assert_eq!(evil_read.status().as_u16(), 403);
-    assert_eq!(c.runs(), 0);
+    assert_eq!(c.runs(), 2);
 
     // The page's own origin, and no Origin at all (curl, a same-origin beacon).
     assert_eq!(
@@ -371,7 +406,7 @@ async fn only_the_own_origin_and_collect_origins_may_post_or_read() {
             .get("access-control-allow-origin")
             .is_none()
     );
-    assert_eq!(c.runs(), 3);
+    assert_eq!(c.runs(), 5);
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use serde_json::json;
 use super::limits::MAX_BODY_BYTES;
 use super::query::{self, Fail, Metric, Slice};
 use super::{Shared, StoreError, ingest};
-use crate::serve::access::{OriginRule, check_origin};
+use crate::serve::access::{HostRule, OriginRule, check_host, check_origin};
 use crate::serve::records::unix_ms;
 use crate::serve::sim::json_error;
 
@@ -80,17 +80,19 @@ fn fail(f: &Fail) -> Response {
 /// allowed cross-origin caller.
 async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| req.uri().authority().map(|a| a.to_string()));
+    let hosts = HostRule {
+        allowed: &shared.settings.hosts,
+        any_ip: true,
+        list: "--collect-host",
+    };
     let rule = OriginRule {
         allowed: &shared.settings.origins,
         action: "use this collector",
         list: "--collect-origin",
     };
-    if let Err(why) = check_origin(headers, host.as_deref(), &rule) {
+    let checked =
+        check_host(headers, &hosts).and_then(|host| check_origin(headers, Some(host), &rule));
+    if let Err(why) = checked {
         return error(StatusCode::FORBIDDEN, &why);
     }
     let origin = headers.get(header::ORIGIN).cloned();

@@ -41,6 +41,9 @@ pub struct Settings {
     pub path: PathBuf,
     /// Origins besides the server's own that may post and read (`--collect-origin`).
     pub origins: Vec<String>,
+    /// Host names besides loopback ones and IP literals that it answers
+    /// (`--collect-host`).
+    pub hosts: Vec<String>,
     /// Runs older than this many days are removed; 0 keeps them.
     pub retention_days: u32,
     /// Token bucket per client: requests per second, and at once.

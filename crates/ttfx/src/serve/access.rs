@@ -46,24 +46,55 @@ fn header<'a>(headers: &'a HeaderMap, name: &header::HeaderName) -> Option<&'a s
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Which `Host` values an endpoint answers, against DNS rebinding: a page on a name the
+/// attacker re-binds to this machine sends that name as `Host`, and its `Origin` then
+/// matches "own origin".
+#[derive(Debug, Clone, Copy)]
+pub struct HostRule<'a> {
+    /// Names besides loopback ones (without the port).
+    pub allowed: &'a [String],
+    /// Any IP literal passes too: rebinding needs a DNS name, and a page loaded from
+    /// this server's address is this server's own (a collector reached by its address).
+    pub any_ip: bool,
+    /// Where the allowed names are configured, for the refusal's message.
+    pub list: &'a str,
+}
+
+/// The request's `Host` value when the rule allows it; `Err` is the refusal's reason.
+pub fn check_host<'h>(headers: &'h HeaderMap, rule: &HostRule<'_>) -> Result<&'h str, String> {
+    let Some(host) = header(headers, &header::HOST) else {
+        return Err("the request has no Host header".into());
+    };
+    let name = host_of(host);
+    let is_ip = name
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .is_ok();
+    let allowed = is_loopback_host(name)
+        || (rule.any_ip && is_ip)
+        || rule.allowed.iter().any(|h| h.eq_ignore_ascii_case(name));
+    if allowed {
+        Ok(host)
+    } else {
+        Err(format!(
+            "Host `{name}` is not loopback or in {} (a guard against DNS rebinding)",
+            rule.list
+        ))
+    }
+}
+
 impl ProxyAccess {
     /// Whether this request may use the proxy; `Err` is the refusal's reason.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), String> {
-        let Some(host) = header(headers, &header::HOST) else {
-            return Err("the request has no Host header".into());
-        };
-        let name = host_of(host);
-        let allowed_host = is_loopback_host(name)
-            || self
-                .allowed_hosts
-                .iter()
-                .any(|h| h.eq_ignore_ascii_case(name));
-        if !allowed_host {
-            return Err(format!(
-                "Host `{name}` is not loopback or in [proxy] allowed_hosts (a guard against \
-                 DNS rebinding)"
-            ));
-        }
+        let host = check_host(
+            headers,
+            &HostRule {
+                allowed: &self.allowed_hosts,
+                any_ip: false,
+                list: "[proxy] allowed_hosts",
+            },
+        )?;
         check_origin(
             headers,
             Some(host),

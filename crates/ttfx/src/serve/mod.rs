@@ -81,6 +81,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(path) => Some(crate::collect::Collector::open(crate::collect::Settings {
             path: path.clone(),
             origins: args.collect_origin.clone(),
+            hosts: args.collect_host.clone(),
             retention_days: args.collect_retention_days,
             rate_per_s: args.collect_rate,
             burst: args.collect_burst,
