@@ -114,13 +114,7 @@ impl Cdp {
             .lock()
             .map_err(|_| anyhow::anyhow!("DevTools client poisoned"))?
             .insert(id, tx);
-        let message = json!({ "id": id, "method": method, "params": params }).to_string();
-        self.sink
-            .lock()
-            .await
-            .send(Message::Text(message.into()))
-            .await
-            .with_context(|| format!("cannot send {method}"))?;
+        self.write(id, method, params).await?;
         let answer = tokio::time::timeout(COMMAND_TIMEOUT, rx)
             .await
             .with_context(|| format!("{method}: no answer within {COMMAND_TIMEOUT:?}"))?
@@ -135,6 +129,11 @@ impl Cdp {
     /// hold up the event loop).
     pub async fn send(&self, method: &str, params: Value) -> anyhow::Result<()> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.write(id, method, params).await
+    }
+
+    /// Writes one command to the socket.
+    async fn write(&self, id: u64, method: &str, params: Value) -> anyhow::Result<()> {
         let message = json!({ "id": id, "method": method, "params": params }).to_string();
         self.sink
             .lock()

@@ -38,22 +38,20 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 fn fidelity(runs: usize) -> anyhow::Result<()> {
     setup::ensure(setup::BENCH_TOOLS)?;
     let pkg = crate::probe_pkg::build()?;
+    e2e_bench("paint_bench", &["--runs", &runs.to_string()], &pkg)
+}
+
+/// Runs one of the e2e crate's bench binaries in headless Chromium, with `ttfx` (built
+/// here) and the probe package `pkg`.
+fn e2e_bench(bin: &str, args: &[&str], pkg: &Path) -> anyhow::Result<()> {
     let ttfx = crate::lab::build_ttfx()?;
     cmd::run(
         Command::new("cargo")
             .current_dir(paths::root())
             .args([
-                "run",
-                "--quiet",
-                "--locked",
-                "-p",
-                "ttfx-e2e",
-                "--bin",
-                "paint_bench",
-                "--",
-                "--runs",
+                "run", "--quiet", "--locked", "-p", "ttfx-e2e", "--bin", bin, "--",
             ])
-            .arg(runs.to_string())
+            .args(args)
             .env("TTFX_BIN", ttfx)
             .env("TTFX_PROBE_PKG", pkg)
             .env("CHROMEDRIVER", crate::setup::CHROMEDRIVER),
@@ -218,23 +216,7 @@ fn twiggy_row(line: &str) -> Option<(&str, u64)> {
 
 /// The probe's main-thread cost and its effect on the app, in headless Chromium.
 fn probe_cost(pkg: &Path) -> anyhow::Result<()> {
-    let ttfx = crate::lab::build_ttfx()?;
-    cmd::run(
-        Command::new("cargo")
-            .current_dir(paths::root())
-            .args([
-                "run",
-                "--quiet",
-                "--locked",
-                "-p",
-                "ttfx-e2e",
-                "--bin",
-                "probe_bench",
-            ])
-            .env("TTFX_BIN", ttfx)
-            .env("TTFX_PROBE_PKG", pkg)
-            .env("CHROMEDRIVER", crate::setup::CHROMEDRIVER),
-    )
+    e2e_bench("probe_bench", &[], pkg)
 }
 
 /// Native decode throughput (MB/s, events/s) for OpenAI-style SSE, one token per event.
