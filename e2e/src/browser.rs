@@ -42,3 +42,45 @@ impl Chromedriver {
             .context("cannot open a Chromium session through chromedriver")
     }
 }
+
+/// Any engine's driver (chromedriver, geckodriver or WebKitWebDriver, the latter on an
+/// Xvfb display when `DISPLAY` is unset) on a free loopback port; killed with its
+/// browsers (and its Xvfb) when dropped. A driver missing on the machine is an error
+/// naming it and the setup that installs it: the e2e tests fail, they do not skip.
+#[must_use = "the driver is killed when the handle is dropped"]
+#[derive(Debug)]
+pub struct Browser {
+    driver: Driver,
+}
+
+impl Browser {
+    /// Starts the engine's driver, found as `ttfx run` finds it (`$CHROMEDRIVER`,
+    /// `$GECKODRIVER`, `$WEBKITWEBDRIVER`, else the PATH, else where setup installs it).
+    pub fn start(engine: Engine) -> anyhow::Result<Self> {
+        let driver =
+            Driver::start(engine).with_context(|| format!("cannot start {}", engine.name()))?;
+        Ok(Browser { driver })
+    }
+
+    /// The engine this browser is.
+    pub fn engine(&self) -> Engine {
+        self.driver.engine()
+    }
+
+    /// Opens a new session with the engine's capabilities (`Engine::capabilities`, the
+    /// ones `ttfx run` sends).
+    pub async fn session(&self) -> anyhow::Result<Client> {
+        let engine = self.engine();
+        ClientBuilder::new(HttpConnector::new())
+            .capabilities(engine.capabilities(&[]))
+            .connect(self.driver.url())
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot open a {} session through {}",
+                    engine.name(),
+                    engine.driver_name()
+                )
+            })
+    }
+}

@@ -1,10 +1,11 @@
 //! The harness shared by the end-to-end tests (and by `ttfx`'s own process tests):
-//! real `ttfx serve` processes on ephemeral loopback ports and real headless Chromium
-//! sessions over W3C WebDriver.
+//! real `ttfx serve` processes on ephemeral loopback ports and real browser sessions
+//! (headless Chromium and Firefox, WebKitGTK on Xvfb) over W3C WebDriver.
 
 pub mod browser;
 pub mod byte_server;
 pub mod cdp;
+pub mod engines;
 pub mod page;
 pub mod paint_truth;
 pub mod paths;
@@ -12,5 +13,5 @@ pub mod screencast;
 pub mod serve;
 pub mod site;
 
-pub use browser::{CHROMIUM_ARGS, Chromedriver};
+pub use browser::{Browser, CHROMIUM_ARGS, Chromedriver};
 pub use serve::ServeProcess;

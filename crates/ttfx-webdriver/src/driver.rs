@@ -59,14 +59,9 @@ impl Driver {
     pub fn start(engine: Engine) -> anyhow::Result<Driver> {
         let Some(bin) = engine.driver_path() else {
             bail!(
-                "no {} on the PATH and ${} is unset (`cargo xtask setup{}` installs it)",
+                "no {} on the PATH and ${} is unset (`cargo xtask setup` installs it)",
                 engine.driver_name(),
                 engine.driver_env(),
-                if engine == Engine::Chromium {
-                    ""
-                } else {
-                    " --browsers all"
-                }
             );
         };
         Driver::start_at(engine, &bin)

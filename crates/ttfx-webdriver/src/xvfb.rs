@@ -29,7 +29,7 @@ impl Xvfb {
     pub fn start() -> anyhow::Result<Xvfb> {
         let bin = find_xvfb().context(
             "WebKitGTK needs an X display: DISPLAY is unset and Xvfb is not installed \
-             (`cargo xtask setup --browsers all` or `apt-get install -y xvfb` installs it)",
+             (`cargo xtask setup` or `apt-get install -y xvfb` installs it)",
         )?;
         for n in NUMBERS {
             let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));

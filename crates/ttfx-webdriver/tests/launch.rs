@@ -2,7 +2,7 @@
 //! browser, and dropping the handle leaves no process of its group behind.
 //!
 //! An engine whose driver or browser is missing is skipped with a line on stderr
-//! (`cargo xtask setup` installs Chromium; `--browsers all` the others).
+//! (`cargo xtask setup` installs all three; `--browsers chromium` Chromium alone).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

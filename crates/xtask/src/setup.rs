@@ -46,16 +46,17 @@ const GECKODRIVER_VERSION: &str = "0.37.1";
 
 #[derive(Debug, Default, Args)]
 pub struct SetupArgs {
-    /// `chromium` (what the tests need) or `all`: also Firefox + geckodriver and
-    /// WebKitGTK + WebKitWebDriver, for `ttfx run --browser firefox|webkit`.
-    #[arg(long, value_enum, default_value = "chromium")]
+    /// `all` (what `cargo xtask test` needs: the e2e tests run in every engine):
+    /// Chromium, Firefox ESR + geckodriver and WebKitGTK + WebKitWebDriver + Xvfb; or
+    /// `chromium` alone (no e2e run in Firefox or WebKit then).
+    #[arg(long, value_enum, default_value = "all")]
     pub browsers: Browsers,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Browsers {
-    #[default]
     Chromium,
+    #[default]
     All,
 }
 
@@ -81,8 +82,9 @@ pub enum Tool {
     Esbuild,
     /// Binaryen from npm: wasm-opt for the package's analysis wasm.
     Binaryen,
-    /// Firefox + geckodriver, WebKitGTK + WebKitWebDriver and Xvfb, for
-    /// `ttfx run --browser firefox|webkit` (root for the Debian packages).
+    /// Firefox + geckodriver, WebKitGTK + WebKitWebDriver and Xvfb: the e2e tests in
+    /// those engines and `ttfx run --browser firefox|webkit` (root for the Debian
+    /// packages).
     OtherBrowsers,
 }
 
@@ -111,13 +113,14 @@ pub const BENCH_TOOLS: &[Tool] = &[
     Tool::Esbuild,
     Tool::Binaryen,
 ];
-/// `cargo xtask test` and plain `cargo xtask setup`: every stage's tools (wasm tests and
-/// e2e in Chromium, the package's `.d.ts` under tsc).
+/// `cargo xtask test` and plain `cargo xtask setup`: every stage's tools (wasm tests in
+/// Chromium, e2e in Chromium, Firefox and WebKit, the package's `.d.ts` under tsc).
 pub const TEST_TOOLS: &[Tool] = &[
     Tool::WasmTarget,
     Tool::WasmBindgenCli,
     Tool::Trunk,
     Tool::Chromium,
+    Tool::OtherBrowsers,
     Tool::Node,
     Tool::TypeScript,
     Tool::Vite,
@@ -126,10 +129,12 @@ pub const TEST_TOOLS: &[Tool] = &[
 ];
 
 pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
-    ensure(TEST_TOOLS)?;
-    if args.browsers == Browsers::All {
-        ensure(&[Tool::OtherBrowsers])?;
-    }
+    let tools: Vec<Tool> = TEST_TOOLS
+        .iter()
+        .copied()
+        .filter(|t| args.browsers == Browsers::All || *t != Tool::OtherBrowsers)
+        .collect();
+    ensure(&tools)?;
     // So `cargo test --target wasm32-unknown-unknown` run by hand finds Chromium's flags.
     webdriver_json::write()?;
     eprintln!("xtask setup: all tools present");
@@ -165,7 +170,8 @@ fn ensure_firefox_and_webkit() -> anyhow::Result<()> {
     let debs = [
         ("/usr/bin/firefox-esr", "firefox-esr"),
         ("/usr/bin/WebKitWebDriver", "webkit2gtk-driver"),
-        // A virtual display: `ttfx run --browser webkit` starts one when DISPLAY is unset.
+        // A virtual display: `ttfx run --browser webkit` and the e2e harness start one
+        // when DISPLAY is unset.
         ("/usr/bin/Xvfb", "xvfb"),
     ];
     let missing: Vec<&str> = debs
@@ -412,18 +418,20 @@ mod tests {
         }
     }
 
+    /// The e2e tests run in all three engines, so `test` and plain `setup` install them.
     #[test]
-    fn test_and_setup_install_everything_but_the_optional_browsers() {
+    fn test_and_setup_install_every_engine() {
         for tool in [
             Tool::WasmTarget,
             Tool::WasmBindgenCli,
             Tool::Trunk,
             Tool::Chromium,
+            Tool::OtherBrowsers,
             Tool::TypeScript,
         ] {
             assert!(TEST_TOOLS.contains(&tool), "{tool:?}");
         }
-        assert!(!TEST_TOOLS.contains(&Tool::OtherBrowsers));
+        assert_eq!(SetupArgs::default().browsers, Browsers::All);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub fn run() -> anyhow::Result<()> {
         ("native tests", native_tests),
         ("wasm tests (headless Chromium)", wasm_tests),
         ("lab page build", lab_build),
-        ("e2e tests (headless Chromium)", e2e_tests),
+        ("e2e tests (Chromium, Firefox, WebKit)", e2e_tests),
     ];
     let mut outcomes = Vec::new();
     for (stage, f) in stages {
@@ -75,6 +75,11 @@ pub fn run() -> anyhow::Result<()> {
                 );
             }
         }
+    }
+    // What an engine cannot do, one line per test and engine (see e2e/src/engines.rs).
+    let missing = std::fs::read_to_string(e2e_missing_file()).unwrap_or_default();
+    for line in missing.lines() {
+        println!("xtask test: {line}");
     }
     // The closing line CI reads: every test that ran, across all stages.
     println!("{passed} passed, {failed} failed");
@@ -172,13 +177,23 @@ fn lab_build() -> anyhow::Result<Option<TestCounts>> {
     Ok(None)
 }
 
+/// Where the e2e tests record what an engine cannot do (`ttfx_e2e::engines::missing`).
+fn e2e_missing_file() -> std::path::PathBuf {
+    paths::target().join("e2e-missing.txt")
+}
+
 fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
     let ttfx = build_ttfx()?;
     let probe_pkg = crate::probe_pkg::build()?;
     let tarball = crate::probe_pkg::pack(&probe_pkg)?;
+    let missing = e2e_missing_file();
+    let _ = std::fs::remove_file(&missing);
+    // Every engine's driver is found as `ttfx run` finds it (geckodriver in cargo's bin
+    // folder, WebKitWebDriver in /usr/bin); WebKit gets its own Xvfb per browser.
     cmd::run_tests(
         cargo()
             .args(["test", "--locked", "-p", "ttfx-e2e"])
+            .env("TTFX_E2E_MISSING", &missing)
             .env("TTFX_BIN", ttfx)
             .env("TTFX_DIST", paths::lab_dist())
             .env("TTFX_PROBE_PKG", probe_pkg)

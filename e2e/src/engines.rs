@@ -1,0 +1,66 @@
+//! One e2e test body, run in every engine: [`engines!`](crate::engines) makes
+//! `NAME::chromium`, `NAME::firefox` and `NAME::webkit` tests of `async fn NAME(Engine)`,
+//! so a failure names its engine. Where a check cannot hold in an engine for a reason
+//! of the engine (a missing Web API, say), the test calls [`missing`], which says why in
+//! one line and records it; docs/fidelity.md's engine matrix shows the cell as missing.
+
+use std::io::Write;
+
+pub use ttfx_webdriver::Engine;
+
+/// Wraps each `async fn NAME(engine: Engine) -> anyhow::Result<()>` in a module `NAME`
+/// of three `#[tokio::test]`s, `chromium`, `firefox` and `webkit`. An engine's test may
+/// be given attributes after the name, for a cell that is known to fail and why:
+/// `engines!(name, webkit = #[ignore = "FAILS in WebKit: …"])` (run it with
+/// `-- --ignored`; docs/fidelity.md's matrix says the same).
+#[macro_export]
+macro_rules! engines {
+    ($name:ident
+     $(, chromium = #[$chromium:meta])?
+     $(, firefox = #[$firefox:meta])?
+     $(, webkit = #[$webkit:meta])? $(,)?) => {
+        mod $name {
+            use $crate::engines::Engine;
+
+            $(#[$chromium])?
+            #[tokio::test]
+            async fn chromium() -> anyhow::Result<()> {
+                super::$name(Engine::Chromium).await
+            }
+
+            $(#[$firefox])?
+            #[tokio::test]
+            async fn firefox() -> anyhow::Result<()> {
+                super::$name(Engine::Firefox).await
+            }
+
+            $(#[$webkit])?
+            #[tokio::test]
+            async fn webkit() -> anyhow::Result<()> {
+                super::$name(Engine::WebKit).await
+            }
+        }
+    };
+}
+
+/// The file [`missing`] appends its lines to: `$TTFX_E2E_MISSING` (`cargo xtask test`
+/// sets it and prints the lines in its summary).
+pub const MISSING_ENV: &str = "TTFX_E2E_MISSING";
+
+/// Says, in one line, that `what` of test `test` cannot hold in `engine` and why, on
+/// stderr and appended to `$TTFX_E2E_MISSING` when set. The test then checks what the
+/// engine does instead (or returns), never passing silently.
+pub fn missing(engine: Engine, test: &str, what: &str, why: &str) {
+    let line = format!("MISSING {test}::{} — {what}: {why}", engine.name());
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os(MISSING_ENV) {
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(e) = appended {
+            eprintln!("cannot record it in {}: {e}", path.to_string_lossy());
+        }
+    }
+}
