@@ -1344,12 +1344,7 @@ engines!(a_buffered_response_is_reported_buffered_and_a_streamed_one_streamed);
 engines!(an_abort_is_reported_as_aborted_not_as_an_error);
 engines!(http_500_and_a_dropped_connection_are_errors_with_their_class);
 engines!(the_app_gets_exact_bytes_even_when_the_probe_fails_inside);
-engines!(
-    chunks_the_app_transfers_away_are_still_measured,
-    webkit = #[ignore = "FAILS in WebKit: no byte streams there, so the probe reads each chunk \
-                         a task late; the app's transfer detaches it first and the report has \
-                         no chunk (chunk_detached)"]
-);
+engines!(chunks_the_app_transfers_away_are_still_measured);
 engines!(a_byob_reader_reads_the_exact_bytes_and_the_probe_sees_every_byte);
 engines!(keys_in_headers_and_query_never_reach_the_report);
 engines!(the_beacon_carries_a_bounded_field_report_without_the_pages_query);

@@ -334,9 +334,7 @@ function laterQueue(run) {
   channel.port1.onmessage = () => timed("task", () => {
     scheduled = false;
     for (const [name, args] of queue.splice(0)) {
-      if (name === "chunk") {
-        if (timed("chunk", () => batch.add(...args))) run.guard(() => timed("flush", batch.flush));
-      } else if (name === "flush") {
+      if (name === "flush") {
         const started = costStart();
         run.guard(batch.flush);
         costEnd("flush", started);
@@ -362,11 +360,16 @@ function laterQueue(run) {
   };
   return {
     push,
-    // Copies a chunk into the batch now, before it moves into the app's byte stream; the
-    // batch goes out in the later task like everything else.
+    // Copies a chunk into the batch now, before it moves into the app's stream (and the
+    // app can move its buffer away); the batch goes out in the later task like everything
+    // else. Guarded: this runs inside the app's read, where a throw would break its body.
     copy(at, value) {
       const started = costStart();
-      if (batch.add(at, value)) push("flush");
+      let full = false;
+      run.guard(() => {
+        full = batch.add(at, value);
+      });
+      if (full) push("flush");
       costEnd("chunk", started);
     },
     close() {
@@ -452,9 +455,12 @@ function tapBody(body, run, abandonAfterMs) {
         }
         const value = result.value;
         if (!BYTE_STREAMS) {
+          // Copied now too: the app may transfer the chunk's buffer away (to a worker)
+          // before a later task could read it, as it can in WebKit, which has no byte
+          // streams.
+          if (!abandoned) later.copy(at, value);
           enqueued += value.byteLength || 0;
           controller.enqueue(value);
-          if (!abandoned) later.push("chunk", at, value);
           return;
         }
         // A byte stream cannot carry an empty chunk; read on, so the app's read is answered.
