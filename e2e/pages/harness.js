@@ -104,7 +104,10 @@ async function measure({ url, init = {}, options = {}, watch = true, abortAfterM
     out.armedBeforeStartMs = run.requestStart - armedAt;
     const response = await fetching;
     out.status = response.status;
-    Object.assign(out, await consume(response, element, { transferChunks, byob }));
+    const writes = [];
+    Object.assign(out, await consume(response, element, { transferChunks, byob, writes }));
+    // The app's own first DOM write on the run's clock (ms since request_start).
+    if (writes.length > 0) out.firstWriteMs = writes[0][1] - performance.timeOrigin - run.requestStart;
   } catch (e) {
     out.appError = String((e && e.name) || e);
   }
