@@ -209,7 +209,8 @@ async fn milestones_honour_the_injected_delay_and_arrive_in_order(
     );
     // ttfx serve reports its receive/send wall times; client and server share this
     // machine's clock, so the true offset is 0 and the estimate must lie within its own
-    // error bound (half the round trip) plus the 1 µs rounding of the server's desc values.
+    // error bound (half the round trip plus the page clock's step) plus the 1 µs rounding
+    // of the server's desc values.
     let offset = &report["run"]["metrics"]["clock_offset"];
     let (value, bound) = (
         offset["offset_ms"].as_f64(),

@@ -105,7 +105,8 @@ pub fn gaps(t: &Timeline) -> Vec<Gap> {
 pub struct ClockOffset {
     /// Add to a client wall time to get the server's reading of the same moment.
     pub offset_ms: f64,
-    /// The true offset lies within ± this of `offset_ms`: half the round trip.
+    /// The true offset lies within ± this of `offset_ms`: half the round trip, plus one
+    /// step of the client's clock when the report knows it (`timer_resolution_ms`).
     pub error_bound_ms: f64,
     /// Client wait minus server hold time.
     pub round_trip_ms: f64,
@@ -121,7 +122,9 @@ pub enum ClockOffsetMethod {
     /// NTP's four timestamps: client send t0 (`request_start`), server receive t1, server
     /// send t2, client receive t3 (`headers`, else `first_byte`).
     /// offset = ((t1 − t0) + (t2 − t3)) / 2, round trip δ = (t3 − t0) − (t2 − t1),
-    /// error bound δ / 2 (whatever the asymmetry of the two paths).
+    /// error bound δ / 2 + r (whatever the asymmetry of the two paths), where r is the
+    /// client clock's step: t0 and t3 are read up to one step early each (a coarsened
+    /// clock floors), which moves the estimate by up to r and shrinks δ by up to r.
     NtpFourTimestamp,
 }
 
@@ -189,9 +192,14 @@ pub fn clock_offset(t: &Timeline) -> Result<Option<ClockOffset>, ClockOffsetErro
     if round_trip_ms < 0.0 {
         return Err(ClockOffsetError::NegativeRoundTrip { round_trip_ms });
     }
+    // With the true offset θ, one-way delays d1, d2 ≥ 0 and client readings floored by
+    // e0, e3 ∈ [0, r): estimate − θ = (d1 − d2) / 2 + (e0 + e3) / 2 and
+    // δ = d1 + d2 + e0 − e3, so −δ/2 ≤ estimate − θ < δ/2 + r. WebKit (r = 1 ms) fell
+    // outside δ/2 alone about one run in four.
+    let step = t.environment.timer_resolution_ms.unwrap_or(0.0).max(0.0);
     Ok(Some(ClockOffset {
         offset_ms: (t1_t0 + (t2_t0 - response_ms)) / 2.0,
-        error_bound_ms: round_trip_ms / 2.0,
+        error_bound_ms: round_trip_ms / 2.0 + step,
         round_trip_ms,
         method: ClockOffsetMethod::NtpFourTimestamp,
         source: server.source,

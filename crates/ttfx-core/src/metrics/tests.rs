@@ -521,6 +521,15 @@ fn clock_offset_by_ntp_four_timestamps() {
         (500.0, 40.0, 80.0)
     );
 
+    // A coarse client clock widens the bound by its step (reads floor by up to a step).
+    let mut coarse = t.clone();
+    coarse.environment.timer_resolution_ms = Some(1.0);
+    let c = RequestMetrics::compute(&coarse)
+        .unwrap()
+        .clock_offset
+        .unwrap();
+    assert_eq!((c.offset_ms, c.error_bound_ms), (500.0, 41.0));
+
     // At real epoch scale (~1.7e12 ms) the arithmetic must not lose the fraction:
     // t1 − t0 = 150, t2 − t0 = 154, headers 182.4 → offset (150 + 154 − 182.4) / 2 = 60.8,
     // round trip 182.4 − 4 = 178.4.
