@@ -616,23 +616,33 @@ function engineInfo() {
   return [null, null, ua];
 }
 
-// The smallest step of performance.now(), by watching it change a few times (at most
-// about 2 ms of spinning).
+// The smallest step of performance.now(), by watching it change: 8 changes, or 2 once
+// 2 ms have passed (a 1 ms clock), so at most about 2 ms of spinning, once per page. Until
+// two changes are seen it spins on, to 5 ms at most: a thread descheduled mid-spin (a
+// loaded machine) still gets a step from the second, where stopping at 2 ms left WebKit's
+// reports without one. A coarser clock (resistFingerprinting: 16.7–100 ms) gets its step
+// when it happens to change within the 5 ms, else none.
 function timerResolution() {
   let best = Infinity;
   let last = performance.now();
-  const deadline = last + 2;
+  const start = last;
   for (let changes = 0; changes < 8; ) {
     const t = performance.now();
-    if (t > deadline) break;
     if (t !== last) {
       best = Math.min(best, t - last);
       last = t;
       changes += 1;
+      if (changes >= 2 && t - start >= 2) break;
     }
+    if (t - start > 5) break;
   }
   return Number.isFinite(best) ? best : null;
 }
+
+// Measured once per page (it cannot change: isolation is fixed when the page loads); a
+// failed measurement is tried again by the next probe.
+let pageClockStep = null;
+const clockStep = () => (pageClockStep = pageClockStep || timerResolution());
 
 // ---------------------------------------------------------------------------------------
 // Options.
@@ -719,7 +729,7 @@ export class Probe {
     this.fetch = globalThis.fetch;
     this.host = this.options.analysis ? new AnalysisHost(this.options.analysis) : (pageHost = pageHost || new AnalysisHost(null));
     const [engine, engineVersion, userAgent] = engineInfo();
-    this.environment = [engine, engineVersion, userAgent, globalThis.crossOriginIsolated === true ? true : globalThis.crossOriginIsolated === false ? false : null, timerResolution()];
+    this.environment = [engine, engineVersion, userAgent, globalThis.crossOriginIsolated === true ? true : globalThis.crossOriginIsolated === false ? false : null, clockStep()];
     this.inFlight = 0;
   }
 
