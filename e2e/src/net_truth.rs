@@ -39,8 +39,15 @@ enum NetworkRecord {
 /// What the engine's network record says about a run's first byte.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NetworkTruth {
-    /// Chromium: the first `Network.dataReceived`, epoch ms.
-    DataReceived { unix_ms: f64 },
+    /// Chromium: the first `Network.dataReceived`, epoch ms (through the request's
+    /// `wallTime`) and page ms (through the response's `receiveHeadersStart`, the
+    /// moment the page's Resource Timing names `responseStart`); `tie_check_ms`, how far
+    /// the same tie made at `sendStart` (Resource Timing's `requestStart`) lands from it.
+    DataReceived {
+        unix_ms: f64,
+        page_ms: Option<f64>,
+        tie_check_ms: Option<f64>,
+    },
     /// Firefox: the BiDi record's `responseStart` and `network.responseStarted` event.
     Bidi(bidi_network::BidiResponse),
     /// WebKit: Resource Timing `responseStart`, page ms (performance.now()'s clock).
@@ -81,9 +88,35 @@ impl NetSample {
     /// Firefox the BiDi `responseStart` mapped by its `timeOrigin`.
     pub fn probe_minus_network_ms(&self) -> Option<f64> {
         match &self.network {
-            NetworkTruth::DataReceived { unix_ms } => Some(self.probe_unix_ms - unix_ms),
+            NetworkTruth::DataReceived {
+                page_ms: Some(page_ms),
+                ..
+            } => Some(self.probe_page_ms - page_ms),
+            NetworkTruth::DataReceived { unix_ms, .. } => Some(self.probe_unix_ms - unix_ms),
             NetworkTruth::ResponseStart { page_ms } => Some(self.probe_page_ms - page_ms),
             NetworkTruth::Bidi(r) => Some(self.probe_unix_ms - r.response_start_unix_ms()?),
+        }
+    }
+
+    /// Whether [`probe_minus_network_ms`](Self::probe_minus_network_ms) compares on the
+    /// page clock (else on the system clock, through the page's skew).
+    pub fn network_on_page_clock(&self) -> bool {
+        matches!(
+            self.network,
+            NetworkTruth::ResponseStart { .. }
+                | NetworkTruth::DataReceived {
+                    page_ms: Some(_),
+                    ..
+                }
+        )
+    }
+
+    /// Chromium: the probe's first byte minus `dataReceived` placed on the system clock
+    /// through `wallTime` (the other mapping, for comparison).
+    pub fn probe_minus_data_received_wall_ms(&self) -> Option<f64> {
+        match &self.network {
+            NetworkTruth::DataReceived { unix_ms, .. } => Some(self.probe_unix_ms - unix_ms),
+            _ => None,
         }
     }
 
@@ -227,9 +260,25 @@ impl NetLab {
         let received = number(&record["received_unix_ms"], "the record's received_unix_ms")?;
         let first_chunk = number(&record["chunks"][0]["at_ms"], "the record's first chunk")?;
         let network = match &self.record {
-            NetworkRecord::DevTools(d) => NetworkTruth::DataReceived {
-                unix_ms: d.first_data(&id).await?.first_data_unix_ms,
-            },
+            NetworkRecord::DevTools(d) => {
+                let data = d.first_data(&id).await?;
+                let rt = &out["resourceTiming"];
+                // The monotonic clock's offset from the page's, where both name the
+                // response's start.
+                let tie = data
+                    .headers_start_ticks_ms
+                    .zip(rt["responseStart"].as_f64())
+                    .map(|(ticks, page)| ticks - page);
+                let check = tie
+                    .zip(data.send_start_ticks_ms)
+                    .zip(rt["requestStart"].as_f64())
+                    .map(|((tie, ticks), page)| ticks - page - tie);
+                NetworkTruth::DataReceived {
+                    unix_ms: data.first_data_unix_ms,
+                    page_ms: tie.map(|tie| data.first_data_ticks_ms - tie),
+                    tie_check_ms: check,
+                }
+            }
             NetworkRecord::Bidi(b) => NetworkTruth::Bidi(b.response(&url).await?),
             NetworkRecord::ResourceTiming => NetworkTruth::ResponseStart {
                 page_ms: number(

@@ -13,7 +13,7 @@
 use anyhow::{Context, bail};
 use ttfx_core::stats::Summary;
 use ttfx_e2e::engines::Engine;
-use ttfx_e2e::net_truth::{ClockSamples, NetLab, NetSample};
+use ttfx_e2e::net_truth::{ClockSamples, NetLab, NetSample, NetworkTruth};
 
 struct Args {
     runs: usize,
@@ -146,11 +146,29 @@ fn report(samples: &[NetSample], failures: usize) {
         .collect();
     let engine = samples.first().map_or("?", |s| s.engine.name());
     let truth = match engine {
-        "chromium" => "DevTools Network.dataReceived",
+        "chromium" => "DevTools Network.dataReceived, on the page clock",
         "firefox" => "BiDi responseStart",
         _ => "Resource Timing responseStart",
     };
     line(&format!("probe − network record ({truth})"), &network);
+    let wall: Vec<f64> = samples
+        .iter()
+        .filter_map(NetSample::probe_minus_data_received_wall_ms)
+        .collect();
+    if !wall.is_empty() {
+        line("probe − dataReceived through wallTime (wall clock)", &wall);
+        let ties: Vec<f64> = samples
+            .iter()
+            .filter_map(|s| match s.network {
+                NetworkTruth::DataReceived { tie_check_ms, .. } => tie_check_ms,
+                _ => None,
+            })
+            .collect();
+        line(
+            "monotonic-to-page tie at sendStart − at receiveHeadersStart",
+            &ties,
+        );
+    }
     line(
         "probe − server send (wall clock, page mapped with skew)",
         &server,

@@ -3,10 +3,13 @@
 //! here on a DevTools client of its own so each run's events are read as they come.
 //!
 //! `Network.dataReceived` is the renderer's loader receiving body bytes from the network
-//! service; its `timestamp` is Chromium's monotonic clock in seconds. The request's
-//! `Network.requestWillBeSent` carries the same clock's `timestamp` and `wallTime`
-//! (seconds since the epoch, the system clock) read together, which places the
-//! monotonic times on the system clock.
+//! service; its `timestamp` is Chromium's monotonic clock in seconds. Two ways to set it
+//! beside the page: the response's `timing` (`requestTime` + `receiveHeadersStart`) is the
+//! moment the page's Resource Timing entry names `responseStart`, which ties the monotonic
+//! clock to the page clock to within the page clock's step (checked by making the same tie
+//! at `sendStart` / `requestStart`: within one step in every run of the bench); and the
+//! request's `Network.requestWillBeSent` carries `timestamp` beside `wallTime` (the system
+//! clock), a mapping measured up to 0.26 ms off, kept for comparison.
 
 use std::time::Duration;
 
@@ -16,13 +19,21 @@ use tokio::sync::{Mutex, mpsc};
 
 use crate::cdp::{Cdp, Event};
 
-/// The first body bytes of one request as DevTools saw them, on the system clock.
+/// The first body bytes of one request as DevTools saw them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FirstData {
     /// `requestWillBeSent.wallTime`, epoch ms.
     pub request_unix_ms: f64,
     /// The first `dataReceived`, epoch ms (through the request's wallTime).
     pub first_data_unix_ms: f64,
+    /// The first `dataReceived` on the monotonic clock, ms.
+    pub first_data_ticks_ms: f64,
+    /// `responseReceived`'s `response.timing.requestTime` plus its `receiveHeadersStart`,
+    /// monotonic ms: the moment Resource Timing names `responseStart`, which ties the
+    /// monotonic clock to the page's.
+    pub headers_start_ticks_ms: Option<f64>,
+    /// The same plus `sendStart`: Resource Timing's `requestStart` (the tie's check).
+    pub send_start_ticks_ms: Option<f64>,
 }
 
 /// The request that carried `x-request-id: id`, and its first `dataReceived`.
@@ -49,9 +60,20 @@ pub fn first_data(events: &[Event], id: &str) -> Option<FirstData> {
         .filter(|e| e.method == "Network.dataReceived" && e.params["requestId"] == request_id)
         .filter_map(|e| e.params["timestamp"].as_f64())
         .min_by(f64::total_cmp)?;
+    let timing = events
+        .iter()
+        .find(|e| e.method == "Network.responseReceived" && e.params["requestId"] == request_id)
+        .map(|e| &e.params["response"]["timing"]);
+    let at = |name: &str| {
+        let timing = timing?;
+        Some(timing["requestTime"].as_f64()? * 1000.0 + timing[name].as_f64()?)
+    };
     Some(FirstData {
         request_unix_ms: wall * 1000.0,
         first_data_unix_ms: (wall + (first - sent)) * 1000.0,
+        first_data_ticks_ms: first * 1000.0,
+        headers_start_ticks_ms: at("receiveHeadersStart"),
+        send_start_ticks_ms: at("sendStart"),
     })
 }
 
