@@ -38,7 +38,7 @@ fn early_bound(step: f64, on_system_clock: bool, truth_ms: f64) -> f64 {
 /// and the page's Resource Timing `responseStart` name the same moment, the latter
 /// coarsened to the step (the same tie made at `sendStart`/`requestStart` agreed within
 /// one step in the bench); without an entry, through `requestWillBeSent`'s `wallTime`,
-/// which the bench found up to 0.26 ms off. The server's and BiDi's stamps are µs
+/// which the bench found up to 0.68 ms off that tie (1 ms allowed). The server's and BiDi's stamps are µs
 /// figures (0.05 ms). Resource Timing: none (the page's own clock, coarsened like the
 /// probe's).
 fn truth_error_ms(s: &NetSample, step: f64) -> f64 {
@@ -46,7 +46,7 @@ fn truth_error_ms(s: &NetSample, step: f64) -> f64 {
         NetworkTruth::DataReceived {
             page_ms: Some(_), ..
         } => step,
-        NetworkTruth::DataReceived { .. } => 0.3,
+        NetworkTruth::DataReceived { .. } => 1.0,
         NetworkTruth::Bidi(_) => 0.05,
         NetworkTruth::ResponseStart { .. } => 0.0,
     }
@@ -111,7 +111,7 @@ async fn first_byte_is_never_before_the_engines_network_record_or_the_servers_se
         // headers' (sent a fraction of a ms before the chunk).
         match &s.network {
             NetworkTruth::DataReceived { unix_ms, .. } => assert!(
-                unix_ms - s.server_unix_ms >= -0.3,
+                unix_ms - s.server_unix_ms >= -1.0,
                 "DevTools saw data {:.3} ms before the server sent it: {s:?}",
                 s.server_unix_ms - unix_ms
             ),
