@@ -95,5 +95,26 @@ async function netRun({ url, init = {}, id }) {
   };
 }
 
-window.harness = { netRun, clockSamples };
+// The same request without the probe: the page clock read just before `fetch` is
+// called, for the delay from there to the engine's own record of the request.
+async function plainRun({ url, init = {}, id }) {
+  performance.clearResourceTimings();
+  const headers = { ...(init.headers || {}), "x-request-id": id };
+  const requestStart = performance.now();
+  const response = await fetch(url, { ...init, headers });
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done } = await reader.read();
+    if (done) break;
+  }
+  const href = new URL(url, location.href).href;
+  let entry = null;
+  for (let i = 0; i < 100 && !entry; i++) {
+    entry = performance.getEntriesByName(href, "resource").pop() || null;
+    if (!entry) await sleep(10);
+  }
+  return { requestStart, resourceTiming: entry && { requestStart: entry.requestStart, responseStart: entry.responseStart } };
+}
+
+window.harness = { netRun, plainRun, clockSamples };
 document.getElementById("status").textContent = "ready";

@@ -47,6 +47,9 @@ pub enum NetworkTruth {
         unix_ms: f64,
         page_ms: Option<f64>,
         tie_check_ms: Option<f64>,
+        /// `requestWillBeSent` minus the probe's `request_start`, on the page clock (what
+        /// `ttfx run`'s DevTools check takes as 0).
+        request_sent_after_start_ms: Option<f64>,
     },
     /// Firefox: the BiDi record's `responseStart` and `network.responseStarted` event.
     Bidi(bidi_network::BidiResponse),
@@ -226,15 +229,7 @@ impl NetLab {
     pub async fn run(&self, delay_ms: u32) -> anyhow::Result<NetSample> {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
         let id = format!("netbyte-{}-{}-{n}", std::process::id(), self.engine.name());
-        let url = format!(
-            "{}sim/default/v1/chat/completions?queue_ms={delay_ms}&ttft_ms={delay_ms}&output_tokens=8&tokens_per_second=200&seed={n}",
-            self.server.url
-        );
-        let init = json!({
-            "method": "POST",
-            "headers": { "content-type": "application/json" },
-            "body": ttfx_core::ChatApi::OpenAiChat.streaming_body("sim", "hi"),
-        });
+        let (url, init) = self.request(delay_ms, n);
         let out = page::call(
             &self.client,
             "netRun",
@@ -277,6 +272,8 @@ impl NetLab {
                     unix_ms: data.first_data_unix_ms,
                     page_ms: tie.map(|tie| data.first_data_ticks_ms - tie),
                     tie_check_ms: check,
+                    request_sent_after_start_ms: tie
+                        .map(|tie| data.request_ticks_ms - tie - request_start),
                 }
             }
             NetworkRecord::Bidi(b) => NetworkTruth::Bidi(b.response(&url).await?),
@@ -311,6 +308,50 @@ impl NetLab {
                 .as_f64()
                 .zip(offset["error_bound_ms"].as_f64()),
         })
+    }
+
+    /// Chromium: one request without the probe, and DevTools' `requestWillBeSent` minus
+    /// the page clock read just before `fetch` was called (page clock, through the
+    /// `receiveHeadersStart` tie); `None` in other engines or without the tie.
+    pub async fn plain_request_sent_after_fetch_ms(
+        &self,
+        delay_ms: u32,
+    ) -> anyhow::Result<Option<f64>> {
+        let NetworkRecord::DevTools(d) = &self.record else {
+            return Ok(None);
+        };
+        let n = self.runs.fetch_add(1, Ordering::Relaxed);
+        let id = format!("netbyte-{}-plain-{n}", std::process::id());
+        let (url, init) = self.request(delay_ms, n);
+        let out = page::call(
+            &self.client,
+            "plainRun",
+            json!({ "url": url, "init": init, "id": id }),
+        )
+        .await?;
+        let data = d.first_data(&id).await?;
+        let (Some(start), Some(rt), Some(ticks)) = (
+            out["requestStart"].as_f64(),
+            out["resourceTiming"]["responseStart"].as_f64(),
+            data.headers_start_ticks_ms,
+        ) else {
+            return Ok(None);
+        };
+        Ok(Some(data.request_ticks_ms - (ticks - rt) - start))
+    }
+
+    /// The simulator's URL for run `n` and the request's init.
+    fn request(&self, delay_ms: u32, n: u32) -> (String, Value) {
+        let url = format!(
+            "{}sim/default/v1/chat/completions?queue_ms={delay_ms}&ttft_ms={delay_ms}&output_tokens=8&tokens_per_second=200&seed={n}",
+            self.server.url
+        );
+        let init = json!({
+            "method": "POST",
+            "headers": { "content-type": "application/json" },
+            "body": ttfx_core::ChatApi::OpenAiChat.streaming_body("sim", "hi"),
+        });
+        (url, init)
     }
 
     /// `count` reads of the page clock against the system clock.

@@ -168,6 +168,20 @@ fn report(samples: &[NetSample], failures: usize) {
             "monotonic-to-page tie at sendStart − at receiveHeadersStart",
             &ties,
         );
+        let sent: Vec<f64> = samples
+            .iter()
+            .filter_map(|s| match s.network {
+                NetworkTruth::DataReceived {
+                    request_sent_after_start_ms,
+                    ..
+                } => request_sent_after_start_ms,
+                _ => None,
+            })
+            .collect();
+        line(
+            "requestWillBeSent − the probe's request_start (page clock)",
+            &sent,
+        );
     }
     line(
         "probe − server send (wall clock, page mapped with skew)",
@@ -251,6 +265,23 @@ async fn main() -> anyhow::Result<()> {
                 }
             }
             report(&samples, failures);
+            let mut gaps = Vec::new();
+            for i in 0..args.runs.min(30) {
+                match lab
+                    .plain_request_sent_after_fetch_ms(20 + (i as u32 * 37) % 180)
+                    .await
+                {
+                    Ok(Some(gap)) => gaps.push(gap),
+                    Ok(None) => break,
+                    Err(e) => eprintln!("{} plain run {i}: {e:#}", engine.name()),
+                }
+            }
+            if !gaps.is_empty() {
+                line(
+                    "requestWillBeSent − performance.now() just before a plain fetch() (no probe)",
+                    &gaps,
+                );
+            }
             lab.close().await?;
         }
     }

@@ -26,6 +26,8 @@ pub struct FirstData {
     pub request_unix_ms: f64,
     /// The first `dataReceived`, epoch ms (through the request's wallTime).
     pub first_data_unix_ms: f64,
+    /// `requestWillBeSent` on the monotonic clock, ms.
+    pub request_ticks_ms: f64,
     /// The first `dataReceived` on the monotonic clock, ms.
     pub first_data_ticks_ms: f64,
     /// `responseReceived`'s `response.timing.requestTime` plus its `receiveHeadersStart`,
@@ -71,6 +73,7 @@ pub fn first_data(events: &[Event], id: &str) -> Option<FirstData> {
     Some(FirstData {
         request_unix_ms: wall * 1000.0,
         first_data_unix_ms: (wall + (first - sent)) * 1000.0,
+        request_ticks_ms: sent * 1000.0,
         first_data_ticks_ms: first * 1000.0,
         headers_start_ticks_ms: at("receiveHeadersStart"),
         send_start_ticks_ms: at("sendStart"),
@@ -159,6 +162,11 @@ mod tests {
                 "Network.dataReceived",
                 json!({"requestId": "9", "timestamp": 100.25}),
             ),
+            ev(
+                "Network.responseReceived",
+                json!({"requestId": "9", "response": {"timing":
+                    {"requestTime": 100.0, "sendStart": 0.5, "receiveHeadersStart": 240.0}}}),
+            ),
         ];
         let found = first_data(&events, "run-1").unwrap();
         assert!(
@@ -169,6 +177,16 @@ mod tests {
             (found.first_data_unix_ms - 1_700_000_000_750.0).abs() < 1e-3,
             "{found:?}"
         );
+        assert!(
+            (found.first_data_ticks_ms - 100_250.0).abs() < 1e-6,
+            "{found:?}"
+        );
+        assert!(
+            (found.request_ticks_ms - 100_000.0).abs() < 1e-6,
+            "{found:?}"
+        );
+        assert_eq!(found.headers_start_ticks_ms, Some(100_240.0));
+        assert_eq!(found.send_start_ticks_ms, Some(100_000.5));
         assert_eq!(first_data(&events, "absent"), None);
         // A request without data has no first data.
         assert_eq!(first_data(&events[..2], "run-1"), None);
