@@ -36,17 +36,12 @@ fn early_bound(step: f64, on_system_clock: bool, truth_ms: f64) -> f64 {
 /// The truth's own error, given the page clock's step. DevTools: its monotonic
 /// `dataReceived` is placed on the page clock where the response's `receiveHeadersStart`
 /// and the page's Resource Timing `responseStart` name the same moment, the latter
-/// coarsened to the step (the same tie made at `sendStart`/`requestStart` agreed within
-/// one step in the bench); without an entry, through `requestWillBeSent`'s `wallTime`,
-/// which the bench found up to 0.68 ms off that tie (1 ms allowed). The server's and BiDi's stamps are µs
-/// figures (0.05 ms). Resource Timing: none (the page's own clock, coarsened like the
-/// probe's).
+/// coarsened to the step (the same tie made at `sendStart` / `requestStart` agreed within
+/// one step in the bench). The server's and BiDi's stamps are µs figures (0.05 ms).
+/// Resource Timing: none (the page's own clock, coarsened like the probe's).
 fn truth_error_ms(s: &NetSample, step: f64) -> f64 {
     match &s.network {
-        NetworkTruth::DataReceived {
-            page_ms: Some(_), ..
-        } => step,
-        NetworkTruth::DataReceived { .. } => 1.0,
+        NetworkTruth::DataReceived { .. } => step,
         NetworkTruth::Bidi(_) => 0.05,
         NetworkTruth::ResponseStart { .. } => 0.0,
     }
@@ -107,14 +102,20 @@ async fn first_byte_is_never_before_the_engines_network_record_or_the_servers_se
             "first_byte {server:.3} ms after the server sent it: {s:?}"
         );
         // The truths themselves: an engine cannot record bytes before the server let them
-        // go. Chromium's first data is the first chunk's; BiDi's responseStart is the
-        // headers' (sent a fraction of a ms before the chunk).
+        // go. Chromium's first data is the first chunk's (placed on the system clock as the
+        // probe's time is: the tie's step, the mapping's step); BiDi's responseStart is
+        // the headers' (sent a fraction of a ms before the chunk).
         match &s.network {
-            NetworkTruth::DataReceived { unix_ms, .. } => assert!(
-                unix_ms - s.server_unix_ms >= -1.0,
-                "DevTools saw data {:.3} ms before the server sent it: {s:?}",
-                s.server_unix_ms - unix_ms
-            ),
+            NetworkTruth::DataReceived { page_ms, .. } => {
+                let page_ms = page_ms.with_context(|| format!("no DevTools tie: {s:?}"))?;
+                let unix_ms = s.time_origin + page_ms - s.skew_ms;
+                let early = early_bound(step, true, SERVER_STAMP_MS);
+                assert!(
+                    unix_ms - s.server_unix_ms >= -early,
+                    "DevTools saw data {:.3} ms before the server sent it (bound {early:.3}): {s:?}",
+                    s.server_unix_ms - unix_ms
+                );
+            }
             NetworkTruth::Bidi(r) => {
                 let start = r
                     .response_start_unix_ms()
