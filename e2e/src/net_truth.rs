@@ -64,7 +64,9 @@ pub struct NetSample {
     pub delay_ms: u32,
     /// The probe's `first_byte` on the page clock (ms since timeOrigin).
     pub probe_page_ms: f64,
-    /// The same on the system clock, through timeOrigin and the measured skew.
+    /// The same on the system clock, through timeOrigin and the measured skew. On a page
+    /// clock as coarse as `Date.now()` (WebKit's plain page, 1 ms) the skew read at the
+    /// step is the step itself, and this lands up to 1 ms late (docs/fidelity.md).
     pub probe_unix_ms: f64,
     /// The same through timeOrigin alone (the report's own mapping).
     pub probe_origin_unix_ms: f64,
@@ -86,9 +88,9 @@ pub struct NetSample {
 }
 
 impl NetSample {
-    /// The probe's first byte minus the engine's network record, ms, on the clock the
-    /// record is on: the system clock for Chromium, the page clock for WebKit; for
-    /// Firefox the BiDi `responseStart` mapped by its `timeOrigin`.
+    /// The probe's first byte minus the engine's network record, ms: on the page clock
+    /// for Chromium (through the tie; none without it) and WebKit; on the system clock
+    /// for Firefox, whose BiDi timings are epoch ms.
     pub fn probe_minus_network_ms(&self) -> Option<f64> {
         match &self.network {
             // Only through the tie: `wallTime` places it late by up to 4.9 ms (below).
