@@ -2,10 +2,12 @@
 //! real `ttfx serve` processes on ephemeral loopback ports and real browser sessions
 //! (headless Chromium and Firefox, WebKitGTK on Xvfb) over W3C WebDriver.
 
+pub mod bidi;
 pub mod browser;
 pub mod byte_server;
 pub mod cdp;
 pub mod engines;
+pub mod net_truth;
 pub mod page;
 pub mod paint_truth;
 pub mod paths;

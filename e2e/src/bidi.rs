@@ -1,0 +1,50 @@
+//! A WebDriver BiDi client for a geckodriver session opened with `webSocketUrl: true`:
+//! the session's WebSocket (`capabilities.webSocketUrl`), `session.subscribe`, and the
+//! events. BiDi's envelope is the DevTools protocol's (a command `{id, method, params}`,
+//! its answer carries the `id` with `result` or `error`, an event has `method` and
+//! `params` and no `id`), so the socket is [`Cdp`](crate::cdp::Cdp)'s.
+
+use anyhow::Context;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::cdp::{Cdp, Event};
+
+/// The capability that asks the driver for a BiDi WebSocket.
+pub const WEB_SOCKET_URL: &str = "webSocketUrl";
+
+/// A BiDi connection to one session.
+pub struct Bidi {
+    socket: Cdp,
+}
+
+impl Bidi {
+    /// Connects to the WebSocket `client`'s session names and subscribes to `events`
+    /// (e.g. `network.responseStarted`) in every browsing context.
+    pub async fn attach(
+        client: &fantoccini::Client,
+        events: &[&str],
+    ) -> anyhow::Result<(Bidi, mpsc::UnboundedReceiver<Event>)> {
+        let url = client
+            .capabilities()
+            .and_then(|caps| caps.get(WEB_SOCKET_URL))
+            .and_then(|url| url.as_str())
+            .context("the session names no webSocketUrl (the driver has no WebDriver BiDi?)")?
+            .to_owned();
+        let (socket, receiver) = Cdp::connect(&url).await?;
+        socket
+            .call("session.subscribe", json!({ "events": events }))
+            .await
+            .context("BiDi session.subscribe")?;
+        Ok((Bidi { socket }, receiver))
+    }
+
+    /// Runs a BiDi command and returns its result.
+    pub async fn call(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> anyhow::Result<serde_json::Value> {
+        self.socket.call(method, params).await
+    }
+}

@@ -1,0 +1,289 @@
+//! First byte against the network record (issue #18 points 2 and 5), per engine: N
+//! replies from `ttfx serve`'s simulator with injected delays, each read to its end
+//! through the probe, and the probe's `first_byte` minus each truth: the engine's own
+//! network record (Chromium: DevTools `Network.dataReceived`; Firefox: WebDriver BiDi's
+//! `responseStart`; WebKit: Resource Timing `responseStart`) and the server's wall-clock
+//! send of the first body chunk. Prints median, p90, p99, max and min of each, the share
+//! of runs in which the probe came earlier than the truth, and issue #18's goal lines;
+//! first, the page clock against the system clock (`performance.timeOrigin +
+//! performance.now()` − `Date.now()`). `--runs N` (default 100) per engine and page kind;
+//! `--engines chromium,firefox,webkit` (default all); `--isolated` / `--plain` for the
+//! page kind (default both).
+
+use anyhow::{Context, bail};
+use ttfx_core::stats::Summary;
+use ttfx_e2e::engines::Engine;
+use ttfx_e2e::net_truth::{ClockSamples, NetLab, NetSample, NetworkTruth};
+
+struct Args {
+    runs: usize,
+    engines: Vec<Engine>,
+    isolated: Vec<bool>,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut args = std::env::args().skip(1);
+    let mut out = Args {
+        runs: 100,
+        engines: Engine::ALL.to_vec(),
+        isolated: vec![false, true],
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--runs" => {
+                out.runs = args
+                    .next()
+                    .context("--runs needs a number")?
+                    .parse()
+                    .context("--runs needs a number")?;
+            }
+            "--engines" => {
+                let list = args.next().context("--engines needs a list")?;
+                out.engines = list
+                    .split(',')
+                    .map(|name| {
+                        Engine::ALL
+                            .into_iter()
+                            .find(|e| e.name() == name)
+                            .with_context(|| {
+                                format!("unknown engine {name} (chromium, firefox, webkit)")
+                            })
+                    })
+                    .collect::<anyhow::Result<_>>()?;
+            }
+            "--isolated" => out.isolated = vec![true],
+            "--plain" => out.isolated = vec![false],
+            other => bail!(
+                "unknown argument {other} (expected --runs N, --engines LIST, --isolated, --plain)"
+            ),
+        }
+    }
+    if out.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    Ok(out)
+}
+
+fn line(what: &str, values: &[f64]) {
+    let Some(s) = Summary::of(values) else {
+        println!("{what}: no runs");
+        return;
+    };
+    let earlier = values.iter().filter(|d| **d < 0.0).count();
+    println!(
+        "{what}: median {:+.3} ms, p90 {:+.3}, p99 {:+.3}, max {:+.3}, min {:+.3}; earlier than the \
+         truth in {earlier} of {} ({:.0} %)",
+        s.p50,
+        s.p90,
+        s.p99,
+        s.max,
+        s.min,
+        s.count,
+        100.0 * earlier as f64 / s.count as f64
+    );
+}
+
+fn goals(what: &str, values: &[f64]) {
+    let abs: Vec<f64> = values.iter().map(|d| d.abs()).collect();
+    let Some(s) = Summary::of(&abs) else { return };
+    let earlier = values.iter().filter(|d| **d < 0.0).count();
+    let met = |ok: bool| if ok { "met" } else { "not met" };
+    println!(
+        "#18 goals, {what}: median |Δ| {:.3} ms ≤ 1 → {}; p99 |Δ| {:.3} ms ≤ 5 → {}; never \
+         earlier: {earlier} earlier → {}",
+        s.p50,
+        met(s.p50 <= 1.0),
+        s.p99,
+        met(s.p99 <= 5.0),
+        met(earlier == 0)
+    );
+}
+
+fn clock(c: &ClockSamples) {
+    let s = |v: &[f64]| {
+        Summary::of(v).map_or("none".to_owned(), |s| {
+            format!(
+                "min {:+.4}, median {:+.4}, max {:+.4} (n = {})",
+                s.min, s.p50, s.max, s.count
+            )
+        })
+    };
+    println!(
+        "page clock − Date.now(), ms: at any instant {}; where Date.now() steps {}; \
+         performance.now() step {} ms; timeOrigin {:.4} (crossOriginIsolated {})",
+        s(&c.any_instant),
+        s(&c.at_step),
+        c.step_ms,
+        c.time_origin,
+        c.isolated
+    );
+    let (buckets, beyond) = c.histogram(5.0);
+    let shown: Vec<String> = buckets
+        .iter()
+        .take(6)
+        .map(|(v, share)| format!("{v:+.2}: {:.1} %", 100.0 * share))
+        .collect();
+    println!(
+        "  at any instant, most frequent values: {}; beyond ±5 ms (preempted between the two \
+         reads): {beyond}; distinct timeOrigin values over 1,000 reads: {}",
+        shown.join(", "),
+        c.distinct_origins
+    );
+}
+
+fn report(samples: &[NetSample], failures: usize) {
+    let network: Vec<f64> = samples
+        .iter()
+        .filter_map(NetSample::probe_minus_network_ms)
+        .collect();
+    let server: Vec<f64> = samples
+        .iter()
+        .map(NetSample::probe_minus_server_ms)
+        .collect();
+    let origin: Vec<f64> = samples
+        .iter()
+        .map(NetSample::origin_minus_server_ms)
+        .collect();
+    let engine = samples.first().map_or("?", |s| s.engine.name());
+    let truth = match engine {
+        "chromium" => "DevTools Network.dataReceived, on the page clock",
+        "firefox" => "BiDi responseStart",
+        _ => "Resource Timing responseStart",
+    };
+    line(&format!("probe − network record ({truth})"), &network);
+    let wall: Vec<f64> = samples
+        .iter()
+        .filter_map(NetSample::probe_minus_data_received_wall_ms)
+        .collect();
+    if !wall.is_empty() {
+        line("probe − dataReceived through wallTime (wall clock)", &wall);
+        let ties: Vec<f64> = samples
+            .iter()
+            .filter_map(|s| match s.network {
+                NetworkTruth::DataReceived { tie_check_ms, .. } => tie_check_ms,
+                _ => None,
+            })
+            .collect();
+        line(
+            "monotonic-to-page tie at sendStart − at receiveHeadersStart",
+            &ties,
+        );
+        let sent: Vec<f64> = samples
+            .iter()
+            .filter_map(|s| match s.network {
+                NetworkTruth::DataReceived {
+                    request_sent_after_start_ms,
+                    ..
+                } => request_sent_after_start_ms,
+                _ => None,
+            })
+            .collect();
+        line(
+            "requestWillBeSent − the probe's request_start (page clock)",
+            &sent,
+        );
+    }
+    line(
+        "probe − server send (wall clock, page mapped with skew)",
+        &server,
+    );
+    line(
+        "probe − server send (wall clock, timeOrigin alone)",
+        &origin,
+    );
+    let skews: Vec<f64> = samples.iter().map(|s| s.skew_ms).collect();
+    let drift: Vec<f64> = samples
+        .iter()
+        .map(|s| s.skew_after_ms - s.skew_ms)
+        .collect();
+    line("skew (page − system clock at Date.now()'s step)", &skews);
+    line("skew after the run − before", &drift);
+    let rt: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| Some(s.probe_page_ms - s.response_start_page_ms?))
+        .collect();
+    line("probe − Resource Timing responseStart (page clock)", &rt);
+    let headers: Vec<f64> = samples
+        .iter()
+        .map(|s| s.server_unix_ms - s.server_headers_unix_ms)
+        .collect();
+    line("server: first chunk − headers sent", &headers);
+    let outside: Vec<String> = samples
+        .iter()
+        .filter_map(|s| s.clock_offset)
+        .filter(|(o, b)| o.abs() > b + 0.01)
+        .map(|(o, b)| format!("{o:+.3} ± {b:.3}"))
+        .collect();
+    println!(
+        "clock_offset outside its error bound: {} of {} ({})",
+        outside.len(),
+        samples.iter().filter(|s| s.clock_offset.is_some()).count(),
+        outside.join(", ")
+    );
+    println!("runs that failed: {failures}");
+    goals(&format!("{engine} vs network record"), &network);
+    goals(&format!("{engine} vs server send"), &server);
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    println!(
+        "\n## first byte against the network record ({} runs per engine and page kind; \
+         injected delay 20–199 ms before headers and first chunk alike)",
+        args.runs
+    );
+    for engine in &args.engines {
+        for isolated in &args.isolated {
+            let flags: &[&str] = if *isolated {
+                &["--cross-origin-isolated"]
+            } else {
+                &[]
+            };
+            let kind = if *isolated {
+                "cross-origin isolated"
+            } else {
+                "plain"
+            };
+            println!("\n### {} ({kind} page)", engine.name());
+            let lab = NetLab::start(*engine, flags).await?;
+            clock(&lab.clock_samples(2000).await?);
+            let (mut samples, mut failures) = (Vec::new(), 0);
+            for i in 0..args.runs {
+                let delay = 20 + (i as u32 * 37) % 180;
+                match lab.run(delay).await {
+                    Ok(s) => {
+                        if std::env::var_os("TTFX_NET_DEBUG").is_some() {
+                            eprintln!("{s:?}");
+                        }
+                        samples.push(s)
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        eprintln!("{} run {i}: {e:#}", engine.name());
+                    }
+                }
+            }
+            report(&samples, failures);
+            let mut gaps = Vec::new();
+            for i in 0..args.runs.min(30) {
+                match lab
+                    .plain_request_sent_after_fetch_ms(20 + (i as u32 * 37) % 180)
+                    .await
+                {
+                    Ok(Some(gap)) => gaps.push(gap),
+                    Ok(None) => break,
+                    Err(e) => eprintln!("{} plain run {i}: {e:#}", engine.name()),
+                }
+            }
+            if !gaps.is_empty() {
+                line(
+                    "requestWillBeSent − performance.now() just before a plain fetch() (no probe)",
+                    &gaps,
+                );
+            }
+            lab.close().await?;
+        }
+    }
+    Ok(())
+}
