@@ -106,7 +106,8 @@ pub struct ClockOffset {
     /// Add to a client wall time to get the server's reading of the same moment.
     pub offset_ms: f64,
     /// The true offset lies within ± this of `offset_ms`: half the round trip, plus one
-    /// step of the client's clock when the report knows it (`timer_resolution_ms`).
+    /// step of the client's clock (`timer_resolution_ms`), plus, for a browser page, the
+    /// error of its wall-clock anchor `performance.timeOrigin` ([`PAGE_ANCHOR_MS`]).
     pub error_bound_ms: f64,
     /// Client wait minus server hold time.
     pub round_trip_ms: f64,
@@ -122,9 +123,10 @@ pub enum ClockOffsetMethod {
     /// NTP's four timestamps: client send t0 (`request_start`), server receive t1, server
     /// send t2, client receive t3 (`headers`, else `first_byte`).
     /// offset = ((t1 − t0) + (t2 − t3)) / 2, round trip δ = (t3 − t0) − (t2 − t1),
-    /// error bound δ / 2 + r (whatever the asymmetry of the two paths), where r is the
-    /// client clock's step: t0 and t3 are read up to one step early each (a coarsened
-    /// clock floors), which moves the estimate by up to r and shrinks δ by up to r.
+    /// error bound δ / 2 + r + a (whatever the asymmetry of the two paths), where r is
+    /// the client clock's step (t0 and t3 are read up to one step early each, which
+    /// moves the estimate by up to r and shrinks δ by up to r) and a the error of the
+    /// page clock's anchor on the system clock.
     NtpFourTimestamp,
 }
 
@@ -164,6 +166,12 @@ impl fmt::Display for ClockOffsetError {
 
 impl std::error::Error for ClockOffsetError {}
 
+/// How far a browser page's wall-clock anchor, `performance.timeOrigin + now()`, may sit
+/// from the system clock beyond its clock step: Firefox's was 0.26–0.84 ms behind on
+/// cross-origin-isolated pages, per page load; Chromium's and WebKit's within one step
+/// (docs/fidelity.md). The page cannot measure it finer than `Date.now()`'s 1 ms.
+pub const PAGE_ANCHOR_MS: f64 = 1.0;
+
 /// Estimates the clock offset; `Ok(None)` when the server reported no wall times or the
 /// client has no wall-clock anchor or response time.
 pub fn clock_offset(t: &Timeline) -> Result<Option<ClockOffset>, ClockOffsetError> {
@@ -192,14 +200,22 @@ pub fn clock_offset(t: &Timeline) -> Result<Option<ClockOffset>, ClockOffsetErro
     if round_trip_ms < 0.0 {
         return Err(ClockOffsetError::NegativeRoundTrip { round_trip_ms });
     }
-    // With the true offset θ, one-way delays d1, d2 ≥ 0 and client readings floored by
-    // e0, e3 ∈ [0, r): estimate − θ = (d1 − d2) / 2 + (e0 + e3) / 2 and
-    // δ = d1 + d2 + e0 − e3, so −δ/2 ≤ estimate − θ < δ/2 + r. WebKit (r = 1 ms) fell
-    // outside δ/2 alone about one run in four.
-    let step = t.environment.timer_resolution_ms.unwrap_or(0.0).max(0.0);
+    // With the true offset θ, one-way delays d1, d2 ≥ 0, client readings floored by
+    // e0, e3 ∈ [0, r) and the page clock off the system clock by o:
+    // estimate − θ = (d1 − d2) / 2 + (e0 + e3) / 2 + o and δ = d1 + d2 + e0 − e3, so
+    // −δ/2 − |o| ≤ estimate − θ < δ/2 + r + |o|. WebKit (r = 1 ms) fell outside δ/2
+    // alone about one run in four.
+    let page = t.environment.engine.is_some();
+    let step = match t.environment.timer_resolution_ms {
+        Some(r) if r.is_finite() && r >= 0.0 => r,
+        // A page whose step was not measured: the coarsest step of the engines.
+        _ if page => PAGE_ANCHOR_MS,
+        _ => 0.0,
+    };
+    let anchor = if page { PAGE_ANCHOR_MS } else { 0.0 };
     Ok(Some(ClockOffset {
         offset_ms: (t1_t0 + (t2_t0 - response_ms)) / 2.0,
-        error_bound_ms: round_trip_ms / 2.0 + step,
+        error_bound_ms: round_trip_ms / 2.0 + step + anchor,
         round_trip_ms,
         method: ClockOffsetMethod::NtpFourTimestamp,
         source: server.source,

@@ -521,14 +521,16 @@ fn clock_offset_by_ntp_four_timestamps() {
         (500.0, 40.0, 80.0)
     );
 
-    // A coarse client clock widens the bound by its step (reads floor by up to a step).
-    let mut coarse = t.clone();
-    coarse.environment.timer_resolution_ms = Some(1.0);
-    let c = RequestMetrics::compute(&coarse)
-        .unwrap()
-        .clock_offset
-        .unwrap();
-    assert_eq!((c.offset_ms, c.error_bound_ms), (500.0, 41.0));
+    // A browser page widens the bound by its clock's step (reads floor by up to a step)
+    // and by its timeOrigin's error; a page whose step is unknown, by 1 ms for it.
+    let mut page = t.clone();
+    page.environment.engine = Some("webkit".into());
+    page.environment.timer_resolution_ms = Some(0.5);
+    let c = RequestMetrics::compute(&page).unwrap().clock_offset.unwrap();
+    assert_eq!((c.offset_ms, c.error_bound_ms), (500.0, 41.5));
+    page.environment.timer_resolution_ms = None;
+    let c = RequestMetrics::compute(&page).unwrap().clock_offset.unwrap();
+    assert_eq!(c.error_bound_ms, 42.0);
 
     // At real epoch scale (~1.7e12 ms) the arithmetic must not lose the fraction:
     // t1 − t0 = 150, t2 − t0 = 154, headers 182.4 → offset (150 + 154 − 182.4) / 2 = 60.8,
