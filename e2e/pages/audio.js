@@ -1,0 +1,74 @@
+// The app side of first audio against the sound server: one AudioContext for the page,
+// as an app keeps one, and per run a TTS reply played by the probe's TtsPlayer on it.
+// Times go back on the system clock (epoch ms) so the test can place them among the
+// sound server's recording.
+import init, * as voice from "./pkg/voice/index.js";
+
+await init();
+
+let ctx = null;
+
+// The offset of the page's clock (performance.timeOrigin + performance.now()) from the
+// system clock that Date.now() reads: read at the instant Date.now() steps to its next
+// millisecond, the smallest of a few tries (a later read only adds). As paint.html's.
+function clockSkewMs() {
+  let best = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const before = Date.now();
+    let now;
+    while ((now = Date.now()) === before) { /* wait for the step */ }
+    best = Math.min(best, performance.timeOrigin + performance.now() - now);
+  }
+  return best;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Starts the page's AudioContext and waits until its device really plays: `running`,
+// then `currentTime` moving, then getOutputTimestamp() naming a frame at the output.
+// Returns how long each took from `new AudioContext()` (ms): the device start delay, a
+// wait before any first audio that is not the pipeline's.
+async function audioStart({ timeoutMs = 10000 } = {}) {
+  const t0 = performance.now();
+  ctx = new AudioContext();
+  const since = () => performance.now() - t0;
+  let runningMs = null, renderingMs = null, outputMs = null;
+  ctx.resume().catch(() => {});
+  while (since() < timeoutMs && outputMs === null) {
+    if (runningMs === null && ctx.state === "running") runningMs = since();
+    if (renderingMs === null && ctx.currentTime > 0) renderingMs = since();
+    const ts = typeof ctx.getOutputTimestamp === "function" ? ctx.getOutputTimestamp() : null;
+    if (ts && ts.contextTime > 0 && ts.performanceTime > 0) outputMs = since();
+    await sleep(1);
+  }
+  return {
+    state: ctx.state, runningMs, renderingMs, outputMs, sampleRate: ctx.sampleRate,
+    baseLatencyMs: ctx.baseLatency === undefined ? null : ctx.baseLatency * 1000,
+    outputLatencyMs: ctx.outputLatency === undefined ? null : ctx.outputLatency * 1000,
+    hasOutputTimestamp: typeof ctx.getOutputTimestamp === "function",
+  };
+}
+
+// One TTS reply: tts_request, the body through the player, the measurement (relative to
+// the request start) and the request start on the system clock.
+async function audioRun({ ttsUrl }) {
+  if (!ctx) throw new Error("audioStart first");
+  const skewMs = clockSkewMs();
+  const requestStart = performance.now();
+  const player = await voice.TtsPlayer.create({ context: ctx, format: "pcm16", sampleRate: 24000, requestStart });
+  const result = player.result(10000);
+  player.markRequest();
+  const response = await fetch(ttsUrl, { method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "sim", input: "Hello there, this is the first sentence." }) });
+  await player.play(response.body);
+  const measurement = await result;
+  player.stop();
+  return {
+    measurement, skewMs, state: ctx.state,
+    requestStartUnixMs: performance.timeOrigin + requestStart - skewMs,
+    outputLatencyMs: ctx.outputLatency === undefined ? null : ctx.outputLatency * 1000,
+  };
+}
+
+window.harness = { audioStart, audioRun };
+document.getElementById("status").textContent = "ready";
