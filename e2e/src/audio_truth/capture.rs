@@ -28,10 +28,11 @@ use super::pulse::SINK_RATE;
 /// and the null sink renders no further ahead than its smallest requested latency.
 pub const LATENCY_MS: u32 = 2;
 
-/// Reads before and after a frame's delivery that fix its line: a second either way is
-/// hundreds of reads, and over it the server's clock and the system clock drift apart by
-/// microseconds at most.
-const WINDOW_MS: f64 = 1000.0;
+/// Reads before and after a frame's delivery that fix its line: 300 ms either way is
+/// ~300 reads. Not longer: the recording's line moves against the system clock by about
+/// 0.5 ms a second here (`line_shift_ms`; the system's clocks agree within 3 ppm, so it
+/// is the server's pace), which over ±300 ms tilts the lowest line by 0.15 ms at most.
+const WINDOW_MS: f64 = 300.0;
 
 /// The recording so far.
 #[derive(Default)]
@@ -142,6 +143,15 @@ impl Recording {
             .filter(|(w, _)| (w - arrived).abs() <= WINDOW_MS)
             .map(|(w, f)| w - (*f as f64 - 1.0 - frame as f64) * per_frame)
             .reduce(f64::min)
+    }
+
+    /// How far the recording's line at `frame` has moved from its line at the start
+    /// (ms): the server's clock against the system clock, plus any frames the recording
+    /// lost (each lost millisecond moves it 1 ms later). Near 0 on a healthy recording.
+    pub fn line_shift_ms(&self, frame: usize) -> Option<f64> {
+        let per_frame = 1000.0 / f64::from(SINK_RATE);
+        let start = self.frame_unix_ms(0)?;
+        Some(self.frame_unix_ms(frame)? - frame as f64 * per_frame - start)
     }
 
     /// The time the read that delivered `frame` returned (epoch ms).

@@ -31,13 +31,22 @@ pub const CLOCK_RESOLUTION_MS: f64 = 1.0;
 const QUIET_MS: u64 = 150;
 
 /// What the page's `audioStart` saw: how long after `new AudioContext()` the context was
-/// running, its clock moving and its output timestamp usable (ms).
+/// running, its clock moving and its output timestamp usable (ms), and how its
+/// `outputLatency` moved afterwards.
 #[derive(Debug, Clone)]
 pub struct DeviceStart {
     pub state: String,
     pub running_ms: Option<f64>,
     pub rendering_ms: Option<f64>,
     pub output_ms: Option<f64>,
+    /// `outputLatency` when the output timestamp became usable, and its range and
+    /// number of changes over the next 2 s (Chromium's keeps moving).
+    pub first_output_latency_ms: Option<f64>,
+    pub min_output_latency_ms: Option<f64>,
+    pub max_output_latency_ms: Option<f64>,
+    pub latency_changes: u64,
+    /// Its last change in those 2 s (ms since `new AudioContext()`).
+    pub last_latency_change_ms: Option<f64>,
     pub sample_rate: f64,
     pub base_latency_ms: Option<f64>,
     pub output_latency_ms: Option<f64>,
@@ -62,6 +71,12 @@ pub struct AudioSample {
     pub line_minus_read_ms: f64,
     pub method: String,
     pub output_latency_ms: Option<f64>,
+    /// How far the probe's mapping reached from its `getOutputTimestamp()` pair to the
+    /// first audible frame, on the audio clock (ms): a stale pair shows here.
+    pub extrapolated_ms: Option<f64>,
+    /// The recording's line at the truth against its line at the start (ms; see
+    /// `Recording::line_shift_ms`).
+    pub line_shift_ms: Option<f64>,
     pub skew_ms: f64,
 }
 
@@ -132,6 +147,11 @@ impl AudioLab {
             running_ms: ms("runningMs"),
             rendering_ms: ms("renderingMs"),
             output_ms: ms("outputMs"),
+            first_output_latency_ms: ms("firstLatencyMs"),
+            min_output_latency_ms: ms("minLatencyMs"),
+            max_output_latency_ms: ms("maxLatencyMs"),
+            latency_changes: out["changes"].as_u64().unwrap_or(0),
+            last_latency_change_ms: ms("lastChangeMs"),
             sample_rate: ms("sampleRate").unwrap_or(f64::NAN),
             base_latency_ms: ms("baseLatencyMs"),
             output_latency_ms: ms("outputLatencyMs"),
@@ -189,6 +209,11 @@ impl AudioLab {
             line_minus_read_ms: truth - read,
             method: m["audio_out_method"].as_str().unwrap_or("?").to_owned(),
             output_latency_ms: output_latency,
+            line_shift_ms: self.recording.line_shift_ms(frame),
+            extrapolated_ms: output["first_audible_context_s"]
+                .as_f64()
+                .zip(output["output_timestamp"]["context_time_s"].as_f64())
+                .map(|(frame, ts)| (frame - ts) * 1000.0),
             skew_ms: out["skewMs"].as_f64().unwrap_or(f64::NAN),
         })
     }

@@ -76,6 +76,17 @@ async fn bench(engine: Engine, runs: usize) -> anyhow::Result<()> {
         rate = device.sample_rate;
         running.extend(device.running_ms);
         output.extend(device.output_ms);
+        println!(
+            "load {load}: running {:?} ms, output timestamp {:?} ms; outputLatency over the next \
+             2 s: {:?} at first, {:?}–{:?} ms, {} changes, the last at {:?} ms",
+            device.running_ms,
+            device.output_ms,
+            device.first_output_latency_ms,
+            device.min_output_latency_ms,
+            device.max_output_latency_ms,
+            device.latency_changes,
+            device.last_latency_change_ms
+        );
         if load == 0 {
             println!(
                 "context: {} Hz, baseLatency {:?} ms, outputLatency at start {:?} ms",
@@ -90,6 +101,13 @@ async fn bench(engine: Engine, runs: usize) -> anyhow::Result<()> {
             let ttfa = 100 + (n as u32 * 37) % 198;
             match lab.run(ttfa).await {
                 Ok(s) => {
+                    // Runs outside the test's bounds, in full, to tell a wrong probe from a
+                    // wrong truth.
+                    if s.probe_minus_truth_ms < -CLOCK_RESOLUTION_MS
+                        || s.probe_minus_truth_ms > 128_000.0 / rate + 3.0
+                    {
+                        println!("outlier, load {load} run {n} ttfa {ttfa} ms: {s:?}");
+                    }
                     diffs.push(s.probe_minus_truth_ms);
                     with_latency.extend(s.with_output_latency_minus_truth_ms);
                     after_scheduled.extend(s.truth_minus_scheduled_ms);
@@ -110,6 +128,7 @@ async fn bench(engine: Engine, runs: usize) -> anyhow::Result<()> {
         "device start: new AudioContext() → getOutputTimestamp() usable",
         &output,
     );
+
     println!(
         "first_audio_out methods: {methods:?}; runs without a truth or a first_audio_out: {failures}"
     );
