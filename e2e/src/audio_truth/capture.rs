@@ -24,14 +24,16 @@ use ttfx_webdriver::kill_group;
 
 use super::pulse::SINK_RATE;
 
-/// parec's requested latency. 2 ms: the monitor then hands over ~96 frames at a time,
-/// and the null sink renders no further ahead than its smallest requested latency.
+/// parec's requested latency. 2 ms: the monitor then hands over ~88 frames at a time,
+/// and the null sink takes it as its configured latency (the smallest requested one),
+/// the time it says it plays a sample after taking it in.
 pub const LATENCY_MS: u32 = 2;
 
 /// Reads before and after a frame's delivery that fix its line: 300 ms either way is
 /// ~300 reads. Not longer: the recording's line moves against the system clock by about
 /// 0.5 ms a second here (`line_shift_ms`; the system's clocks agree within 3 ppm, so it
-/// is the server's pace), which over ±300 ms tilts the lowest line by 0.15 ms at most.
+/// is the null sink's pace: parec alone reads +380 ppm), which over ±300 ms tilts the
+/// lowest line by 0.17 ms at most.
 const WINDOW_MS: f64 = 300.0;
 
 /// The recording so far.
