@@ -13,12 +13,11 @@ const RUNS: u32 = 5;
 /// Tones for the capture path's latency.
 const TONES: usize = 5;
 
-/// How far a tone's recorded time may lie from the moment its write began: the line
-/// lies up to one of parec's 2 ms blocks before a sample's entry (the sink hands the
-/// monitor a block at once), and after it by the pipe, pacat and the server's wake-up,
-/// measured at under 1 ms idle; 10 ms leaves room for a loaded 2-core machine and still
-/// catches a capture that lost its timing (a missed block is 2 ms, a lost read line
-/// tens of ms).
+/// How far the tones' median recorded time may lie from the moment their writes began:
+/// measured within ±0.4 ms of it in all but 1 or 2 of 20 tones (the pipe, pacat, the
+/// server's wake-up and parec's 2 ms fragments); 10 ms leaves room for a loaded 2-core
+/// machine and still catches a recording that lost its timing (a lost fragment is 2 ms,
+/// a broken line tens of ms).
 const CAPTURE_BOUND_MS: f64 = 10.0;
 
 async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
@@ -54,9 +53,10 @@ async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
         return lab.close().await;
     }
     // A frame is handed to the device with its render quantum (128 frames at the
-    // context's rate), the truth's line may lie up to one parec block before the sample
-    // entered the sink (the tones show it), and the page ties its clock to the system
-    // clock at a 1 ms step of Date.now().
+    // context's rate); the prediction names when the sink says it plays the sample, its
+    // configured latency (parec's 2 ms request) after the truth, when the sample entered
+    // it (the tones show the line is that moment); and the page ties its clock to the
+    // system clock at a 1 ms step of Date.now().
     let quantum_ms = 128.0 * 1000.0 / device.sample_rate;
     let late_bound = quantum_ms + f64::from(capture::LATENCY_MS) + CLOCK_RESOLUTION_MS;
     // Never earlier than the sample could have entered the sound server: the line lies
@@ -66,7 +66,7 @@ async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
     // A single run may be early by more: Chromium's delay estimate (outputLatency, and
     // the output timestamp made with it) now and then reads far below the stream's real
     // latency (8 ms against ~32 ms), and a frame timed then is heard later than the probe
-    // said (4 to 6 runs in 100 in the bench, up to 22 ms; docs/fidelity.md). It cannot
+    // said (0 and 6 runs in 100 in two bench runs, up to 22 ms in a test; docs/fidelity.md). It cannot
     // read below zero, so no run may be earlier than the largest latency the page saw.
     let worst_early = -(device.max_output_latency_ms.unwrap_or(0.0) + CLOCK_RESOLUTION_MS);
     let mut diffs = Vec::new();
