@@ -55,7 +55,20 @@ async function audioStart({ timeoutMs = 10000, watchMs = 2000 } = {}) {
     minLatency = Math.min(minLatency, l);
     maxLatency = Math.max(maxLatency, l);
   }
+  // What the output timestamp names, against the render clock: currentTime −
+  // contextTime and performance.now() − performanceTime, medians of 20 reads 10 ms
+  // apart. A timestamp that names the frame at the output lags the render position by
+  // about the output latency; one that names the render position does not.
+  const lags = [], ages = [];
+  for (let i = 0; outputMs !== null && i < 20; i++) {
+    const ts = ctx.getOutputTimestamp();
+    lags.push((ctx.currentTime - ts.contextTime) * 1000);
+    ages.push(performance.now() - ts.performanceTime);
+    await sleep(10);
+  }
+  const median = (v) => (v.length ? v.slice().sort((a, b) => a - b)[v.length >> 1] : null);
   return {
+    timestampLagMs: median(lags), timestampAgeMs: median(ages),
     state: ctx.state, runningMs, renderingMs, outputMs, lastChangeMs, changes, firstLatencyMs,
     minLatencyMs: minLatency === undefined ? null : minLatency * 1000,
     maxLatencyMs: maxLatency === undefined ? null : maxLatency * 1000,

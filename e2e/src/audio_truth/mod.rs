@@ -47,6 +47,11 @@ pub struct DeviceStart {
     pub latency_changes: u64,
     /// Its last change in those 2 s (ms since `new AudioContext()`).
     pub last_latency_change_ms: Option<f64>,
+    /// Medians of `currentTime − getOutputTimestamp().contextTime` and of
+    /// `performance.now() − performanceTime` (ms): what frame the timestamp names,
+    /// against the render position.
+    pub timestamp_lag_ms: Option<f64>,
+    pub timestamp_age_ms: Option<f64>,
     pub sample_rate: f64,
     pub base_latency_ms: Option<f64>,
     pub output_latency_ms: Option<f64>,
@@ -152,6 +157,8 @@ impl AudioLab {
             max_output_latency_ms: ms("maxLatencyMs"),
             latency_changes: out["changes"].as_u64().unwrap_or(0),
             last_latency_change_ms: ms("lastChangeMs"),
+            timestamp_lag_ms: ms("timestampLagMs"),
+            timestamp_age_ms: ms("timestampAgeMs"),
             sample_rate: ms("sampleRate").unwrap_or(f64::NAN),
             base_latency_ms: ms("baseLatencyMs"),
             output_latency_ms: ms("outputLatencyMs"),

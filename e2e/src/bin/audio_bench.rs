@@ -96,6 +96,14 @@ async fn bench(engine: Engine, runs: usize) -> anyhow::Result<()> {
                 device.sample_rate, device.base_latency_ms, device.output_latency_ms
             );
         }
+        // The delay a timestamp pair carries: how far its frame lags the render position,
+        // less how old it is. About base + output latency where the pair names the frame
+        // at the output; 0 where it lies on the render clock.
+        println!(
+            "load {load}: getOutputTimestamp(): currentTime − contextTime {:?} ms, \
+             performance.now() − performanceTime {:?} ms (medians of 20)",
+            device.timestamp_lag_ms, device.timestamp_age_ms
+        );
         let share = runs / LOADS + usize::from(load < runs % LOADS);
         for i in 0..share {
             let n = load + LOADS * i;
