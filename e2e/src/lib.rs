@@ -2,6 +2,7 @@
 //! real `ttfx serve` processes on ephemeral loopback ports and real browser sessions
 //! (headless Chromium and Firefox, WebKitGTK on Xvfb) over W3C WebDriver.
 
+pub mod audio_truth;
 pub mod bidi;
 pub mod browser;
 pub mod byte_server;

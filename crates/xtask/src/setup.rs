@@ -82,6 +82,10 @@ pub enum Tool {
     Esbuild,
     /// Binaryen from npm: wasm-opt for the package's analysis wasm.
     Binaryen,
+    /// Debian's `pulseaudio` and `pulseaudio-utils` (root to install): the sound server
+    /// the first-audio truth plays into (a null sink) and records (`parec`, `pacat`,
+    /// `pactl`); its e2e test and bench start and stop the server themselves.
+    SoundServer,
     /// Firefox + geckodriver, WebKitGTK + WebKitWebDriver and Xvfb: the e2e tests in
     /// those engines and `ttfx run --browser firefox|webkit` (root for the Debian
     /// packages).
@@ -103,23 +107,26 @@ pub const PROBE_PKG_TOOLS: &[Tool] = &[
     Tool::Binaryen,
 ];
 /// `cargo xtask bench`: the lab page, the probe package and the probe's cost in
-/// headless Chromium.
+/// headless Chromium; the sound server for first audio against it (`bench fidelity`).
 pub const BENCH_TOOLS: &[Tool] = &[
     Tool::WasmTarget,
     Tool::WasmBindgenCli,
     Tool::Trunk,
     Tool::Chromium,
+    Tool::SoundServer,
     Tool::Node,
     Tool::Esbuild,
     Tool::Binaryen,
 ];
 /// `cargo xtask test` and plain `cargo xtask setup`: every stage's tools (wasm tests in
-/// Chromium, e2e in Chromium, Firefox and WebKit, the package's `.d.ts` under tsc).
+/// Chromium, e2e in Chromium, Firefox and WebKit, the package's `.d.ts` under tsc, first
+/// audio against the sound server).
 pub const TEST_TOOLS: &[Tool] = &[
     Tool::WasmTarget,
     Tool::WasmBindgenCli,
     Tool::Trunk,
     Tool::Chromium,
+    Tool::SoundServer,
     Tool::OtherBrowsers,
     Tool::Node,
     Tool::TypeScript,
@@ -129,16 +136,21 @@ pub const TEST_TOOLS: &[Tool] = &[
 ];
 
 pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
-    let tools: Vec<Tool> = TEST_TOOLS
-        .iter()
-        .copied()
-        .filter(|t| args.browsers == Browsers::All || *t != Tool::OtherBrowsers)
-        .collect();
-    ensure(&tools)?;
+    ensure(&setup_tools(args))?;
     // So `cargo test --target wasm32-unknown-unknown` run by hand finds Chromium's flags.
     webdriver_json::write()?;
     eprintln!("xtask setup: all tools present");
     Ok(())
+}
+
+/// What plain `cargo xtask setup` installs: the test tools, without Firefox and WebKit
+/// for `--browsers chromium`.
+fn setup_tools(args: &SetupArgs) -> Vec<Tool> {
+    TEST_TOOLS
+        .iter()
+        .copied()
+        .filter(|t| args.browsers == Browsers::All || *t != Tool::OtherBrowsers)
+        .collect()
 }
 
 /// Installs each of `tools` that is missing or at the wrong version.
@@ -160,10 +172,51 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
             Tool::Binaryen => {
                 ensure_npm_package("binaryen", BINARYEN_VERSION, &paths::wasm_opt())?;
             }
+            Tool::SoundServer => ensure_sound_server()?,
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
         }
     }
     Ok(())
+}
+
+/// PulseAudio's daemon and its command-line clients. Only installed: the e2e harness
+/// starts a server when none answers and stops what it started (e2e/src/audio_truth).
+fn ensure_sound_server() -> anyhow::Result<()> {
+    let missing = missing_debs(&[
+        ("/usr/bin/pulseaudio", "pulseaudio"),
+        ("/usr/bin/parec", "pulseaudio-utils"),
+    ]);
+    if missing.is_empty() {
+        eprintln!("xtask setup: pulseaudio and its tools present");
+        return Ok(());
+    }
+    install_debs(&missing)
+}
+
+/// The Debian packages of `debs` (binary, package) whose binary is missing.
+fn missing_debs<'a>(debs: &[(&str, &'a str)]) -> Vec<&'a str> {
+    debs.iter()
+        .filter(|(bin, _)| !Path::new(bin).is_file())
+        .map(|(_, deb)| *deb)
+        .collect()
+}
+
+/// `apt-get install` of `debs`, as root (else an error naming them).
+fn install_debs(debs: &[&str]) -> anyhow::Result<()> {
+    if !is_root() {
+        bail!(
+            "missing {}; install them as root with apt-get",
+            debs.join(", ")
+        );
+    }
+    eprintln!("xtask setup: installing Debian's {}", debs.join(", "));
+    cmd::run(Command::new("apt-get").arg("update").arg("-qq"))?;
+    cmd::run(
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq"])
+            .args(debs)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
 }
 
 fn ensure_firefox_and_webkit() -> anyhow::Result<()> {
@@ -174,26 +227,9 @@ fn ensure_firefox_and_webkit() -> anyhow::Result<()> {
         // when DISPLAY is unset.
         ("/usr/bin/Xvfb", "xvfb"),
     ];
-    let missing: Vec<&str> = debs
-        .iter()
-        .filter(|(bin, _)| !Path::new(bin).is_file())
-        .map(|(_, deb)| *deb)
-        .collect();
+    let missing = missing_debs(&debs);
     if !missing.is_empty() {
-        if !is_root() {
-            bail!(
-                "missing {}; install them as root with apt-get",
-                missing.join(", ")
-            );
-        }
-        eprintln!("xtask setup: installing Debian's {}", missing.join(", "));
-        cmd::run(Command::new("apt-get").arg("update").arg("-qq"))?;
-        cmd::run(
-            Command::new("apt-get")
-                .args(["install", "-y", "-qq"])
-                .args(&missing)
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        )?;
+        install_debs(&missing)?;
     } else {
         eprintln!("xtask setup: firefox-esr, WebKitWebDriver and Xvfb present");
     }
@@ -402,6 +438,7 @@ mod tests {
                 matches!(
                     t,
                     Tool::Chromium
+                        | Tool::SoundServer
                         | Tool::Node
                         | Tool::TypeScript
                         | Tool::Vite
@@ -432,6 +469,25 @@ mod tests {
             assert!(TEST_TOOLS.contains(&tool), "{tool:?}");
         }
         assert_eq!(SetupArgs::default().browsers, Browsers::All);
+    }
+
+    /// First audio against the sound server runs in the e2e tests (Chromium too, so
+    /// also with `--browsers chromium`) and in `bench fidelity`.
+    #[test]
+    fn test_setup_and_bench_install_the_sound_server() {
+        assert!(TEST_TOOLS.contains(&Tool::SoundServer));
+        assert!(BENCH_TOOLS.contains(&Tool::SoundServer));
+        let args = SetupArgs {
+            browsers: Browsers::Chromium,
+        };
+        assert!(setup_tools(&args).contains(&Tool::SoundServer));
+        assert!(!setup_tools(&args).contains(&Tool::OtherBrowsers));
+    }
+
+    #[test]
+    fn only_missing_packages_are_installed() {
+        let debs = [("/bin/sh", "dash"), ("/nonexistent/ttfx-tool", "ttfx-deb")];
+        assert_eq!(missing_debs(&debs), vec!["ttfx-deb"]);
     }
 
     #[test]
