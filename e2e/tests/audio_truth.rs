@@ -113,9 +113,4 @@ async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
     lab.close().await
 }
 
-engines!(
-    first_audio_out_matches_the_first_sample_the_sound_server_plays,
-    firefox = #[ignore = "FAILS in Firefox: first_audio_out ~30 ms (10–33) before the sound server \
-                plays the sample; Firefox's getOutputTimestamp() leaves out outputLatency \
-                (docs/fidelity.md)"]
-);
+engines!(first_audio_out_matches_the_first_sample_the_sound_server_plays);

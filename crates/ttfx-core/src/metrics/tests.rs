@@ -526,10 +526,16 @@ fn clock_offset_by_ntp_four_timestamps() {
     let mut page = t.clone();
     page.environment.engine = Some("webkit".into());
     page.environment.timer_resolution_ms = Some(0.5);
-    let c = RequestMetrics::compute(&page).unwrap().clock_offset.unwrap();
+    let c = RequestMetrics::compute(&page)
+        .unwrap()
+        .clock_offset
+        .unwrap();
     assert_eq!((c.offset_ms, c.error_bound_ms), (500.0, 41.5));
     page.environment.timer_resolution_ms = None;
-    let c = RequestMetrics::compute(&page).unwrap().clock_offset.unwrap();
+    let c = RequestMetrics::compute(&page)
+        .unwrap()
+        .clock_offset
+        .unwrap();
     assert_eq!(c.error_bound_ms, 42.0);
 
     // At real epoch scale (~1.7e12 ms) the arithmetic must not lose the fraction:

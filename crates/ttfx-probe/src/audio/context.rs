@@ -64,6 +64,34 @@ pub fn output_timestamp(ctx: &AudioContext) -> Option<OutputTimestamp> {
     })
 }
 
+/// `currentTime` and `performance.now()` read together: the render position now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct RenderClockRead {
+    context_time_s: f64,
+    performance_now_ms: f64,
+}
+
+impl RenderClockRead {
+    /// How much output delay an output timestamp carries, in s: how far its frame lags
+    /// the render position, less how old it is. The spec's pair names the frame at the
+    /// output, so it lags by the device's latency more than its age (Chromium: 45.0 ms
+    /// behind, 5.7 ms old, 39.3 ms ≈ `baseLatency` + `outputLatency`); Firefox's lags by
+    /// exactly its age (both = `outputLatency`), so it carries none, and mapping through
+    /// it alone came ~30 ms early against the sound server (docs/fidelity.md).
+    fn output_delay_in(&self, ts: OutputTimestamp) -> f64 {
+        (self.context_time_s - ts.context_time_s)
+            - (self.performance_now_ms - ts.performance_time_ms) / 1000.0
+    }
+}
+
+/// Below this delay an output timestamp is taken to be on the render clock: half the
+/// latency the context reports (the two cases differ by all of it), and at least one
+/// render quantum at 44.1 kHz (2.9 ms), the step in which both clocks move, so a
+/// context that reports no latency yet is not misread by one step's noise.
+fn on_render_clock_below_s(latency_s: f64) -> f64 {
+    (latency_s / 2.0).max(0.003)
+}
+
 /// Latencies as read now, and how a frame time would be mapped with them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reading {
@@ -82,12 +110,21 @@ impl Reading {
             .then(|| output_timestamp(ctx))
             .flatten()
             .filter(OutputTimestamp::usable);
+        let latency_s = base_latency_s.unwrap_or(0.0) + output_latency_s.unwrap_or(0.0);
+        let render_clock = RenderClockRead {
+            context_time_s: ctx.current_time(),
+            performance_now_ms: now_ms()?,
+        };
         let mapping = match timestamp {
-            Some(ts) => OutputMapping::Timestamp(ts),
-            None => OutputMapping::RenderClock {
-                context_time_s: ctx.current_time(),
-                performance_now_ms: now_ms()?,
-                latency_s: base_latency_s.unwrap_or(0.0) + output_latency_s.unwrap_or(0.0),
+            Some(ts) if render_clock.output_delay_in(ts) >= on_render_clock_below_s(latency_s) => {
+                OutputMapping::Timestamp(ts)
+            }
+            // A pair with no output delay in it (Firefox's) lies on the render clock: its
+            // frames are heard the device's latency after it, as with `currentTime`.
+            _ => OutputMapping::RenderClock {
+                context_time_s: render_clock.context_time_s,
+                performance_now_ms: render_clock.performance_now_ms,
+                latency_s,
             },
         };
         Ok(Reading {
@@ -116,5 +153,35 @@ impl Reading {
             self.output_latency_s = Some(late);
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(context_time_s: f64, performance_time_ms: f64) -> OutputTimestamp {
+        OutputTimestamp {
+            context_time_s,
+            performance_time_ms,
+        }
+    }
+
+    #[test]
+    fn a_pair_that_lags_by_more_than_its_age_carries_the_output_delay() {
+        let now = RenderClockRead {
+            context_time_s: 10.0,
+            performance_now_ms: 5000.0,
+        };
+        // Chromium, as measured: 45.0 ms behind the render position, 5.7 ms old.
+        let chromium = now.output_delay_in(ts(10.0 - 0.045, 5000.0 - 5.7));
+        assert!((chromium - 0.0393).abs() < 1e-9, "{chromium}");
+        assert!(chromium >= on_render_clock_below_s(0.0116 + 0.032));
+        // Firefox, as measured: behind by exactly its age (its outputLatency).
+        let firefox = now.output_delay_in(ts(10.0 - 0.03084, 5000.0 - 30.84));
+        assert!(firefox.abs() < 1e-9, "{firefox}");
+        assert!(firefox < on_render_clock_below_s(0.03084));
+        // A context that reports no latency yet: one quantum's noise is not a delay.
+        assert!(0.0029 < on_render_clock_below_s(0.0));
     }
 }

@@ -13,7 +13,7 @@ use gloo_timers::future::TimeoutFuture;
 use js_sys::{Reflect, Uint8Array};
 use ttfx_core::decode::Event;
 use ttfx_core::playback::{GaplessSchedule, first_audible_frame, pcm16_to_planar};
-use ttfx_core::timeline::AudioChunk;
+use ttfx_core::timeline::{AudioChunk, ContextState};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AudioContext, GainNode, ReadableStream, ReadableStreamDefaultReader};
@@ -24,6 +24,11 @@ use super::measurement::{AudioMeasurement, Observed};
 use super::tap::AudioTap;
 use crate::ProbeError;
 use crate::clock::now_ms;
+
+/// How long `result()` waits for a context that is not running yet to start its device:
+/// starts took 3–227 ms here and about 1 s in Chromium with a sound server when first
+/// checked (docs/fidelity.md, "Device start delay").
+const DEVICE_START_GRACE_MS: f64 = 2000.0;
 
 /// How the player measures.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -180,8 +185,9 @@ impl TtsPlayer {
     /// Waits (at most `timeout_ms`) until the first audible sample has been heard or can
     /// no longer be, then returns the measurement.
     pub async fn result(&self, timeout_ms: f64) -> Result<AudioMeasurement, ProbeError> {
-        let deadline = now_ms()? + timeout_ms.max(0.0);
-        while now_ms()? < deadline && self.may_still_hear() {
+        let started = now_ms()?;
+        let deadline = started + timeout_ms.max(0.0);
+        while now_ms()? < deadline && self.may_still_hear(now_ms()? - started) {
             TimeoutFuture::new(10).await;
         }
         let hit = self.tap.as_ref().and_then(AudioTap::hit);
@@ -200,12 +206,23 @@ impl TtsPlayer {
         self.bus.disconnect().ok();
     }
 
-    fn may_still_hear(&self) -> bool {
+    /// Whether the first audible sample may still come, `waited_ms` into `result()`.
+    fn may_still_hear(&self, waited_ms: f64) -> bool {
         let Some(tap) = &self.tap else {
             return false;
         };
-        if tap.hit().is_some() || !context::running(&self.ctx) {
+        if tap.hit().is_some() {
             return false;
+        }
+        match context::state(&self.ctx) {
+            ContextState::Running => {}
+            // A context not running yet may be starting its device (Firefox's new
+            // context is `suspended` for its first 14–31 ms): it gets a grace period. One
+            // the autoplay policy holds stays suspended, and the result says so then.
+            ContextState::Suspended | ContextState::Interrupted => {
+                return waited_ms < DEVICE_START_GRACE_MS;
+            }
+            ContextState::Closed => return false,
         }
         // Scheduled audio not yet over, plus two worklet messages' worth of slack.
         match self
