@@ -17,10 +17,12 @@ pub struct BenchArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum Section {
-    /// First paint against pixels in headless Chromium: the probe's `first_paint` per
-    /// paint method minus the first DevTools screencast frame that shows the reply.
+    /// Each milestone against an independent witness, per engine: first byte against
+    /// the engine's network record and the server's send (Chromium, Firefox, WebKit),
+    /// first paint against the page's frames (Chromium), first audio against the sound
+    /// server (Chromium, Firefox; WebKit's context does not run here).
     Fidelity {
-        /// Replies per paint method.
+        /// Runs per engine and case.
         #[arg(long, default_value_t = 100)]
         runs: usize,
     },
@@ -33,16 +35,20 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     }
 }
 
-/// First paint against pixels (`e2e/src/bin/paint_bench.rs`), with the probe package
-/// and `ttfx` built here.
+/// The fidelity benches (`e2e/src/bin/{first_byte,paint,audio}_bench.rs`, docs/fidelity.md),
+/// with the probe package and `ttfx` built here.
 fn fidelity(runs: usize) -> anyhow::Result<()> {
     setup::ensure(setup::BENCH_TOOLS)?;
     let pkg = crate::probe_pkg::build()?;
-    e2e_bench("paint_bench", &["--runs", &runs.to_string()], &pkg)
+    let runs = runs.to_string();
+    for bench in ["first_byte_bench", "paint_bench", "audio_bench"] {
+        e2e_bench(bench, &["--runs", &runs], &pkg)?;
+    }
+    Ok(())
 }
 
-/// Runs one of the e2e crate's bench binaries in headless Chromium, with `ttfx` (built
-/// here) and the probe package `pkg`.
+/// Runs one of the e2e crate's bench binaries (their browsers found as the e2e tests find
+/// them), with `ttfx` (built here) and the probe package `pkg`.
 fn e2e_bench(bin: &str, args: &[&str], pkg: &Path) -> anyhow::Result<()> {
     let ttfx = crate::lab::build_ttfx()?;
     cmd::run(

@@ -107,13 +107,14 @@ pub const PROBE_PKG_TOOLS: &[Tool] = &[
     Tool::Binaryen,
 ];
 /// `cargo xtask bench`: the lab page, the probe package and the probe's cost in
-/// headless Chromium; the sound server for first audio against it (`bench fidelity`).
+/// headless Chromium; Firefox, WebKit and the sound server for `bench fidelity`.
 pub const BENCH_TOOLS: &[Tool] = &[
     Tool::WasmTarget,
     Tool::WasmBindgenCli,
     Tool::Trunk,
     Tool::Chromium,
     Tool::SoundServer,
+    Tool::OtherBrowsers,
     Tool::Node,
     Tool::Esbuild,
     Tool::Binaryen,
