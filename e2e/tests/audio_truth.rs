@@ -72,6 +72,7 @@ async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
     // latency the page saw. The median of the runs must hold the tight bounds.
     let worst_early = -(device.max_output_latency_ms.unwrap_or(0.0) + CLOCK_RESOLUTION_MS);
     let mut diffs = Vec::new();
+    let mut render_clock = false;
     for i in 0..RUNS {
         let ttfa = 150 + 37 * i;
         let s = lab.run(ttfa).await?;
@@ -94,8 +95,18 @@ async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
              {s:?}",
             s.probe_minus_truth_ms
         );
+        render_clock |= s.method == "worklet_plus_latency";
         diffs.push(s.probe_minus_truth_ms);
     }
+    // Mapped through the render clock (Firefox: its output timestamp carries no delay),
+    // `currentTime` moves a render quantum at a time while `performance.now()` is read
+    // anywhere within one, so the reading may be up to a quantum early as well (seen:
+    // −2.71 ms at the most in 100 runs, against a 2.90 ms quantum).
+    let early_bound = if render_clock {
+        early_bound - quantum_ms
+    } else {
+        early_bound
+    };
     // The typical run: the median holds to the tight bounds.
     diffs.sort_by(f64::total_cmp);
     let median = diffs[diffs.len() / 2];
