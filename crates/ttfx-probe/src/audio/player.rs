@@ -25,9 +25,9 @@ use super::tap::AudioTap;
 use crate::ProbeError;
 use crate::clock::now_ms;
 
-/// How long `result()` waits for a context that is not running yet to start its device:
-/// starts took 3–227 ms here and about 1 s in Chromium with a sound server when first
-/// checked (docs/fidelity.md, "Device start delay").
+/// How long after making its own context the player waits for it to start its device
+/// (in `result()`): starts took 3–227 ms here and about 1 s in Chromium with a sound
+/// server when first checked (docs/fidelity.md, "Device start delay").
 const DEVICE_START_GRACE_MS: f64 = 2000.0;
 
 /// How the player measures.
@@ -67,6 +67,10 @@ pub struct TtsPlayer {
     pending: RefCell<Vec<i16>>,
     format: RefCell<Option<(u32, u16)>>,
     schedule: RefCell<Option<GaplessSchedule>>,
+    /// Until when (page time) a context the player made itself may still be starting:
+    /// an app's context that is suspended was suspended by the app or its autoplay
+    /// policy, and gets no such wait.
+    own_context_starting_until_ms: Option<f64>,
     _on_state: Closure<dyn FnMut()>,
 }
 
@@ -77,9 +81,12 @@ impl TtsPlayer {
         ctx: Option<AudioContext>,
         options: PlayerOptions,
     ) -> Result<TtsPlayer, ProbeError> {
-        let ctx = match ctx {
-            Some(ctx) => ctx,
-            None => AudioContext::new().map_err(|e| ProbeError::browser("new AudioContext", &e))?,
+        let (ctx, own_context_starting_until_ms) = match ctx {
+            Some(ctx) => (ctx, None),
+            None => (
+                AudioContext::new().map_err(|e| ProbeError::browser("new AudioContext", &e))?,
+                Some(now_ms()? + DEVICE_START_GRACE_MS),
+            ),
         };
         let bus = ctx
             .create_gain()
@@ -124,6 +131,7 @@ impl TtsPlayer {
             pending: RefCell::new(Vec::new()),
             format: RefCell::new(None),
             schedule: RefCell::new(None),
+            own_context_starting_until_ms,
             _on_state: on_state,
         })
     }
@@ -185,9 +193,8 @@ impl TtsPlayer {
     /// Waits (at most `timeout_ms`) until the first audible sample has been heard or can
     /// no longer be, then returns the measurement.
     pub async fn result(&self, timeout_ms: f64) -> Result<AudioMeasurement, ProbeError> {
-        let started = now_ms()?;
-        let deadline = started + timeout_ms.max(0.0);
-        while now_ms()? < deadline && self.may_still_hear(now_ms()? - started) {
+        let deadline = now_ms()? + timeout_ms.max(0.0);
+        while now_ms()? < deadline && self.may_still_hear(now_ms()?) {
             TimeoutFuture::new(10).await;
         }
         let hit = self.tap.as_ref().and_then(AudioTap::hit);
@@ -206,8 +213,8 @@ impl TtsPlayer {
         self.bus.disconnect().ok();
     }
 
-    /// Whether the first audible sample may still come, `waited_ms` into `result()`.
-    fn may_still_hear(&self, waited_ms: f64) -> bool {
+    /// Whether the first audible sample may still come, at page time `now`.
+    fn may_still_hear(&self, now: f64) -> bool {
         let Some(tap) = &self.tap else {
             return false;
         };
@@ -216,11 +223,13 @@ impl TtsPlayer {
         }
         match context::state(&self.ctx) {
             ContextState::Running => {}
-            // A context not running yet may be starting its device (Firefox's new
-            // context is `suspended` for its first 14–31 ms): it gets a grace period. One
-            // the autoplay policy holds stays suspended, and the result says so then.
+            // The player's own new context may be starting its device (Firefox's is
+            // `suspended` for its first 14–31 ms). One the app or its autoplay policy
+            // holds stays suspended: the result says so at once.
             ContextState::Suspended | ContextState::Interrupted => {
-                return waited_ms < DEVICE_START_GRACE_MS;
+                return self
+                    .own_context_starting_until_ms
+                    .is_some_and(|until| now < until);
             }
             ContextState::Closed => return false,
         }
