@@ -136,7 +136,7 @@ impl Call {
         dialect: DialectKind,
         error_body: impl FnOnce(u16, &str) -> Value,
     ) -> Result<front::Front, Response> {
-        front::hold(self, parsed, dialect, error_body).await
+        front::hold(self, parsed, self.arrival.at, dialect, error_body).await
     }
 }
 
