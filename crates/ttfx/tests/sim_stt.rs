@@ -536,3 +536,26 @@ async fn every_bad_upload_is_a_clear_4xx() {
         Some("*")
     );
 }
+
+#[tokio::test]
+async fn a_file_that_is_not_wav_is_accepted_without_a_length() {
+    let server = ServeProcess::start(ttfx(), &[]).unwrap();
+    let url = format!(
+        "{}sim/default/v1/audio/transcriptions?stt_first_partial_ms=0&stt_final_ms=0",
+        server.url
+    );
+    // A WebM's EBML magic and some bytes: what a browser's MediaRecorder uploads.
+    let webm = [&b"\x1a\x45\xdf\xa3"[..], &[7u8; 4_000]].concat();
+    let body = form(&[
+        ("file", Some("speech.webm"), &webm),
+        ("model", None, b"gpt-4o-transcribe"),
+    ]);
+    let c = send(&url, body, &multipart(), "stt-webm").await;
+    assert_eq!(c.status, 200, "{}", c.text());
+    let reply: Value = serde_json::from_slice(&c.body()).unwrap();
+    assert_eq!(reply["text"], DEFAULT_TRANSCRIPT);
+    assert_eq!(reply["usage"]["input_token_details"]["audio_tokens"], 0);
+    let r = record(&server.url, "stt-webm").await;
+    assert_eq!(r["outcome"], "completed");
+    assert!(r["durations"].get("audio").is_none(), "{r}");
+}
