@@ -80,6 +80,11 @@ pub struct Record {
     /// Durations that are not milestones (queue, prefill; the proxy's tcp_connect,
     /// tls_handshake and connect, their sum), in ms.
     pub durations: Vec<(String, f64)>,
+    /// Moments the server knows that the stream's bytes do not show (the simulated
+    /// transcription's `upload_complete`, `stt_first_partial`, `stt_final`), in ms since
+    /// the request arrived, like the milestones; named as the client's milestones for the
+    /// same moments will be, so a gap pairs them by name.
+    pub moments: Vec<(String, f64)>,
     /// What the upstream's response headers said about its own time (proxy records;
     /// `provider_timing.rs`), each with its source.
     pub header_timings: Vec<ServerTiming>,
@@ -130,6 +135,7 @@ impl Record {
             bytes: 0,
             usage: None,
             durations: Vec::new(),
+            moments: Vec::new(),
             header_timings: Vec::new(),
             header_problems: Vec::new(),
             protocol: None,
@@ -151,12 +157,11 @@ impl Record {
             + self.profile.as_ref().map_or(0, String::capacity)
             + self.upstream.as_ref().map_or(0, String::capacity)
             + self.error.as_ref().map_or(0, String::capacity);
-        let durations = self.durations.capacity() * size_of::<(String, f64)>()
-            + self
-                .durations
-                .iter()
-                .map(|(n, _)| n.capacity())
-                .sum::<usize>();
+        let named = |list: &Vec<(String, f64)>| {
+            list.capacity() * size_of::<(String, f64)>()
+                + list.iter().map(|(n, _)| n.capacity()).sum::<usize>()
+        };
+        let durations = named(&self.durations) + named(&self.moments);
         let summary = timeline.chunk_summary.as_ref().map_or(0, |s| {
             s.bins.capacity() * size_of::<ChunkBin>()
                 + s.gaps.buckets.capacity() * size_of::<(f64, u64)>()
@@ -233,6 +238,13 @@ impl Record {
         self.account();
     }
 
+    /// A moment the bytes do not show happened at `at` (see [`Record::moments`]).
+    pub fn moment(&mut self, name: &str, at: Instant) {
+        let ms = self.ms(at);
+        self.moments.push((name.to_owned(), ms));
+        self.account();
+    }
+
     /// The milestones this server observed, in ms since the request arrived.
     /// `request_start` (the arrival itself, 0) is left out: it has no counterpart gap.
     pub fn milestones(&self) -> impl Iterator<Item = (Milestone, f64)> + '_ {
@@ -259,6 +271,7 @@ impl Record {
         };
         let milestones = self.milestones().map(|(m, ms)| (m.as_str().to_owned(), ms));
         let timings = milestones
+            .chain(self.moments.iter().cloned())
             .chain(self.durations.iter().cloned())
             .map(|(name, ms)| ServerTiming {
                 name,
@@ -412,6 +425,14 @@ pub fn to_json(r: &Record) -> Value {
         .map(|(n, ms)| (n.clone(), json!(ms)))
         .collect();
     v.insert("durations".into(), durations.into());
+    if !r.moments.is_empty() {
+        let moments: Map<String, Value> = r
+            .moments
+            .iter()
+            .map(|(n, ms)| (n.clone(), json!(ms)))
+            .collect();
+        v.insert("moments".into(), moments.into());
+    }
     if !r.header_problems.is_empty() {
         v.insert("header_problems".into(), json!(r.header_problems));
     }
@@ -470,6 +491,33 @@ mod tests {
         // What clients read back is the same record.
         let read = ttfx_core::ServerRecord::from_json(&json.to_string()).unwrap();
         assert_eq!(read.server, data);
+    }
+
+    #[test]
+    fn moments_are_ms_since_arrival_in_the_json_and_among_the_server_timings() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + std::time::Duration::from_millis(ms);
+        let mut r = Record::new("m", Kind::Sim, "/sim/x", None, t0, 1_000.0);
+        r.moment("upload_complete", at(40));
+        r.headers(200, Some("text/event-stream"), at(41));
+        r.moment("stt_first_partial", at(300));
+        r.end(RecordOutcome::Completed, at(700));
+        let json = to_json(&r);
+        assert_eq!(json["moments"]["upload_complete"], 40.0);
+        assert_eq!(json["moments"]["stt_first_partial"], 300.0);
+        let read = ttfx_core::ServerRecord::from_json(&json.to_string()).unwrap();
+        let timing = |n: &str| {
+            read.server
+                .timings
+                .iter()
+                .find(|t| t.name == n)
+                .and_then(|t| t.duration_ms)
+        };
+        assert_eq!(timing("stt_first_partial"), Some(300.0));
+        assert_eq!(timing("upload_complete"), Some(40.0));
+        // A record without moments has no member for them.
+        let plain = Record::new("p", Kind::Sim, "/sim/x", None, t0, 0.0);
+        assert!(to_json(&plain).get("moments").is_none());
     }
 
     #[test]

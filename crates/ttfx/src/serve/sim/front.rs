@@ -17,16 +17,21 @@ use crate::serve::records::{Kind, Record, RecordHandle, RecordOutcome, lock};
 pub struct Front {
     pub record: RecordHandle,
     pub queue_end: Instant,
-    timing: String,
+    /// The queue held, in ms.
+    queue_ms: f64,
+    arrival: Instant,
+    received_unix_ms: f64,
     seed: u64,
 }
 
-/// Records the request, holds it for the profile's queue, and answers an injected HTTP
-/// failure (`Err`, ready to return) in the dialect's error shape. The record decodes
-/// what is sent as `dialect`.
+/// Records the request, holds it for the profile's queue (from `queue_from`: the arrival,
+/// or for an upload the moment it was complete), and answers an injected HTTP failure
+/// (`Err`, ready to return) in the dialect's error shape. The record decodes what is
+/// sent as `dialect`.
 pub async fn hold(
     call: &Call,
     parsed: &Parsed,
+    queue_from: Instant,
     dialect: DialectKind,
     error_body: impl FnOnce(u16, &str) -> Value,
 ) -> Result<Front, Response> {
@@ -43,18 +48,19 @@ pub async fn hold(
     record.seed = Some(seed);
     let record = call.state.records.insert(record);
 
-    super::deadline::until(arrival.at + p.queue).await;
+    super::deadline::until(queue_from + p.queue).await;
     let queue_end = Instant::now();
-    let queue_ms = {
-        let mut r = lock(&record);
-        let ms = r.ms(queue_end);
-        r.duration("queue", ms);
-        ms
-    };
+    let queue_ms = queue_end
+        .saturating_duration_since(queue_from)
+        .as_secs_f64()
+        * 1000.0;
+    lock(&record).duration("queue", queue_ms);
     let front = Front {
-        timing: server_timing(queue_ms, arrival.unix_ms, arrival.unix_ms + queue_ms),
         record,
         queue_end,
+        queue_ms,
+        arrival: arrival.at,
+        received_unix_ms: arrival.unix_ms,
         seed,
     };
     let Some(Failure::Status(code)) = p.failure else {
@@ -75,8 +81,16 @@ pub async fn hold(
 }
 
 impl Front {
+    /// `Server-Timing` with the wall clock of now, when the headers leave: a reply whose
+    /// headers wait (a whole transcription) says so, not when its queue ended.
     fn decorate(&self, res: &mut Response) {
-        if let Ok(v) = HeaderValue::from_str(&self.timing) {
+        let sent = self.received_unix_ms
+            + Instant::now()
+                .saturating_duration_since(self.arrival)
+                .as_secs_f64()
+                * 1000.0;
+        let timing = server_timing(self.queue_ms, self.received_unix_ms, sent);
+        if let Ok(v) = HeaderValue::from_str(&timing) {
             res.headers_mut().insert("server-timing", v);
         }
         res.headers_mut().insert(SEED, HeaderValue::from(self.seed));

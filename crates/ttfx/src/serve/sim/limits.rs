@@ -54,8 +54,37 @@ pub const MAX_FLUSH_BYTES: usize = 256 << 10;
 /// at most 4,096 characters, about 5 minutes at this rate.
 pub const MAX_AUDIO_MS: u32 = 600_000;
 
+/// The `transcript` override, in bytes: 16 KiB is several minutes of speech (about 2,500
+/// words), longer than any utterance a voice agent waits on, and it is held once per
+/// request and cut into deltas one at a time.
+pub const MAX_TRANSCRIPT_BYTES: usize = 16 << 10;
+
+/// The audio file of one simulated transcription (`file`), in bytes: OpenAI's documented
+/// limit for `/v1/audio/transcriptions` ("File uploads are currently limited to 25 MB"),
+/// so a client that works against OpenAI works here. The file is counted as it streams in
+/// and never held: only its first [`WAV_PREFIX_BYTES`] are kept to read a WAV header.
+pub const MAX_UPLOAD_BYTES: usize = 25 << 20;
+
+/// Bytes of one form field other than the file (`model`, `language`, `prompt`, …): 64 KiB
+/// holds OpenAI's 224-token prompt many times over; a field past it is refused rather than
+/// held.
+pub const MAX_FORM_FIELD_BYTES: usize = 64 << 10;
+
+/// Form fields of one upload: OpenAI's endpoint knows about a dozen (`include[]` and
+/// `timestamp_granularities[]` may repeat); 64 refuses a form of a million empty fields.
+pub const MAX_FORM_FIELDS: usize = 64;
+
+/// The whole multipart body of an upload: the file, then up to [`MAX_FORM_FIELDS`] fields
+/// of [`MAX_FORM_FIELD_BYTES`] (4 MiB) and their part headers. axum refuses a body past it
+/// while it streams in, before the per-field counts see it.
+pub const MAX_UPLOAD_BODY_BYTES: usize = MAX_UPLOAD_BYTES + (5 << 20);
+
+/// The head of an uploaded file kept to read a WAV header: the `fmt ` and `data` chunk
+/// headers come first, after at most a few `LIST`/`bext` metadata chunks.
+pub const WAV_PREFIX_BYTES: usize = 64 << 10;
+
 /// Override pairs of one request, in its query string and in its body's `ttfx` object
-/// (each counted on its own). There are 21 keys; 64 lets a page repeat some (a later one
+/// (each counted on its own). There are 25 keys; 64 lets a page repeat some (a later one
 /// wins) and refuses a hundred thousand pairs before they are split into strings.
 pub const MAX_OVERRIDES: usize = 64;
 

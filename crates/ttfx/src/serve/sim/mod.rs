@@ -1,4 +1,4 @@
-//! Simulated LLM and TTS endpoints with known, controllable timing, at the paths the real
+//! Simulated LLM, TTS and STT endpoints with known, controllable timing, at the paths the real
 //! servers use (so an SDK's base URL can point here). Behaviour comes from a named
 //! profile, overridable per request (query string or a `ttfx` object in the JSON body);
 //! every response reports what the server actually did, measured on its own clock.
@@ -9,6 +9,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Path, Query, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
@@ -31,11 +32,12 @@ pub mod profile;
 pub mod rng;
 mod schedule;
 mod sink;
+mod stt;
 mod synth;
 mod text;
 mod tts;
 
-/// Every API of `ChatApi` at its own path, and the TTS endpoint.
+/// Every API of `ChatApi` at its own path, and the TTS and STT endpoints.
 pub fn router() -> Router<Arc<AppState>> {
     ChatApi::ALL
         .into_iter()
@@ -44,6 +46,11 @@ pub fn router() -> Router<Arc<AppState>> {
         })
         .route("/{profile}/v1/audio/speech", post(tts::handle))
         .layer(DefaultBodyLimit::max(limits::MAX_BODY_BYTES))
+        // After the layer above, so the upload's own, larger limit is the one it meets.
+        .route(
+            "/{profile}/v1/audio/transcriptions",
+            post(stt::handle).layer(DefaultBodyLimit::max(limits::MAX_UPLOAD_BODY_BYTES)),
+        )
 }
 
 fn llm_route(api: ChatApi) -> MethodRouter<Arc<AppState>> {
@@ -71,7 +78,19 @@ impl FromRequest<Arc<AppState>> for Call {
 
     async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Response> {
         let (mut parts, body) = req.into_parts();
-        let Path(profile) = Path::<String>::from_request_parts(&mut parts, state)
+        let mut call = Call::head(&mut parts, state).await?;
+        call.body = Bytes::from_request(Request::from_parts(parts, body), state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(call)
+    }
+}
+
+impl Call {
+    /// Everything but the body (left empty): for endpoints that read their body
+    /// themselves (the transcription upload, read as it streams in).
+    pub async fn head(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, Response> {
+        let Path(profile) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
         // Counted before they are split into strings.
@@ -86,10 +105,9 @@ impl FromRequest<Arc<AppState>> for Call {
             );
             (Vec::new(), Some(why))
         } else {
-            let Query(query) =
-                Query::<Vec<(String, String)>>::from_request_parts(&mut parts, state)
-                    .await
-                    .map_err(IntoResponse::into_response)?;
+            let Query(query) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
+                .await
+                .map_err(IntoResponse::into_response)?;
             (query, None)
         };
         let arrival = parts.extensions.get::<Arrival>().cloned().ok_or_else(|| {
@@ -104,16 +122,13 @@ impl FromRequest<Arc<AppState>> for Call {
             .extensions
             .get::<OriginalUri>()
             .map_or_else(|| parts.uri.path().to_owned(), |u| u.path().to_owned());
-        let body = Bytes::from_request(Request::from_parts(parts, body), state)
-            .await
-            .map_err(IntoResponse::into_response)?;
         Ok(Call {
             state: state.clone(),
             arrival,
             path,
             profile,
             query,
-            body,
+            body: Bytes::new(),
             refusal,
         })
     }
@@ -136,7 +151,7 @@ impl Call {
         dialect: DialectKind,
         error_body: impl FnOnce(u16, &str) -> Value,
     ) -> Result<front::Front, Response> {
-        front::hold(self, parsed, dialect, error_body).await
+        front::hold(self, parsed, self.arrival.at, dialect, error_body).await
     }
 }
 

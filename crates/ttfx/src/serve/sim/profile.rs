@@ -84,11 +84,21 @@ pub struct Profile {
     pub audio_chunk_ms: u32,
     /// TTS: the clip's length; None: from the input text.
     pub audio_ms: Option<u32>,
+    /// STT: upload complete to the first `transcript.text.delta`.
+    pub stt_first_partial: Duration,
+    /// STT: upload complete to the final text (`transcript.text.done`, or the whole
+    /// non-streamed reply).
+    pub stt_final: Duration,
+    /// STT: words per `transcript.text.delta`.
+    pub stt_words_per_delta: usize,
+    /// STT: the text "recognised" (a simulator cannot recognise speech); None: the
+    /// default sentence.
+    pub transcript: Option<String>,
 }
 
 use super::limits::{
     MAX_AUDIO_MS, MAX_DELAY_MS, MAX_FLUSH_BYTES, MAX_STALL_AT, MAX_TOKENS, MAX_TOKENS_PER_CHUNK,
-    shown,
+    MAX_TRANSCRIPT_BYTES, shown,
 };
 
 impl Profile {
@@ -114,6 +124,10 @@ impl Profile {
             rtf: 0.25,
             audio_chunk_ms: 100,
             audio_ms: None,
+            stt_first_partial: Duration::from_millis(300),
+            stt_final: Duration::from_millis(700),
+            stt_words_per_delta: 1,
+            transcript: None,
         }
     }
 }
@@ -177,6 +191,10 @@ pub const KEYS: &[&str] = &[
     "rtf",
     "audio_chunk_ms",
     "audio_ms",
+    "stt_first_partial_ms",
+    "stt_final_ms",
+    "stt_words_per_delta",
+    "transcript",
 ];
 
 /// A bad override: names the key, the value and what is allowed.
@@ -260,6 +278,11 @@ impl Profile {
             "rtf" => self.rtf = number(v, 0.0, 100.0)?,
             "audio_chunk_ms" => self.audio_chunk_ms = count(v, 10, 2000)? as u32,
             "audio_ms" => self.audio_ms = Some(count(v, 1, MAX_AUDIO_MS as usize)? as u32),
+            "stt_first_partial_ms" => self.stt_first_partial = millis(v)?,
+            "stt_final_ms" => self.stt_final = millis(v)?,
+            "stt_words_per_delta" => self.stt_words_per_delta = count(v, 1, MAX_TOKENS_PER_CHUNK)?,
+            // Not trimmed: the text is the client's, spaces included.
+            "transcript" => self.transcript = Some(transcript(value)?),
             _ => return Err(format!("unknown key; known: {}", KEYS.join(", "))),
         }
         Ok(())
@@ -305,6 +328,22 @@ fn stall_at(v: &str) -> Result<Vec<usize>, String> {
     at.sort_unstable();
     at.dedup();
     Ok(at)
+}
+
+/// The transcript override: bounded, and not empty (an empty transcript has no delta to
+/// time; OpenAI answers silence with an empty text, which a test can still ask for by a
+/// single space).
+fn transcript(v: &str) -> Result<String, String> {
+    if v.len() > MAX_TRANSCRIPT_BYTES {
+        return Err(format!(
+            "{} bytes, above the cap of {MAX_TRANSCRIPT_BYTES} bytes per transcript",
+            v.len()
+        ));
+    }
+    if v.is_empty() {
+        return Err("expected text (not empty)".into());
+    }
+    Ok(v.to_owned())
 }
 
 fn flag(v: &str) -> Result<bool, String> {

@@ -32,7 +32,7 @@ enum Format {
     Wav,
 }
 
-fn openai_error(status: u16, message: &str) -> Value {
+pub fn openai_error(status: u16, message: &str) -> Value {
     let kind = if status == 429 {
         "rate_limit_exceeded"
     } else if status < 500 {
@@ -43,7 +43,7 @@ fn openai_error(status: u16, message: &str) -> Value {
     json!({ "error": { "message": message, "type": kind, "param": null, "code": null } })
 }
 
-fn refuse(status: StatusCode, message: &str) -> Response {
+pub fn refuse(status: StatusCode, message: &str) -> Response {
     json_error(status, &openai_error(status.as_u16(), message))
 }
 
