@@ -365,10 +365,15 @@ function laterQueue(run) {
     // else. Guarded: this runs inside the app's read, where a throw would break its body.
     copy(at, value) {
       const started = costStart();
+      // run.guard, inlined: no closure per chunk on this path.
       let full = false;
-      run.guard(() => {
-        full = batch.add(at, value);
-      });
+      if (!run.settled) {
+        try {
+          full = batch.add(at, value);
+        } catch (e) {
+          run.fault(describe(e));
+        }
+      }
       if (full) push("flush");
       costEnd("chunk", started);
     },
