@@ -304,6 +304,10 @@ function chunkBatch(run) {
       run.oddChunk(at, "detached");
       return false;
     }
+    // A full batch whose flush task has not run yet (chunks copied back to back as they
+    // are read, in a burst) goes now: a batch holds at most one chunk past FLUSH_BYTES,
+    // where WebKit's 11 MB chunks piled up past the 16 MiB the probe may hold.
+    if (used >= FLUSH_BYTES) flush();
     if (used + value.byteLength > bytes.length) {
       const grown = new Uint8Array(Math.max(2 * bytes.length, used + value.byteLength));
       grown.set(bytes.subarray(0, used));
