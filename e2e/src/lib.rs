@@ -3,6 +3,7 @@
 //! (headless Chromium and Firefox, WebKitGTK on Xvfb) over W3C WebDriver.
 
 pub mod audio_truth;
+pub mod bench;
 pub mod bidi;
 pub mod browser;
 pub mod byte_server;

@@ -8,9 +8,7 @@
 
 mod common;
 
-use std::time::Instant;
-
-use common::{Capture, ms, record, ttfx};
+use common::{Capture, capture, ms, record, ttfx};
 use serde_json::{Value, json};
 use ttfx_e2e::ServeProcess;
 
@@ -88,26 +86,7 @@ async fn send(url: &str, body: Vec<u8>, content_type: &str, id: &str) -> Capture
         .header("x-request-id", id)
         .header("origin", "http://page.example")
         .body(body);
-    let start = Instant::now();
-    let mut response = request.send().await.unwrap();
-    let headers_at = start.elapsed();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let mut chunks = Vec::new();
-    let broken = loop {
-        match response.chunk().await {
-            Ok(Some(c)) => chunks.push((start.elapsed(), c.to_vec())),
-            Ok(None) => break None,
-            Err(e) => break Some(e.to_string()),
-        }
-    };
-    Capture {
-        status,
-        headers,
-        headers_at,
-        chunks,
-        broken,
-    }
+    capture(request).await
 }
 
 /// A WAV upload of 1.5 s at 16 kHz with `fields` beside the file.

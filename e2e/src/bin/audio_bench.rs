@@ -6,9 +6,9 @@
 //! delay (apart from time to first audio), the capture path's latency and issue #18's
 //! goal lines. `--runs N` (default 100) per engine.
 
-use anyhow::{Context, bail};
 use ttfx_core::stats::Summary;
 use ttfx_e2e::audio_truth::{AudioLab, CLOCK_RESOLUTION_MS};
+use ttfx_e2e::bench::{self, runs_flag};
 use ttfx_e2e::engines::Engine;
 
 /// Page loads per engine: each starts a new AudioContext, so the device start delay is
@@ -21,34 +21,9 @@ const MAX_OUTLIERS_SHOWN: usize = 8;
 /// Tones for the capture path's latency, per engine.
 const TONES: usize = 20;
 
-fn runs_flag() -> anyhow::Result<usize> {
-    let mut args = std::env::args().skip(1);
-    let mut runs = 100;
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--runs" => {
-                runs = args
-                    .next()
-                    .context("--runs needs a number")?
-                    .parse()
-                    .context("--runs needs a number")?;
-            }
-            other => bail!("unknown argument {other} (expected --runs N)"),
-        }
-    }
-    if runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    Ok(runs)
-}
-
 fn line(what: &str, values: &[f64]) {
     match Summary::of(values) {
-        Some(s) => println!(
-            "{what}: median {:+.2} ms, p90 {:+.2} ms, p99 {:+.2} ms, min {:+.2} ms, max {:+.2} ms \
-             (n = {})",
-            s.p50, s.p90, s.p99, s.min, s.max, s.count
-        ),
+        Some(s) => bench::line(what, &s),
         None => println!("{what}: no value"),
     }
 }

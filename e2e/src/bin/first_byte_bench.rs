@@ -12,6 +12,7 @@
 
 use anyhow::{Context, bail};
 use ttfx_core::stats::Summary;
+use ttfx_e2e::bench;
 use ttfx_e2e::engines::Engine;
 use ttfx_e2e::net_truth::{ClockSamples, NetLab, NetSample, NetworkTruth};
 
@@ -24,19 +25,13 @@ struct Args {
 fn args() -> anyhow::Result<Args> {
     let mut args = std::env::args().skip(1);
     let mut out = Args {
-        runs: 100,
+        runs: bench::DEFAULT_RUNS,
         engines: Engine::ALL.to_vec(),
         isolated: vec![false, true],
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--runs" => {
-                out.runs = args
-                    .next()
-                    .context("--runs needs a number")?
-                    .parse()
-                    .context("--runs needs a number")?;
-            }
+            "--runs" => out.runs = bench::runs_value(args.next())?,
             "--engines" => {
                 let list = args.next().context("--engines needs a list")?;
                 out.engines = list
@@ -57,9 +52,6 @@ fn args() -> anyhow::Result<Args> {
                 "unknown argument {other} (expected --runs N, --engines LIST, --isolated, --plain)"
             ),
         }
-    }
-    if out.runs == 0 {
-        bail!("--runs must be at least 1");
     }
     Ok(out)
 }

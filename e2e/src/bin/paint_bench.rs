@@ -9,35 +9,8 @@
 
 use anyhow::{Context, bail};
 use ttfx_core::stats::Summary;
+use ttfx_e2e::bench::{line, runs_flag};
 use ttfx_e2e::paint_truth::{CLOCK_RESOLUTION_MS, FRAME_INTERVAL_MS, PaintLab, PaintMethod};
-
-fn runs_flag() -> anyhow::Result<usize> {
-    let mut args = std::env::args().skip(1);
-    let mut runs = 100;
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--runs" => {
-                runs = args
-                    .next()
-                    .context("--runs needs a number")?
-                    .parse()
-                    .context("--runs needs a number")?;
-            }
-            other => bail!("unknown argument {other} (expected --runs N)"),
-        }
-    }
-    if runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    Ok(runs)
-}
-
-fn line(what: &str, s: &Summary) {
-    println!(
-        "{what}: median {:+.2} ms, p90 {:+.2} ms, p99 {:+.2} ms, min {:+.2} ms, max {:+.2} ms (n = {})",
-        s.p50, s.p90, s.p99, s.min, s.max, s.count
-    );
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -46,6 +46,12 @@ pub async fn post_with(url: &str, body: &str, headers: &[(&str, &str)]) -> Captu
     for (k, v) in headers {
         request = request.header(*k, *v);
     }
+    capture(request).await
+}
+
+/// Sends `request`, timing the headers and each chunk of the reply from just before it
+/// is sent; a broken body is kept as its error.
+pub async fn capture(request: reqwest::RequestBuilder) -> Capture {
     let start = Instant::now();
     let mut response = request.send().await.unwrap();
     let headers_at = start.elapsed();
