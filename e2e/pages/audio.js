@@ -3,24 +3,11 @@
 // Times go back on the system clock (epoch ms) so the test can place them among the
 // sound server's recording.
 import init, * as voice from "./pkg/voice/index.js";
+import { skewAtStep } from "./clock.js";
 
 await init();
 
 let ctx = null;
-
-// The offset of the page's clock (performance.timeOrigin + performance.now()) from the
-// system clock that Date.now() reads: read at the instant Date.now() steps to its next
-// millisecond, the smallest of a few tries (a later read only adds). As paint.html's.
-function clockSkewMs() {
-  let best = Infinity;
-  for (let i = 0; i < 5; i++) {
-    const before = Date.now();
-    let now;
-    while ((now = Date.now()) === before) { /* wait for the step */ }
-    best = Math.min(best, performance.timeOrigin + performance.now() - now);
-  }
-  return best;
-}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -83,7 +70,7 @@ async function audioStart({ timeoutMs = 10000, watchMs = 2000 } = {}) {
 // the request start) and the request start on the system clock.
 async function audioRun({ ttsUrl }) {
   if (!ctx) throw new Error("audioStart first");
-  const skewMs = clockSkewMs();
+  const skewMs = skewAtStep();
   const requestStart = performance.now();
   const player = await voice.TtsPlayer.create({ context: ctx, format: "pcm16", sampleRate: 24000, requestStart });
   const result = player.result(10000);

@@ -1,6 +1,7 @@
 // The app side of the probe's e2e tests: a minimal streaming chat client whose received
 // bytes are hashed, so the tests can prove the probe never changes them.
 import init, * as ttfx from "./pkg/probe.js";
+import { skewAtStep } from "./clock.js";
 
 // Promise rejections nobody handled (the probe must never leave one behind).
 window.__unhandled = [];
@@ -355,21 +356,6 @@ async function analysisWorker({ runs }) {
 }
 
 
-// The offset of the page's clock (performance.timeOrigin + performance.now()) from the
-// system clock that Date.now() reads (and the browser process, which stamps screencast
-// frames): read at the instant Date.now() steps to its next millisecond, the smallest of
-// a few tries (a later read only adds).
-function clockSkewMs() {
-  let best = Infinity;
-  for (let i = 0; i < 5; i++) {
-    const before = Date.now();
-    let now;
-    while ((now = Date.now()) === before) { /* wait for the step */ }
-    best = Math.min(best, performance.timeOrigin + performance.now() - now);
-  }
-  return best;
-}
-
 // One reply streamed into the fixed reply box of paint.html (a new element each run, as
 // Element Timing reports an element's text once), after the empty box has been on screen
 // for a while. Returns the report, the box's region (CSS px) and the wall clock of the
@@ -381,7 +367,7 @@ async function paintRun({ url, init = {} }) {
   box.append(element);
   await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
   await new Promise((resolve) => setTimeout(resolve, 50));
-  const skewMs = clockSkewMs();
+  const skewMs = skewAtStep();
   const probe = new ttfx.Probe({ label: "paint" });
   const run = probe.start();
   run.watch(element);
@@ -404,7 +390,7 @@ async function paintRun({ url, init = {} }) {
 // marker's region.
 async function frameMarks({ count = 10 }) {
   const mark = document.getElementById("mark");
-  const skewMs = clockSkewMs();
+  const skewMs = skewAtStep();
   const wall = (t) => performance.timeOrigin + t - skewMs;
   const marks = [];
   for (let i = 0; i < count; i++) {

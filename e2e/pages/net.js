@@ -3,24 +3,9 @@
 // engine's network record and the server's: the run's report, the page clock's place on
 // the system clock, the request's Resource Timing entry and the server's record.
 import init, * as ttfx from "./pkg/probe.js";
+import { skewAtStep } from "./clock.js";
 
 await init();
-
-// The page clock (performance.timeOrigin + performance.now()) minus the system clock
-// (Date.now()), read at the instant Date.now() steps to its next millisecond: there the
-// system clock is a whole millisecond to within one loop turn, so the difference is the
-// offset itself, not the offset plus how far into its millisecond Date.now() was. The
-// smallest of `tries` (a read that comes late only adds).
-function skewAtStep(tries = 5) {
-  let best = Infinity;
-  for (let i = 0; i < tries; i++) {
-    const before = Date.now();
-    let now;
-    while ((now = Date.now()) === before) { /* wait for the step */ }
-    best = Math.min(best, performance.timeOrigin + performance.now() - now);
-  }
-  return best;
-}
 
 // The page clock's step: the smallest change of performance.now() over 20 changes.
 function clockStep() {
