@@ -1273,9 +1273,11 @@ async fn a_page_on_another_loopback_origin_cannot_use_the_proxys_key(
     engine: Engine,
 ) -> anyhow::Result<()> {
     let f = Fixture::new(engine).await?;
-    let dir = std::env::temp_dir().join(format!("ttfx-e2e-keyed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let config = dir.join("keyed.toml");
+    // A directory per test: the three engines' tests run at once in one process.
+    let dir = tempfile::Builder::new()
+        .prefix("ttfx-e2e-keyed-")
+        .tempdir()?;
+    let config = dir.path().join("keyed.toml");
     std::fs::write(
         &config,
         format!(
@@ -1311,7 +1313,8 @@ async fn a_page_on_another_loopback_origin_cannot_use_the_proxys_key(
         own["text"].as_str().is_some_and(|t| t.contains("data: ")),
         "{own}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(keyed);
+    drop(dir);
     Ok(())
 }
 
@@ -1323,8 +1326,12 @@ async fn beacons_land_in_the_collector_and_count_by_their_sample_rate(
 ) -> anyhow::Result<()> {
     let f = Fixture::new(engine).await?;
     page::open_harness(&f.client, &format!("{}harness.html", f.server.url)).await?;
-    let db = std::env::temp_dir().join(format!("ttfx-e2e-field-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&db);
+    // A directory per test: the three engines' tests run at once in one process, so a
+    // name from the process id alone had them open one SQLite file ("disk I/O error").
+    let dir = tempfile::Builder::new()
+        .prefix("ttfx-e2e-field-")
+        .tempdir()?;
+    let db = dir.path().join("field.db");
     let page_origin = f.server.url.trim_end_matches('/').to_owned();
     let collector = ServeProcess::start(
         &paths::ttfx_bin()?,
@@ -1383,7 +1390,7 @@ async fn beacons_land_in_the_collector_and_count_by_their_sample_rate(
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     drop(collector);
-    let _ = std::fs::remove_file(&db);
+    drop(dir);
     assert_eq!(summary["runs"], 2, "{summary}");
     let group = &summary["metrics"][0]["groups"][0];
     assert_eq!(group["key"], "field-e2e", "{summary}");
