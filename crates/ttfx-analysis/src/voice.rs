@@ -2,6 +2,7 @@
 //! `VoiceHandoff` returned, as plain JS objects, and they are read back into ttfx-core
 //! types with serde-wasm-bindgen (no JSON text in between).
 
+use ttfx_core::turn::TurnMeasurement;
 use ttfx_core::voice_result::{AudioMeasurement, HandoffResult, VoicePart, VoiceResult};
 use wasm_bindgen::prelude::*;
 
@@ -19,13 +20,16 @@ pub fn read(part: VoicePart, value: JsValue) -> VoiceResult {
         VoicePart::Handoff => {
             serde_wasm_bindgen::from_value::<HandoffResult>(value).map(VoiceResult::Handoff)
         }
+        VoicePart::Turn => {
+            serde_wasm_bindgen::from_value::<TurnMeasurement>(value).map(VoiceResult::Turn)
+        }
     };
     read.unwrap_or_else(|e| VoiceResult::Unreadable(part, e.to_string()))
 }
 
 #[wasm_bindgen]
 impl Analysis {
-    /// A voice result the run included (`part`: `"audio"` or `"handoff"`), merged before
+    /// A voice result the run included (`part`: `"audio"`, `"handoff"` or `"turn"`), merged before
     /// the metrics; `null` when it did not arrive in time.
     pub fn voice(&mut self, run: u32, part: String, value: JsValue) -> Result<(), JsError> {
         let part = VoicePart::from_name(&part).map_err(js)?;

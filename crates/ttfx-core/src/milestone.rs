@@ -3,6 +3,10 @@
 //! Every milestone is a time on the page's `performance.now()` clock, stored as
 //! milliseconds since `request_start`. The names here are the report's field names, so
 //! they are part of the public schema: change them only with a schema version bump.
+//!
+//! A voice turn's first four milestones (the user's speech and its transcription) come
+//! before the LLM request they lead to, so they are the only ones that may be negative
+//! ([`Milestone::precedes_request`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -10,6 +14,16 @@ use std::str::FromStr;
 /// One observable moment in the life of a measured request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Milestone {
+    /// The microphone's voice-activity detector heard the user start speaking (the
+    /// first frame above its threshold).
+    SpeechStart,
+    /// The last frame of the user's speech: the VAD decides it once its hangover of
+    /// silence has passed (`turn.speech_end_detected_ms`), but this is when they stopped.
+    SpeechEnd,
+    /// The first partial transcript arrived (a streamed transcription's first delta).
+    SttFirstPartial,
+    /// The final transcript arrived.
+    SttFinal,
     /// Just before `fetch` is called.
     RequestStart,
     /// The fetch promise resolved (status and headers known).
@@ -48,7 +62,11 @@ pub enum Milestone {
 
 impl Milestone {
     /// Every milestone, in the order of the design's table.
-    pub const ALL: [Milestone; 17] = [
+    pub const ALL: [Milestone; 21] = [
+        Milestone::SpeechStart,
+        Milestone::SpeechEnd,
+        Milestone::SttFirstPartial,
+        Milestone::SttFinal,
         Milestone::RequestStart,
         Milestone::Headers,
         Milestone::FirstByte,
@@ -73,9 +91,25 @@ impl Milestone {
         self as usize
     }
 
+    /// Whether the milestone comes before the request by nature (a voice turn's speech
+    /// and transcription), so its time since `request_start` is negative.
+    pub const fn precedes_request(self) -> bool {
+        matches!(
+            self,
+            Milestone::SpeechStart
+                | Milestone::SpeechEnd
+                | Milestone::SttFirstPartial
+                | Milestone::SttFinal
+        )
+    }
+
     /// The snake_case name used in reports, beacons and the lab page.
     pub const fn as_str(self) -> &'static str {
         match self {
+            Milestone::SpeechStart => "speech_start",
+            Milestone::SpeechEnd => "speech_end",
+            Milestone::SttFirstPartial => "stt_first_partial",
+            Milestone::SttFinal => "stt_final",
             Milestone::RequestStart => "request_start",
             Milestone::Headers => "headers",
             Milestone::FirstByte => "first_byte",

@@ -21,16 +21,30 @@ use crate::timeline::{ServerData, Timeline, TimelineError};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The schema of a document holding a run whose chunk series was summarized
-/// (`timeline.chunk_summary`), and the newest this build reads: version 1 plus that
+/// (`timeline.chunk_summary`): version 1 plus that
 /// summary. In such a run `chunks[]` and `icl_ms` hold only the stream's beginning,
 /// which a version-1 reader would take for the whole stream, so such a document says
 /// 2. Every other document stays version 1, byte for byte what version 1 wrote, and
 /// readers of version 1 keep reading it.
 pub const SCHEMA_VERSION_SUMMARIZED: u32 = 2;
 
+/// The schema of a document holding a voice turn (`timeline.turn`, the `speech_*` and
+/// `stt_*` milestones), and the newest this build reads: version 2 plus the turn. Its
+/// turn milestones are negative (they precede the request), which a reader of 1 or 2
+/// would reject as a broken timeline, so such a document says 3.
+pub const SCHEMA_VERSION_TURN: u32 = 3;
+
 /// The version a document holding `runs` is written as.
 fn schema_version(runs: &[Run]) -> u32 {
-    if runs.iter().any(|r| r.timeline.chunk_summary.is_some()) {
+    if runs.iter().any(|r| {
+        r.timeline.turn.is_some()
+            || r.timeline
+                .milestones
+                .iter()
+                .any(|(m, _)| m.precedes_request())
+    }) {
+        SCHEMA_VERSION_TURN
+    } else if runs.iter().any(|r| r.timeline.chunk_summary.is_some()) {
         SCHEMA_VERSION_SUMMARIZED
     } else {
         SCHEMA_VERSION
@@ -264,8 +278,7 @@ impl ReportFile {
             .ok_or(ReportError::MissingVersion)?;
         match version.as_u64() {
             Some(v)
-                if (u64::from(SCHEMA_VERSION)..=u64::from(SCHEMA_VERSION_SUMMARIZED))
-                    .contains(&v) => {}
+                if (u64::from(SCHEMA_VERSION)..=u64::from(SCHEMA_VERSION_TURN)).contains(&v) => {}
             _ => return Err(ReportError::UnsupportedVersion(version.to_string())),
         }
         let kind = value
@@ -324,7 +337,7 @@ impl fmt::Display for ReportError {
             ReportError::UnsupportedVersion(found) => write!(
                 f,
                 "unsupported schema_version {found} (this ttfx reads versions \
-                 {SCHEMA_VERSION} to {SCHEMA_VERSION_SUMMARIZED})"
+                 {SCHEMA_VERSION} to {SCHEMA_VERSION_TURN})"
             ),
             ReportError::UnknownKind(found) => {
                 write!(
@@ -459,12 +472,12 @@ mod tests {
             "not a ttfx report: no schema_version"
         );
         assert_eq!(
-            err(r#"{"schema_version":3,"kind":"run"}"#),
-            "unsupported schema_version 3 (this ttfx reads versions 1 to 2)"
+            err(r#"{"schema_version":4,"kind":"run"}"#),
+            "unsupported schema_version 4 (this ttfx reads versions 1 to 3)"
         );
         assert_eq!(
             err(r#"{"schema_version":"1"}"#),
-            "unsupported schema_version \"1\" (this ttfx reads versions 1 to 2)"
+            "unsupported schema_version \"1\" (this ttfx reads versions 1 to 3)"
         );
         assert_eq!(
             err(r#"{"schema_version":1,"kind":"trace"}"#),

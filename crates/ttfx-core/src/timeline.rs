@@ -44,6 +44,10 @@ pub struct Timeline {
     /// The LLM → TTS handoff, per segment (voice requests only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<HandoffRecord>,
+    /// The voice turn that led to the request: its detector's decision, its
+    /// transcription request, a barge-in (voice turns only; `crate::turn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<crate::turn::TurnRecord>,
     /// Why the request failed, when it did (the `error` milestone says when).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
@@ -527,13 +531,30 @@ const DECODER_ORDER: [(Milestone, Milestone); 4] = [
     (Milestone::FirstVisibleToken, Milestone::LastToken),
 ];
 
+/// A voice turn's own order: speech ends after it starts, a final transcript comes no
+/// earlier than its first partial.
+const TURN_ORDER: [(Milestone, Milestone); 2] = [
+    (Milestone::SpeechStart, Milestone::SpeechEnd),
+    (Milestone::SttFirstPartial, Milestone::SttFinal),
+];
+
 impl Timeline {
     /// Checks what every metric relies on: finite times, none before `request_start`, and
     /// the decoder's own milestones in order.
     pub fn validate(&self) -> Result<(), TimelineError> {
+        for (m, at_ms) in self.milestones.iter() {
+            if m.precedes_request() && !at_ms.is_finite() {
+                return Err(TimelineError::NotFinite {
+                    field: m.as_str().into(),
+                });
+            }
+        }
+        // A voice turn's speech and transcription precede the request: only they may
+        // be negative.
         let mut times: Vec<(String, f64)> = self
             .milestones
             .iter()
+            .filter(|(m, _)| !m.precedes_request())
             .map(|(m, t)| (m.as_str().to_owned(), t))
             .collect();
         times.extend(
@@ -577,6 +598,14 @@ impl Timeline {
                 times.push(("handoff.llm_end_at_ms".into(), at));
             }
         }
+        // The turn's times precede the request like its milestones: finite is enough.
+        if let Some(turn) = &self.turn {
+            for (field, at_ms) in turn.times() {
+                if !at_ms.is_finite() {
+                    return Err(TimelineError::NotFinite { field });
+                }
+            }
+        }
         for (field, at_ms) in times {
             if !at_ms.is_finite() {
                 return Err(TimelineError::NotFinite { field });
@@ -590,7 +619,7 @@ impl Timeline {
         {
             return Err(TimelineError::RequestStartNotZero(start));
         }
-        for (earlier, later) in DECODER_ORDER {
+        for (earlier, later) in DECODER_ORDER.into_iter().chain(TURN_ORDER) {
             if let (Some(a), Some(b)) = (self.milestones.get(earlier), self.milestones.get(later))
                 && b < a
             {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::handoff::HandoffRecord;
 use crate::timeline::{Anomaly, AudioOutMethod, AudioSeries, Milestones, Timeline};
+use crate::turn::TurnMeasurement;
 
 /// Longest a run waits for included voice results after its stream ends: TTS of the first
 /// sentence plus device start, with room for a slow engine.
@@ -57,6 +58,8 @@ pub enum VoicePart {
     Audio,
     /// A [`HandoffResult`].
     Handoff,
+    /// A [`TurnMeasurement`]: the speech and transcription before the request.
+    Turn,
 }
 
 impl VoicePart {
@@ -64,15 +67,19 @@ impl VoicePart {
         match self {
             VoicePart::Audio => "audio",
             VoicePart::Handoff => "handoff",
+            VoicePart::Turn => "turn",
         }
     }
 
-    /// `"audio"` or `"handoff"`, as the probe names them.
+    /// `"audio"`, `"handoff"` or `"turn"`, as the probe names them.
     pub fn from_name(name: &str) -> Result<VoicePart, String> {
         match name {
             "audio" => Ok(VoicePart::Audio),
             "handoff" => Ok(VoicePart::Handoff),
-            other => Err(format!("unknown voice part `{other}` (audio, handoff)")),
+            "turn" => Ok(VoicePart::Turn),
+            other => Err(format!(
+                "unknown voice part `{other}` (audio, handoff, turn)"
+            )),
         }
     }
 }
@@ -82,6 +89,7 @@ impl VoicePart {
 pub enum VoiceResult {
     Audio(AudioMeasurement),
     Handoff(HandoffResult),
+    Turn(TurnMeasurement),
     /// It did not arrive within [`TIMEOUT_MS`].
     Missing(VoicePart),
     /// It arrived but could not be read.
@@ -110,6 +118,7 @@ impl VoiceResult {
                 }
                 timeline.handoff = Some(h.record);
             }
+            VoiceResult::Turn(t) => t.apply_to(timeline),
             VoiceResult::Missing(part) => timeline.anomalies.push(anomaly(
                 "voice_missing",
                 // Decimal, not `{}` on the f64: that links core's float formatter into

@@ -19,12 +19,14 @@ pub mod chunks;
 pub mod latency;
 pub mod render;
 pub mod tokens;
+pub mod turn;
 
 pub use audio::Underruns;
 pub use buffered::{Buffered, BufferedVerdict};
 pub use chunks::Stalls;
 pub use latency::Outcome;
 pub use tokens::HiddenReasoning;
+pub use turn::{Stage, StageTime, TurnBreakdown};
 
 /// How a value was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,9 +108,19 @@ macro_rules! measured {
     };
 }
 
+/// A voice turn's stage, reported as `stage.<name>_ms`.
+macro_rules! stage {
+    ($stage:ident, $name:literal) => {
+        Scalar {
+            name: concat!("stage.", $name, "_ms"),
+            value: |m| m.turn.as_ref().and_then(|t| t.stage_ms(Stage::$stage)),
+        }
+    };
+}
+
 /// The per-request scalar metrics, in the order tables show them. Plain function
 /// pointers, not generics: this table is in the browser probe's wasm.
-pub const SCALARS: [Scalar; 18] = [
+pub const SCALARS: [Scalar; 27] = [
     measured!(ttft_ms),
     measured!(ttft_visible_ms),
     measured!(e2e_ms),
@@ -139,6 +151,15 @@ pub const SCALARS: [Scalar; 18] = [
         name: "stall_count",
         value: |m| m.stalls.map(|s| f64::from(s.count)),
     },
+    measured!(voice_to_voice_ms),
+    stage!(Endpointing, "endpointing"),
+    stage!(Transcription, "transcription"),
+    stage!(LlmRequest, "llm_request"),
+    stage!(LlmFirstToken, "llm_first_token"),
+    stage!(FirstSentence, "first_sentence"),
+    stage!(TtsFirstByte, "tts_first_byte"),
+    stage!(Playout, "playout"),
+    measured!(interrupt_ms),
 ];
 
 /// The names of [`SCALARS`], in the same order (taken from it, not written twice).
@@ -199,6 +220,15 @@ pub struct RequestMetrics {
     pub underruns: Option<Underruns>,
     /// Did the first segment leave for TTS before the LLM stream ended?
     pub handoff: Option<Handoff>,
+    /// speech_end → first_audio_out: the silence a voice user hears (voice turns only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice_to_voice_ms: Option<Measured>,
+    /// The turn stage by stage, with each stage's share of `voice_to_voice_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnBreakdown>,
+    /// A barge-in's speech_start → the reply's last sample out of the speaker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt_ms: Option<Measured>,
     /// Gaps far above this request's own typical gap.
     pub stalls: Option<Stalls>,
     /// Was the visible text streamed or dumped at once?
@@ -274,6 +304,8 @@ impl RequestMetrics {
             );
         }
         notes.extend(audio::notes(timeline));
+        let turn = turn::breakdown(timeline);
+        notes.extend(turn::notes(turn.as_ref()));
         if timeline.server.usage.is_none() && tokens.output.is_some() {
             notes.push("no usage from the server: token counts are estimates".into());
         }
@@ -298,6 +330,9 @@ impl RequestMetrics {
             handoff: timeline.handoff.as_ref().map(|record| {
                 handoff::verdict(record, timeline.milestones.get(Milestone::LastToken))
             }),
+            voice_to_voice_ms: turn::voice_to_voice(turn.as_ref()),
+            interrupt_ms: turn::interrupt(timeline),
+            turn,
             stalls,
             icl_ms,
             icl_summary,

@@ -673,9 +673,33 @@ fn each_scalar_name_reads_its_own_field() {
         median_gap_ms: 93.0,
         threshold_ms: 92.0,
     });
+    m.voice_to_voice_ms = measured(19.0);
+    m.turn = Some(super::TurnBreakdown {
+        voice_to_voice_ms: Some(19.0),
+        stages: super::Stage::ALL
+            .into_iter()
+            .enumerate()
+            .map(|(i, stage)| super::StageTime {
+                stage,
+                ms: Some(20.0 + i as f64),
+                share: Some(0.5),
+            })
+            .collect(),
+        stopped_in: None,
+        overlapped: Vec::new(),
+    });
+    m.interrupt_ms = measured(30.0);
 
     let json = serde_json::to_value(&m).unwrap();
     let by_name = |name: &str| {
+        if let Some(stage) = name
+            .strip_prefix("stage.")
+            .and_then(|n| n.strip_suffix("_ms"))
+        {
+            let stages = json.pointer("/turn/stages")?.as_array()?;
+            let entry = stages.iter().find(|s| s["stage"] == stage)?;
+            return entry["ms"].as_f64();
+        }
         // The four names that are not fields of their own, and where their value lives.
         let pointer = match name {
             "underrun_count" => "/underruns/count".to_owned(),
