@@ -70,9 +70,14 @@ impl Browser {
     /// Opens a new session with the engine's capabilities (`Engine::capabilities`, the
     /// ones `ttfx run` sends).
     pub async fn session(&self) -> anyhow::Result<Client> {
+        self.session_with(&[]).await
+    }
+
+    /// A session whose browser also gets `extra` flags (a fake microphone, …).
+    pub async fn session_with(&self, extra: &[String]) -> anyhow::Result<Client> {
         let engine = self.engine();
         ClientBuilder::new(HttpConnector::new())
-            .capabilities(engine.capabilities(&[]))
+            .capabilities(engine.capabilities(extra))
             .connect(self.driver.url())
             .await
             .with_context(|| {

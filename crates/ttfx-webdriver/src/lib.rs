@@ -10,11 +10,14 @@
 //! - [`Xvfb`]: a virtual X display for WebKitGTK's MiniBrowser, which has no headless
 //!   mode; `Driver::start` starts one when `DISPLAY` is unset.
 //!
+//! - [`SpeechFile`]: the speech a fake microphone plays, with its true start and end.
+//!
 //! Native and Unix only (process groups, `/proc`). It opens no sessions itself: callers
 //! pass [`Engine::capabilities`] to their WebDriver client.
 
 mod driver;
 mod engine;
+mod fake_mic;
 mod status;
 pub mod xvfb;
 
@@ -22,5 +25,6 @@ pub use driver::{Driver, kill_all, kill_group};
 pub use engine::{
     CHROMIUM_ARGS, Capabilities, Engine, FIREFOX_ARGS, WEBKIT_ARGS, wasm_test_webdriver_json,
 };
+pub use fake_mic::{SpeechFile, TRUTH_THRESHOLD_DBFS};
 pub use status::answers_webdriver_status;
 pub use xvfb::Xvfb;

@@ -124,6 +124,23 @@ pub struct RunArgs {
     /// (sim/ targets only).
     #[arg(long)]
     pub voice: bool,
+
+    /// Voice-to-voice turns (implies --voice): a fake microphone speaks (espeak-ng says
+    /// --speech), the page's detector finds the end of speech, the speech goes to the
+    /// simulator's STT (`/sim/PROFILE/v1/audio/transcriptions`, streamed), its
+    /// transcript to the LLM and the reply to TTS; the table adds voice_to_voice_ms and
+    /// its stages (Chromium, sim/ targets only).
+    #[arg(long)]
+    pub voice_turn: bool,
+
+    /// What the fake microphone says in --voice-turn (espeak-ng, English).
+    #[arg(long, value_name = "TEXT", requires = "voice_turn")]
+    pub speech: Option<String>,
+
+    /// With --voice-turn: the user speaks again over the reply (the microphone repeats
+    /// itself) and the page stops the reply; the table adds interrupt_ms.
+    #[arg(long, requires = "voice_turn")]
+    pub barge_in: bool,
 }
 
 #[derive(Debug, Args)]

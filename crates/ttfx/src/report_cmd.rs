@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use comfy_table::{CellAlignment, ColumnConstraint, Table, Width, presets};
 use ttfx_core::Milestone;
-use ttfx_core::metrics::SCALAR_NAMES;
+use ttfx_core::metrics::{SCALAR_NAMES, Stage, StageTime, TurnBreakdown};
 use ttfx_core::report::{BatchReport, ReportFile, Run};
-use ttfx_core::stats::Budget;
+use ttfx_core::stats::{Budget, Summary};
 
 use crate::cli::ReportArgs;
 
@@ -127,6 +127,7 @@ pub(crate) fn table(
     }
     out.push_str(&stats_grid(rows));
     out.push('\n');
+    out.push_str(&turn_stages(batch));
     let estimated = batch
         .runs
         .iter()
@@ -162,6 +163,58 @@ pub(crate) fn table(
             budgets.join(", ")
         );
     }
+    out
+}
+
+/// Voice turns: each stage's median and its median share of voice_to_voice_ms (the
+/// rows above give their percentiles), and where turns without audio stopped.
+fn turn_stages(batch: &BatchReport) -> String {
+    let turns: Vec<&TurnBreakdown> = batch
+        .runs
+        .iter()
+        .filter_map(|r| r.metrics.turn.as_ref())
+        .collect();
+    if turns.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let v2v: Vec<f64> = turns.iter().filter_map(|t| t.voice_to_voice_ms).collect();
+    let _ = match Summary::of(&v2v) {
+        Some(s) => writeln!(
+            out,
+            "voice turns: {} of {} reached audio; voice_to_voice_ms p50 {:.1} ms, by stage \
+             (p50 ms, median share):",
+            v2v.len(),
+            turns.len(),
+            s.p50
+        ),
+        None => writeln!(out, "voice turns: none of {} reached audio", turns.len()),
+    };
+    for stage in Stage::ALL {
+        let of = |f: fn(&StageTime) -> Option<f64>| -> Vec<f64> {
+            turns
+                .iter()
+                .filter_map(|t| t.stages.iter().find(|s| s.stage == stage).and_then(f))
+                .collect()
+        };
+        let (Some(ms), share) = (Summary::of(&of(|s| s.ms)), Summary::of(&of(|s| s.share))) else {
+            continue;
+        };
+        let share = share.map_or("n/a".to_owned(), |s| format!("{:.1}%", s.p50 * 100.0));
+        let _ = writeln!(out, "  {:<17} {:>9.1}  {share:>6}", stage.as_str(), ms.p50);
+    }
+    for stage in Stage::ALL {
+        let stopped = turns.iter().filter(|t| t.stopped_in == Some(stage)).count();
+        if stopped > 0 {
+            let _ = writeln!(
+                out,
+                "  {stopped} turn(s) stopped in {} ({} never came)",
+                stage.as_str(),
+                stage.ends_at()
+            );
+        }
+    }
+    out.push('\n');
     out
 }
 

@@ -86,6 +86,10 @@ pub enum Tool {
     /// the first-audio truth plays into (a null sink) and records (`parec`, `pacat`,
     /// `pactl`); its e2e test and bench start and stop the server themselves.
     SoundServer,
+    /// Debian's `espeak-ng` (root to install): the voice-turn tests and `ttfx run
+    /// --voice-turn` synthesize the user's speech with it at run time (the fake
+    /// microphone plays it).
+    Speech,
     /// Firefox + geckodriver, WebKitGTK + WebKitWebDriver and Xvfb: the e2e tests in
     /// those engines and `ttfx run --browser firefox|webkit` (root for the Debian
     /// packages).
@@ -114,6 +118,7 @@ pub const BENCH_TOOLS: &[Tool] = &[
     Tool::Trunk,
     Tool::Chromium,
     Tool::SoundServer,
+    Tool::Speech,
     Tool::OtherBrowsers,
     Tool::Node,
     Tool::Esbuild,
@@ -128,6 +133,7 @@ pub const TEST_TOOLS: &[Tool] = &[
     Tool::Trunk,
     Tool::Chromium,
     Tool::SoundServer,
+    Tool::Speech,
     Tool::OtherBrowsers,
     Tool::Node,
     Tool::TypeScript,
@@ -174,6 +180,7 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
                 ensure_npm_package("binaryen", BINARYEN_VERSION, &paths::wasm_opt())?;
             }
             Tool::SoundServer => ensure_sound_server()?,
+            Tool::Speech => ensure_speech()?,
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
         }
     }
@@ -189,6 +196,16 @@ fn ensure_sound_server() -> anyhow::Result<()> {
     ]);
     if missing.is_empty() {
         eprintln!("xtask setup: pulseaudio and its tools present");
+        return Ok(());
+    }
+    install_debs(&missing)
+}
+
+/// espeak-ng, which speaks the voice-turn tests' user (offline, deterministic).
+fn ensure_speech() -> anyhow::Result<()> {
+    let missing = missing_debs(&[("/usr/bin/espeak-ng", "espeak-ng")]);
+    if missing.is_empty() {
+        eprintln!("xtask setup: espeak-ng present");
         return Ok(());
     }
     install_debs(&missing)
@@ -440,6 +457,7 @@ mod tests {
                     t,
                     Tool::Chromium
                         | Tool::SoundServer
+                        | Tool::Speech
                         | Tool::Node
                         | Tool::TypeScript
                         | Tool::Vite
@@ -478,6 +496,8 @@ mod tests {
     fn test_setup_and_bench_install_the_sound_server() {
         assert!(TEST_TOOLS.contains(&Tool::SoundServer));
         assert!(BENCH_TOOLS.contains(&Tool::SoundServer));
+        assert!(TEST_TOOLS.contains(&Tool::Speech));
+        assert!(BENCH_TOOLS.contains(&Tool::Speech));
         let args = SetupArgs {
             browsers: Browsers::Chromium,
         };

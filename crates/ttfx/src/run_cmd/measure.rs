@@ -18,7 +18,7 @@ use ttfx_core::ServerRecord;
 use ttfx_core::report::{ReportFile, Run};
 
 use super::driver::{self, Endpoint};
-use super::scenario::{Scenario, Target};
+use super::scenario::{Scenario, Target, TurnScenario};
 use super::site;
 use crate::cli::RunArgs;
 
@@ -39,7 +39,27 @@ pub struct Measured {
     /// Per target, in the scenario's order, the measured runs in job order.
     pub runs: Vec<Vec<Run>>,
     pub ground_truth: Vec<GroundTruth>,
+    /// The fake microphone's speech (voice turns), whose true length the detector's
+    /// speech_start → speech_end is held against.
+    pub speech: Option<SpeechTruth>,
 }
+
+/// What the fake microphone said, as the file knows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpeechTruth {
+    pub text: String,
+    /// The first to the last sample above `TRUTH_THRESHOLD_DBFS` (−50 dBFS peak).
+    pub speech_ms: f64,
+    /// Silence before and after it in the file, which the microphone loops.
+    pub lead_ms: f64,
+    pub tail_ms: f64,
+}
+
+/// Silence around the fake microphone's speech: a second before it, so the detector
+/// hears quiet first; three after it, so a turn (hangover, transcript, LLM, TTS) gets to
+/// its first audio before the speech comes round again, where a barge-in interrupts it.
+const SPEECH_LEAD_S: f64 = 1.0;
+const SPEECH_TAIL_S: f64 = 3.0;
 
 #[derive(Debug, Clone)]
 struct Job {
@@ -62,6 +82,24 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         Some(s) => Some(site::serve(s, scenario.config.as_deref()).await?),
         None => None,
     };
+    // A voice turn's fake microphone: espeak-ng's speech in the site's folder.
+    let speech = match (&scenario.turn, &site) {
+        (Some(turn), Some(site)) => Some(
+            ttfx_webdriver::SpeechFile::say(
+                &site.dir,
+                "speech",
+                &turn.speech,
+                SPEECH_LEAD_S,
+                SPEECH_TAIL_S,
+            )
+            .context("the fake microphone's speech")?,
+        ),
+        _ => None,
+    };
+    let mut browser_args = scenario.browser_args.clone();
+    if let Some(file) = &speech {
+        browser_args.extend(file.chromium_args());
+    }
     let endpoint = match &args.webdriver {
         Some(url) => Endpoint::remote(url, args.browser)?,
         None => Endpoint::local(args.browser, args.driver.clone())?,
@@ -85,13 +123,14 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
     let ctx = Arc::new(Context_ {
         scenario_targets: scenario.targets.clone(),
         base,
-        browser_args: scenario.browser_args.clone(),
+        browser_args,
         timeout: scenario.timeout,
         warmup: scenario.warmup,
         // Only chromedriver has the performance log of DevTools Network events.
         ground_truth: args.browser == driver::Browser::Chromium,
         prompt: scenario.prompts[0].clone(),
         voice: scenario.voice,
+        turn: scenario.turn.clone(),
     });
     let mut workers = Vec::new();
     for w in 0..scenario.concurrency.min(total) {
@@ -146,7 +185,19 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         runs[job.target].push(run);
         ground_truth.extend(truth);
     }
-    Ok(Measured { runs, ground_truth })
+    let speech = speech
+        .zip(scenario.turn.as_ref())
+        .map(|(f, t)| SpeechTruth {
+            text: t.speech.clone(),
+            speech_ms: f.speech_s() * 1000.0,
+            lead_ms: f.speech_start_s * 1000.0,
+            tail_ms: (f.period_s - f.speech_end_s) * 1000.0,
+        });
+    Ok(Measured {
+        runs,
+        ground_truth,
+        speech,
+    })
 }
 
 /// What every session shares (named with a trailing underscore: `Context` is anyhow's).
@@ -159,6 +210,7 @@ struct Context_ {
     ground_truth: bool,
     prompt: String,
     voice: bool,
+    turn: Option<TurnScenario>,
 }
 
 /// How long opening one browser session may take.
@@ -235,7 +287,7 @@ async fn one_run(
                 .as_deref()
                 .context("the runner's server is not running")?;
             if !page.runner_open {
-                open_runner(client, base, ctx.voice).await?;
+                open_runner(client, base, ctx.voice, ctx.turn.is_some()).await?;
                 page.runner_open = true;
             }
             let same_origin = url.starts_with('/');
@@ -250,6 +302,10 @@ async fn one_run(
                 "timeoutMs": ctx.timeout.as_millis() as u64,
                 "recordUrl": record_url,
                 "ttsUrl": if ctx.voice { target.tts_url() } else { None },
+                "turn": ctx.turn.as_ref().map(|t| json!({
+                    "sttUrl": target.stt_url(),
+                    "bargeIn": t.barge_in,
+                })),
             });
             client
                 .execute_async(RUN_SCRIPT, vec![spec])
@@ -323,12 +379,13 @@ fn ground_truth(
     })
 }
 
-/// Opens the runner page; `voice` makes it load the probe's voice build.
-async fn open_runner(client: &Client, base: &str, voice: bool) -> anyhow::Result<()> {
-    let url = if voice {
-        format!("{base}/?voice")
-    } else {
-        format!("{base}/")
+/// Opens the runner page; `voice` makes it load the probe's voice build, `turn` (voice
+/// turns) its microphone.
+async fn open_runner(client: &Client, base: &str, voice: bool, turn: bool) -> anyhow::Result<()> {
+    let url = match (voice, turn) {
+        (_, true) => format!("{base}/?voice&turn"),
+        (true, false) => format!("{base}/?voice"),
+        (false, false) => format!("{base}/"),
     };
     client
         .goto(&url)

@@ -93,10 +93,21 @@ pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
 
     print!(
         "{}",
-        output::render(&batches, &verdicts, &measured.ground_truth, scenario.warmup)
+        output::render(
+            &batches,
+            &verdicts,
+            &measured.ground_truth,
+            measured.speech.as_ref(),
+            scenario.warmup
+        )
     );
     if let Some(path) = &args.json {
-        output::write_json(path, &batches, &measured.ground_truth)?;
+        output::write_json(
+            path,
+            &batches,
+            &measured.ground_truth,
+            measured.speech.as_ref(),
+        )?;
     }
     if let Some(path) = &args.junit {
         let name = batches.first().map_or("", |(l, _)| l.as_str());

@@ -5,18 +5,20 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
+use ttfx_core::Milestone;
 use ttfx_core::crossover::{self, CompletionModel, Crossover};
-use ttfx_core::report::BatchReport;
+use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Summary;
 
 use super::budget::Verdict;
-use super::measure::GroundTruth;
+use super::measure::{GroundTruth, SpeechTruth};
 use crate::report_cmd;
 
 pub fn render(
     batches: &[(String, BatchReport)],
     verdicts: &[Verdict],
     truth: &[GroundTruth],
+    speech: Option<&SpeechTruth>,
     warmup: usize,
 ) -> String {
     let mut out = String::new();
@@ -32,6 +34,9 @@ pub fn render(
         }));
         let rows: Vec<&GroundTruth> = truth.iter().filter(|g| &g.target == label).collect();
         out.push_str(&ground_truth(&rows));
+        if let Some(speech) = speech {
+            out.push_str(&detector(batch, speech));
+        }
         out.push('\n');
     }
     out.push_str(&budgets(verdicts));
@@ -70,6 +75,32 @@ fn budgets(verdicts: &[Verdict]) -> String {
         let _ = writeln!(out, "  {mark}  {:<32} {}", v.budget.text, v.describe());
     }
     out
+}
+
+/// The page's detector against the recording it heard: speech_start → speech_end beside
+/// the file's speech (first to last audible sample), and how long after speech_end it
+/// decided (its hangover, plus up to a frame).
+fn detector(batch: &BatchReport, speech: &SpeechTruth) -> String {
+    let of =
+        |f: &dyn Fn(&Run) -> Option<f64>| -> Vec<f64> { batch.runs.iter().filter_map(f).collect() };
+    let length = |r: &Run| {
+        let m = &r.timeline.milestones;
+        Some(m.get(Milestone::SpeechEnd)? - m.get(Milestone::SpeechStart)?)
+    };
+    let errors = of(&|r| length(r).map(|l| l - speech.speech_ms));
+    let decided = of(&|r| {
+        let end = r.timeline.milestones.get(Milestone::SpeechEnd)?;
+        Some(r.timeline.turn.as_ref()?.speech_end_detected_ms? - end)
+    });
+    let (Some(e), Some(d)) = (Summary::of(&errors), Summary::of(&decided)) else {
+        return "detector: no turn had both speech_start and speech_end\n".to_owned();
+    };
+    format!(
+        "detector: speech_start → speech_end − the recording's speech ({:.1} ms), {} turn(s): \
+         p50 {:+.1} ms, min {:+.1} ms, max {:+.1} ms; speech_end decided p50 {:.1} ms after it \
+         (min {:.1}, max {:.1})\n",
+        speech.speech_ms, e.count, e.p50, e.min, e.max, d.p50, d.min, d.max
+    )
 }
 
 /// The probe's `first_byte` against DevTools' first `dataReceived` for the same request.
@@ -150,12 +181,14 @@ fn crossover_block(a_label: &str, a: &BatchReport, b_label: &str, b: &BatchRepor
 
 /// The first target's batch goes to `path`; with `--against`, the second target's goes
 /// beside it as `STEM.against.json`. Each is a plain ttfx-core batch (so `ttfx report`
-/// reads it), plus one optional top-level field, `ground_truth` (per run: the probe's
-/// `first_byte` beside DevTools' first data), which readers of the schema ignore.
+/// reads it), plus optional top-level fields that readers of the schema ignore:
+/// `ground_truth` (per run: the probe's `first_byte` beside DevTools' first data) and
+/// `speech` (voice turns: what the fake microphone said and its true length).
 pub fn write_json(
     path: &Path,
     batches: &[(String, BatchReport)],
     truth: &[GroundTruth],
+    speech: Option<&SpeechTruth>,
 ) -> anyhow::Result<()> {
     for (i, (label, batch)) in batches.iter().enumerate() {
         let target_path = if i == 0 {
@@ -172,6 +205,12 @@ pub fn write_json(
             obj.insert(
                 "ground_truth".into(),
                 serde_json::to_value(rows).context("cannot write the ground truth")?,
+            );
+        }
+        if let (Some(obj), Some(speech)) = (value.as_object_mut(), speech) {
+            obj.insert(
+                "speech".into(),
+                serde_json::to_value(speech).context("cannot write the speech")?,
             );
         }
         let text = serde_json::to_string_pretty(&value).context("cannot write the batch")?;

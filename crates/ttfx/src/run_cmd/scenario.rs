@@ -34,6 +34,9 @@ struct ScenarioFile {
     timeout_s: Option<f64>,
     config: Option<PathBuf>,
     voice: Option<bool>,
+    voice_turn: Option<bool>,
+    speech: Option<String>,
+    barge_in: Option<bool>,
 }
 
 /// One thing to measure.
@@ -159,18 +162,29 @@ impl Target {
     /// The simulator's TTS for a `sim/PROFILE` target, with the target's overrides
     /// (`ttfa_ms`, `rtf`, `seed`, … apply to it too); `None` for every other target.
     pub fn tts_url(&self) -> Option<String> {
+        self.sim_url("v1/audio/speech")
+    }
+
+    /// The simulator's STT for a `sim/PROFILE` target (its overrides kept: the STT
+    /// reads its own keys, `stt_first_partial_ms`, …, and ignores the LLM's).
+    pub fn stt_url(&self) -> Option<String> {
+        self.sim_url("v1/audio/transcriptions")
+    }
+
+    /// `path` on this target's simulator profile, with the target's query.
+    fn sim_url(&self, path: &str) -> Option<String> {
         let Target::Endpoint { url, .. } = self else {
             return None;
         };
         let rest = url.strip_prefix("/sim/")?;
-        let (path, query) = match rest.split_once('?') {
+        let (route, query) = match rest.split_once('?') {
             Some((p, q)) => (p, Some(q)),
             None => (rest, None),
         };
-        let profile = path.split('/').next().filter(|p| !p.is_empty())?;
+        let profile = route.split('/').next().filter(|p| !p.is_empty())?;
         Some(match query {
-            Some(q) => format!("/sim/{profile}/v1/audio/speech?{q}"),
-            None => format!("/sim/{profile}/v1/audio/speech"),
+            Some(q) => format!("/sim/{profile}/{path}?{q}"),
+            None => format!("/sim/{profile}/{path}"),
         })
     }
 }
@@ -195,7 +209,23 @@ pub struct Scenario {
     pub config: Option<PathBuf>,
     /// Voice turns: each target's TTS URL (`Target::tts_url`), checked to exist.
     pub voice: bool,
+    /// Voice-to-voice turns: a fake microphone speaks before each request.
+    pub turn: Option<TurnScenario>,
 }
+
+/// What a voice-to-voice turn says and does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnScenario {
+    /// What the fake microphone says (espeak-ng).
+    pub speech: String,
+    /// The user speaks again over the reply.
+    pub barge_in: bool,
+}
+
+const DEFAULT_SPEECH: &str = "What is the weather like in Paris today?";
+/// Longest --speech: a turn waits one loop of the file at most, and a minute of speech
+/// would make each run a minute long.
+const MAX_SPEECH_CHARS: usize = 300;
 
 const DEFAULT_PROMPT: &str = "Why does streaming feel fast?";
 
@@ -267,7 +297,41 @@ impl Scenario {
             .chain(&args.budget)
             .map(|b| RunBudget::parse(b))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let voice = args.voice || file.voice.unwrap_or(false);
+        let voice_turn = args.voice_turn || file.voice_turn.unwrap_or(false);
+        let turn = if voice_turn {
+            if args.browser != crate::run_cmd::Browser::Chromium {
+                bail!(
+                    "--voice-turn needs Chromium: its fake microphone plays a file \
+                     (--use-file-for-fake-audio-capture); {}'s fake microphone plays a tone",
+                    args.browser.name()
+                );
+            }
+            if let Some(t) = targets.iter().find(|t| t.stt_url().is_none()) {
+                bail!(
+                    "--voice-turn needs sim/PROFILE targets (their STT is \
+                     /sim/PROFILE/v1/audio/transcriptions); `{}` has none",
+                    t.label()
+                );
+            }
+            let speech = args
+                .speech
+                .clone()
+                .or(file.speech)
+                .unwrap_or_else(|| DEFAULT_SPEECH.to_owned());
+            if speech.trim().is_empty() || speech.chars().count() > MAX_SPEECH_CHARS {
+                bail!("--speech must be 1 to {MAX_SPEECH_CHARS} characters");
+            }
+            Some(TurnScenario {
+                speech,
+                barge_in: args.barge_in || file.barge_in.unwrap_or(false),
+            })
+        } else {
+            if file.barge_in.unwrap_or(false) || file.speech.is_some() {
+                bail!("`speech` and `barge_in` in the scenario need `voice_turn = true`");
+            }
+            None
+        };
+        let voice = args.voice || file.voice.unwrap_or(false) || voice_turn;
         if voice && let Some(t) = targets.iter().find(|t| t.tts_url().is_none()) {
             bail!(
                 "--voice needs sim/PROFILE targets (their TTS is /sim/PROFILE/v1/audio/speech); \
@@ -288,6 +352,7 @@ impl Scenario {
             timeout: Duration::from_secs_f64(timeout_s),
             config,
             voice,
+            turn,
         })
     }
 }
@@ -443,6 +508,23 @@ mod tests {
         }
         let voice: ScenarioFile = toml::from_str("voice = true").unwrap();
         assert_eq!(voice.voice, Some(true));
+    }
+
+    #[test]
+    fn sim_targets_have_an_stt_url_and_a_turn_reads_from_the_file() {
+        let t = Target::parse("sim/default?stt_final_ms=400&ttft_ms=300", None, None).unwrap();
+        assert_eq!(
+            t.stt_url().as_deref(),
+            Some("/sim/default/v1/audio/transcriptions?stt_final_ms=400&ttft_ms=300")
+        );
+        let proxy = Target::parse("proxy/up", None, Some("v1")).unwrap();
+        assert_eq!(proxy.stt_url(), None);
+        let file: ScenarioFile =
+            toml::from_str("voice_turn = true\nspeech = \"Hello there\"\nbarge_in = true").unwrap();
+        assert_eq!(
+            (file.voice_turn, file.speech.as_deref(), file.barge_in),
+            (Some(true), Some("Hello there"), Some(true))
+        );
     }
 
     #[test]
