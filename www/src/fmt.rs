@@ -46,6 +46,16 @@ impl Scale {
         }
     }
 
+    /// A scale from `min(lo, 0)` to `hi` (at least 1 wide): a voice turn's speech comes
+    /// before the request, so its axis reaches left of 0.
+    pub fn spanning(lo: f64, hi: f64, p0: f64, p1: f64) -> Scale {
+        let lo = if lo.is_finite() { lo.min(0.0) } else { 0.0 };
+        let mut s = Scale::zero_to(hi - lo, p0, p1);
+        s.d0 = lo;
+        s.d1 += lo;
+        s
+    }
+
     pub fn at(&self, v: f64) -> f64 {
         let span = self.d1 - self.d0;
         if span == 0.0 {
@@ -88,6 +98,14 @@ mod tests {
         assert_eq!(s.at(1234.0), 600.0);
         assert_eq!(s.ticks(5), vec![0.0, 500.0, 1000.0]);
         assert_eq!(Scale::zero_to(0.0, 0.0, 10.0).d1, 1.0);
+        // A turn: from 1.5 s before the request to 1 s after it.
+        let s = Scale::spanning(-1500.0, 1000.0, 0.0, 250.0);
+        assert_eq!(
+            (s.at(-1500.0), s.at(0.0), s.at(1000.0)),
+            (0.0, 150.0, 250.0)
+        );
+        assert_eq!(s.ticks(3), vec![-1000.0, 0.0, 1000.0]);
+        assert_eq!(Scale::spanning(200.0, 1000.0, 0.0, 10.0).d0, 0.0);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 use ttfx_core::Milestone;
+use ttfx_core::metrics::TurnBreakdown;
 use ttfx_core::metrics::buffered::BufferedVerdict;
 use ttfx_core::report::Run;
 
@@ -136,8 +137,16 @@ pub(crate) fn Waterfall(
         .map(|r| r.1)
         .chain(run.metrics.gaps.iter().map(|g| g.server_ms))
         .fold(0.0, f64::max);
-    let x = Scale::zero_to(end, LABEL_W, PLOT_R);
-    let height = ROW_H * (rows.len() as f64 + 1.5);
+    // A voice turn's speech and transcript precede the request: the axis reaches back.
+    let start = rows.iter().map(|r| r.1).fold(0.0, f64::min);
+    let x = Scale::spanning(start, end, LABEL_W, PLOT_R);
+    let turn = run
+        .metrics
+        .turn
+        .clone()
+        .filter(|t| t.voice_to_voice_ms.is_some());
+    let turn_rows = if turn.is_some() { 1.5 } else { 0.0 };
+    let height = ROW_H * (rows.len() as f64 + 1.5 + turn_rows);
     let axis_y = ROW_H * rows.len() as f64 + 4.0;
     let bars = rows
         .iter()
@@ -146,7 +155,7 @@ pub(crate) fn Waterfall(
             let y = ROW_H * i as f64 + ROW_H / 2.0;
             let gap = run.metrics.gaps.iter().find(|g| g.milestone == *m).cloned();
             // Labels of late milestones go left of the marks, so they stay on the chart.
-            let late = *at > end * 0.55;
+            let late = x.at(*at) > LABEL_W + (PLOT_R - LABEL_W) * 0.55;
             let label_x = |lo: f64, hi: f64| if late { x.at(lo) - 8.0 } else { x.at(hi) + 8.0 };
             let anchor = if late { "end" } else { "start" };
             // Left of the marks the client bar runs under the text: lift it above the bar.
@@ -190,17 +199,58 @@ pub(crate) fn Waterfall(
             }
         })
         .collect_view();
+    let speech_end = run.timeline.milestones.get(Milestone::SpeechEnd);
+    let stages = turn.zip(speech_end).map(|(turn, from)| {
+        let y = axis_y + 30.0;
+        view! { <TurnStages turn from x y/> }
+    });
     view! {
         <svg id=id class="chart" width=WIDTH height=height + 10.0
             viewBox=format!("0 0 {WIDTH} {}", height + 10.0)>
             {ticks}
             {bars}
+            {stages}
         </svg>
         <p class="legend">
             "● client (page clock, ms since request start)  ○ server-reported counterpart; "
             "gap = client − server"
         </p>
         <ServerTimings run/>
+    }
+}
+
+/// A voice turn's silence, speech_end → first_audio_out, as one bar cut into its
+/// stages, each titled with its length and share.
+#[component]
+fn TurnStages(turn: TurnBreakdown, from: f64, x: Scale, y: f64) -> impl IntoView {
+    let mut at = from;
+    let segments = turn
+        .stages
+        .iter()
+        .filter_map(|s| s.ms.map(|ms| (s, ms)))
+        .map(|(s, ms)| {
+            let (x0, x1) = (x.at(at), x.at(at + ms));
+            at += ms;
+            let share = s
+                .share
+                .map(|v| format!(" · {:.0} %", v * 100.0))
+                .unwrap_or_default();
+            let title = format!("{} {} ms{share}", s.stage.as_str(), num(ms));
+            view! {
+                <rect class=format!("stage {}", s.stage.as_str()) data-stage=s.stage.as_str()
+                    x=x0 y=y - 6.0 width=(x1 - x0).max(0.5) height="12">
+                    <title>{title}</title>
+                </rect>
+            }
+        })
+        .collect_view();
+    let total = turn.voice_to_voice_ms.map(num).unwrap_or_default();
+    view! {
+        <g class="turn-stages">
+            <text class="label" x="4" y=y + 4.0>"voice to voice"</text>
+            {segments}
+            <text class="value" x=x.at(at) + 8.0 y=y + 4.0>{format!("{total} ms")}</text>
+        </g>
     }
 }
 
