@@ -515,6 +515,192 @@ fn voice_runs_report_time_to_first_audio() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Injected for the voice turns: the STT's first partial and final transcript after the
+/// upload, the LLM's first token, the TTS's first audio.
+const STT_FINAL_MS: f64 = 400.0;
+const TTFT_MS: f64 = 300.0;
+const TTFA_MS: f64 = 200.0;
+const TURN_TARGET: &str = "sim/default?stt_first_partial_ms=150&stt_final_ms=400&ttft_ms=300\
+    &tokens_per_second=100&output_tokens=40&ttfa_ms=200&rtf=0.25&audio_ms=6000&seed=11";
+
+/// The detector's defaults (docs/metrics.md): its hangover, its frame.
+const HANGOVER_MS: f64 = 500.0;
+const FRAME_MS: f64 = 10.0;
+
+/// How much longer than its injected delay a server stage may be: the page's main thread
+/// may be inside one 60 Hz frame (16.7 ms) both when it sends and when the reply lands,
+/// loopback delivery to the page was at most 4.9 ms in docs/fidelity.md's first-byte
+/// bench (Chromium), both ways, and the simulator's timers wake on a 1 ms tick:
+/// 2 × 16.7 + 2 × 4.9 + 1 = 44.2 ms.
+const SERVER_STAGE_SLACK_MS: f64 = 45.0;
+
+/// How far the detector's decision may come after `speech_end` plus its hangover: the
+/// frame in progress (10 ms), the audio callback that delivers the samples in blocks
+/// (Chromium's fake capture: 10 ms, `getSettings().latency`), the message to the page and
+/// a main thread inside one frame (16.7 ms): 36.7 ms.
+const DECISION_SLACK_MS: f64 = 37.0;
+
+/// `--voice-turn`: a fake microphone speaks (espeak-ng), the page's detector finds the
+/// end of speech, the simulator's STT transcribes, the LLM answers, TTS speaks; every
+/// stage is at least its injected delay and exceeds it by less than the slack above,
+/// the stages sum to voice_to_voice_ms, and the detector's speech matches the
+/// recording's.
+#[test]
+fn voice_turns_are_measured_stage_by_stage_from_the_end_of_speech() -> anyhow::Result<()> {
+    let (stdout, batch) = run_ok_with_batch(
+        "turn.json",
+        &["--voice-turn", "--target", TURN_TARGET, "--runs", "3"],
+    )?;
+    println!("{stdout}");
+    let speech_ms = batch["speech"]["speech_ms"].as_f64().unwrap();
+    assert!((500.0..5000.0).contains(&speech_ms), "{}", batch["speech"]);
+    let runs = batch["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for run in runs {
+        let m = &run["timeline"]["milestones"];
+        let at = |name: &str| {
+            m[name]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no {name}: {run}"))
+        };
+        let turn = &run["metrics"]["turn"];
+        let stage = |name: &str| -> f64 {
+            turn["stages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["stage"] == name)
+                .and_then(|s| s["ms"].as_f64())
+                .unwrap_or_else(|| panic!("no stage {name}: {turn}"))
+        };
+        // The user spoke before the request: negative, in order.
+        assert!(at("speech_start") < at("speech_end"), "{m}");
+        assert!(
+            at("speech_end") < at("stt_final") && at("stt_final") <= 0.0,
+            "{m}"
+        );
+        assert!(at("stt_first_partial") <= at("stt_final"), "{m}");
+        // The detector's speech against the recording's: both ends are found to the
+        // frame (10 ms each), and espeak-ng's soft onset and decay lie between the
+        // truth's −50 dBFS peak and the detector's −45 dBFS RMS for a few ms at most.
+        let heard = at("speech_end") - at("speech_start");
+        assert!(
+            (heard - speech_ms).abs() <= 4.0 * FRAME_MS,
+            "detector {heard:.1} ms vs recording {speech_ms:.1} ms"
+        );
+        let endpointing = stage("endpointing");
+        assert!(
+            (HANGOVER_MS - FRAME_MS..HANGOVER_MS + DECISION_SLACK_MS).contains(&endpointing),
+            "endpointing {endpointing:.1} ms"
+        );
+        for (name, injected) in [
+            ("transcription", STT_FINAL_MS),
+            ("llm_first_token", TTFT_MS),
+            ("tts_first_byte", TTFA_MS),
+        ] {
+            let ms = stage(name);
+            assert!(
+                (injected..injected + SERVER_STAGE_SLACK_MS).contains(&ms),
+                "{name} {ms:.1} ms against {injected} ms injected: {turn}"
+            );
+        }
+        let v2v = run["metrics"]["voice_to_voice_ms"]["value"]
+            .as_f64()
+            .unwrap();
+        let sum: f64 = turn["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["ms"].as_f64().unwrap())
+            .sum();
+        assert!((sum - v2v).abs() < 1e-6, "{sum} vs {v2v}");
+        assert!((v2v - (at("first_audio_out") - at("speech_end"))).abs() < 1e-6);
+    }
+    assert_eq!(
+        batch["schema_version"], 3,
+        "a turn makes the batch version 3"
+    );
+    // The table shows the same median and the stage breakdown.
+    let v2v_p50 = batch["statistics"]["voice_to_voice_ms"]["p50"]
+        .as_f64()
+        .unwrap();
+    let table = table_value(&stdout, "voice_to_voice_ms", "p50").unwrap();
+    assert!((table - v2v_p50).abs() < 0.01, "{stdout}");
+    assert!(
+        stdout.contains("voice turns: 3 of 3 reached audio"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("detector: speech_start"), "{stdout}");
+
+    // Turns need Chromium's fake microphone and the simulator's STT: refused before a
+    // browser starts, in one line.
+    for (args, says) in [
+        (
+            vec!["--voice-turn", "--browser", "firefox"],
+            "--voice-turn needs Chromium",
+        ),
+        (
+            vec!["--voice-turn", "--target", "http://127.0.0.1:9/v1/chat"],
+            "--voice-turn needs sim/PROFILE targets",
+        ),
+        (vec!["--barge-in"], "--voice-turn"),
+    ] {
+        let refused = ttfx_run(&args)?;
+        let stderr = text(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    Ok(())
+}
+
+/// `--voice-turn --barge-in`: the user speaks again over the reply (the microphone's
+/// loop) and the page stops it; interrupt_ms runs from that speech's start to the
+/// reply's last sample, and holds the detector's onset (60 ms) and the device.
+#[test]
+fn a_barge_in_stops_the_reply_and_reports_interrupt_ms() -> anyhow::Result<()> {
+    let (stdout, batch) = run_ok_with_batch(
+        "barge.json",
+        &[
+            "--voice-turn",
+            "--barge-in",
+            "--target",
+            TURN_TARGET,
+            "--runs",
+            "2",
+        ],
+    )?;
+    println!("{stdout}");
+    for run in batch["runs"].as_array().unwrap() {
+        let barge = &run["timeline"]["turn"]["barge_in"];
+        let start = barge["speech_start_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{run}"));
+        let stopped = barge["playback_stopped_ms"].as_f64().unwrap();
+        let heard = run["timeline"]["milestones"]["first_audio_out"]
+            .as_f64()
+            .unwrap();
+        // The interruption came while the reply played, and stopped it after it began.
+        assert!(
+            start > heard,
+            "barge-in at {start} before the reply at {heard}"
+        );
+        let interrupt = run["metrics"]["interrupt_ms"]["value"].as_f64().unwrap();
+        assert!((interrupt - (stopped - start)).abs() < 1e-6);
+        // At least the detector's onset (60 ms of speech frames); at most that, a frame,
+        // the capture block, a busy main thread and the output latency Chromium
+        // reports for its fake device (≤ 50 ms here): 60 + 10 + 10 + 16.7 + 50.
+        assert!(
+            (60.0..150.0).contains(&interrupt),
+            "interrupt_ms {interrupt}"
+        );
+    }
+    assert!(
+        table_value(&stdout, "interrupt_ms", "p50").is_some(),
+        "{stdout}"
+    );
+    Ok(())
+}
+
 /// `--api` for each API ttfx speaks: the runner sends that API's body to the simulator's
 /// path for it, the probe decodes the reply in its dialect, and the server's record
 /// joins (a gap for the first visible token).
