@@ -70,11 +70,11 @@ extern "C" {
     pub type JsSegmentOrNull;
 }
 
-fn js_error(e: ProbeError) -> JsError {
+pub(super) fn js_error(e: ProbeError) -> JsError {
     JsError::new(&e.to_string())
 }
 
-fn js_value(e: ProbeError) -> JsValue {
+pub(super) fn js_value(e: ProbeError) -> JsValue {
     JsValue::from(js_error(e))
 }
 
@@ -87,10 +87,10 @@ pub(crate) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ProbeError> {
 }
 
 /// Options object → typed reads with clear errors.
-struct Options(JsValue);
+pub(super) struct Options(JsValue);
 
 impl Options {
-    fn new(value: &JsValue) -> Result<Options, ProbeError> {
+    pub(super) fn new(value: &JsValue) -> Result<Options, ProbeError> {
         if value.is_undefined() || value.is_null() {
             return Ok(Options(Object::new().into()));
         }
@@ -100,13 +100,13 @@ impl Options {
         Ok(Options(value.clone()))
     }
 
-    fn get(&self, key: &str) -> Option<JsValue> {
+    pub(super) fn get(&self, key: &str) -> Option<JsValue> {
         Reflect::get(&self.0, &JsValue::from_str(key))
             .ok()
             .filter(|v| !v.is_undefined() && !v.is_null())
     }
 
-    fn number(&self, key: &str) -> Result<Option<f64>, ProbeError> {
+    pub(super) fn number(&self, key: &str) -> Result<Option<f64>, ProbeError> {
         self.get(key)
             .map(|v| {
                 v.as_f64()
@@ -145,7 +145,7 @@ impl Options {
             .transpose()
     }
 
-    fn object<T: JsCast>(&self, key: &str, what: &str) -> Result<Option<T>, ProbeError> {
+    pub(super) fn object<T: JsCast>(&self, key: &str, what: &str) -> Result<Option<T>, ProbeError> {
         self.get(key)
             .map(|v| {
                 v.dyn_into::<T>()
@@ -172,7 +172,7 @@ fn player_options(value: &JsValue) -> Result<(Option<AudioContext>, PlayerOption
 /// A streaming TTS player that measures time to first audio (see `TtsPlayerOptions`).
 #[wasm_bindgen(js_name = TtsPlayer)]
 pub struct JsTtsPlayer {
-    inner: Rc<TtsPlayer>,
+    pub(super) inner: Rc<TtsPlayer>,
 }
 
 #[wasm_bindgen(js_class = TtsPlayer)]
