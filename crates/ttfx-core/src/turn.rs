@@ -78,9 +78,20 @@ pub struct VadFrames {
     /// Consecutive non-speech frames after the last speech frame before `speech_end` is
     /// decided (at least 1: the end of speech is only known from a frame without it).
     pub hangover_frames: u32,
-    /// A frame is speech when its mean square (channels mixed) is at or above this:
-    /// 10^(threshold_dbfs / 10), full scale 1.0.
-    pub threshold_mean_square: f64,
+    /// A frame is speech when its RMS level (channels mixed, full scale 1.0) in dBFS is
+    /// at or above this: its mean square at or above [`threshold_mean_square`]
+    /// (the processor computes that with JS's `Math.pow`: Rust's `powf` would link
+    /// libm's pow, 2 KB, into the probe's wasm).
+    ///
+    /// [`threshold_mean_square`]: VadFrames::threshold_mean_square
+    pub threshold_dbfs: f64,
+}
+
+impl VadFrames {
+    /// 10^(threshold_dbfs / 10): RMS ≥ 10^(dB / 20) squared.
+    pub fn threshold_mean_square(&self) -> f64 {
+        10f64.powf(self.threshold_dbfs / 10.0)
+    }
 }
 
 impl VadSettings {
@@ -110,7 +121,7 @@ impl VadSettings {
             frame_samples: frame_samples as u32,
             min_speech_frames: min_speech as u32,
             hangover_frames: hangover as u32,
-            threshold_mean_square: 10f64.powf(threshold_dbfs / 10.0),
+            threshold_dbfs,
         };
         (settings, rule)
     }
@@ -187,8 +198,8 @@ mod tests {
         );
         assert_eq!(s.input_latency_ms, Some(10.0));
         // −45 dBFS RMS: mean square 10^−4.5; a sine of RMS 0.1 (−20 dBFS) is above it.
-        assert!((r.threshold_mean_square - 10f64.powf(-4.5)).abs() < 1e-15);
-        assert!(0.1f64 * 0.1 >= r.threshold_mean_square);
+        assert!((r.threshold_mean_square() - 10f64.powf(-4.5)).abs() < 1e-15);
+        assert!(0.1f64 * 0.1 >= r.threshold_mean_square());
         // 44.1 kHz: 441 samples is exactly 10 ms. 22.05 kHz: 220.5 rounds to 221
         // (10.02 ms), and 60 ms needs 6 of them (5.99 → 6), recorded as applied.
         assert_eq!(

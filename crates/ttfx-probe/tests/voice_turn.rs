@@ -484,8 +484,7 @@ async fn create_error(options: JsValue) -> String {
     let Err(e) = JsVoiceTurn::create(options.unchecked_into()).await else {
         panic!("create accepted bad options");
     };
-    let value = JsValue::from(e);
-    Reflect::get(&value, &"message".into())
+    Reflect::get(&e, &"message".into())
         .unwrap()
         .as_string()
         .unwrap()

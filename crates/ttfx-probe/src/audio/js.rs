@@ -3,13 +3,14 @@
 //! read by name, so a wrong type is a clear error, never a trap.
 
 use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use js_sys::{Array, Object, Reflect};
 use serde::Serialize;
 use ttfx_core::segment::{Segment, SegmenterConfig};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 use web_sys::{AudioContext, AudioNode, ReadableStream};
 
 use super::context;
@@ -76,6 +77,16 @@ pub(super) fn js_error(e: ProbeError) -> JsError {
 
 pub(super) fn js_value(e: ProbeError) -> JsValue {
     JsValue::from(js_error(e))
+}
+
+/// A promise of `future`. Every async export goes through this one instantiation of
+/// `future_to_promise` (over a boxed future): one per future type repeats its executor
+/// glue, about 2.5 KB of wasm each.
+pub(crate) fn promise(
+    future: impl Future<Output = Result<JsValue, JsValue>> + 'static,
+) -> js_sys::Promise {
+    let boxed: Pin<Box<dyn Future<Output = Result<JsValue, JsValue>>>> = Box::pin(future);
+    wasm_bindgen_futures::future_to_promise(boxed)
 }
 
 /// A plain JS object shaped as in reports (maps as objects, `None` as null), built
@@ -212,7 +223,7 @@ impl JsTtsPlayer {
     /// Reads and plays a whole body stream (e.g. `response.body`).
     pub fn play(&self, stream: ReadableStream) -> JsVoidPromise {
         let player = Rc::clone(&self.inner);
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             player.play(&stream).await.map_err(js_value)?;
             Ok(JsValue::UNDEFINED)
         });
@@ -224,7 +235,7 @@ impl JsTtsPlayer {
     /// it at once; one the player made itself gets 2 s from its making to start.
     pub fn result(&self, timeout_ms: Option<f64>) -> JsMeasurementPromise {
         let player = Rc::clone(&self.inner);
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             let m = player
                 .result(timeout_ms.unwrap_or(5000.0))
                 .await
@@ -278,7 +289,7 @@ impl JsAudioTap {
     /// 5000) and resolves with the measurement (`first_audio_out` only).
     pub fn result(&self, timeout_ms: Option<f64>) -> JsMeasurementPromise {
         let (tap, observed) = (Rc::clone(&self.tap), Rc::clone(&self.observed));
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             let deadline = now_ms().map_err(js_value)? + timeout_ms.unwrap_or(5000.0);
             while tap.hit().is_none()
                 && context::running(tap.context())

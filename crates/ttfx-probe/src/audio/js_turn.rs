@@ -6,10 +6,9 @@ use std::rc::Rc;
 
 use js_sys::{Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 use web_sys::{AudioContext, MediaStream};
 
-use super::js::{JsTtsPlayer, Options, js_error, js_value, to_js};
+use super::js::{JsTtsPlayer, Options, js_error, js_value, promise, to_js};
 use super::turn::{TurnOptions, Utterance, VoiceTurn};
 use crate::ProbeError;
 
@@ -63,13 +62,18 @@ pub struct JsVoiceTurn {
 impl JsVoiceTurn {
     /// Starts the detector on `options.stream`. Rejects with a clear Error: no stream, no
     /// audio track, no AudioWorklet, a CSP that blocks `blob:` worklet modules.
-    pub async fn create(options: JsVoiceTurnOptions) -> Result<JsVoiceTurn, JsError> {
-        let (stream, ctx, options) = turn_options(&options).map_err(js_error)?;
-        let turn = VoiceTurn::new(&stream, ctx, options)
-            .await
-            .map_err(js_error)?;
-        Ok(JsVoiceTurn {
-            inner: Rc::new(turn),
+    /// (A promise returned by hand, not an `async fn`: it shares `js::promise`.)
+    #[wasm_bindgen(unchecked_return_type = "Promise<VoiceTurn>")]
+    pub fn create(options: JsVoiceTurnOptions) -> js_sys::Promise {
+        promise(async move {
+            let (stream, ctx, options) = turn_options(&options).map_err(js_value)?;
+            let turn = VoiceTurn::new(&stream, ctx, options)
+                .await
+                .map_err(js_value)?;
+            Ok(JsVoiceTurn {
+                inner: Rc::new(turn),
+            }
+            .into())
         })
     }
 
@@ -79,7 +83,7 @@ impl JsVoiceTurn {
     #[wasm_bindgen(js_name = nextUtterance)]
     pub fn next_utterance(&self, timeout_ms: Option<f64>) -> JsUtterancePromise {
         let next = self.inner.next_utterance(timeout_ms.unwrap_or(30_000.0));
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             let u = next.await.map_err(js_value)?;
             utterance_js(u).map_err(js_value)
         });
@@ -97,7 +101,7 @@ impl JsVoiceTurn {
     ) -> JsResponsePromise {
         let turn = Rc::clone(&self.inner);
         let init: JsValue = init.map_or(JsValue::UNDEFINED, Into::into);
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             turn.fetch_transcription(&input, &init)
                 .await
                 .map(JsValue::from)
@@ -121,7 +125,7 @@ impl JsVoiceTurn {
     /// what it has plus a note.
     pub fn result(&self, request_start: f64, timeout_ms: Option<f64>) -> JsTurnPromise {
         let turn = Rc::clone(&self.inner);
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             let m = turn
                 .result(request_start, timeout_ms.unwrap_or(15_000.0))
                 .await

@@ -58,15 +58,19 @@ pub async fn fetch(
         branches.get(1).unchecked_into(),
     );
     let wrapped = wrap(&response, &app)?;
-    wasm_bindgen_futures::spawn_local(async move {
+    // A promise nobody awaits rather than `spawn_local`: the voice build already links
+    // `future_to_promise`'s executor (through `js::promise`).
+    drop(super::js::promise(async move {
         let mut watch = TranscriptionWatch::new(content_type.as_deref());
         let reader: ReadableStreamDefaultReader = probe.get_reader().unchecked_into();
         loop {
             let Ok(result) = JsFuture::from(reader.read()).await else {
                 // The body failed: the app sees the same error on its branch.
-                return;
+                return Ok(JsValue::UNDEFINED);
             };
-            let Ok(at) = now_ms() else { return };
+            let Ok(at) = now_ms() else {
+                return Ok(JsValue::UNDEFINED);
+            };
             let field = |k: &str| Reflect::get(&result, &JsValue::from_str(k));
             if field("done").map(|d| d.is_truthy()).unwrap_or(true) {
                 watch.finish(at);
@@ -82,10 +86,10 @@ pub async fn fetch(
                 // Nothing after the final transcript is timed: stop reading this branch
                 // (the app's branch goes on).
                 drop(reader.cancel());
-                return;
+                return Ok(JsValue::UNDEFINED);
             }
         }
-    });
+    }));
     Ok((wrapped, None))
 }
 

@@ -1,8 +1,18 @@
 //! The voice-activity detector's node: an AudioWorklet processor (`vad_processor.js`,
-//! loaded from a Blob URL) that cuts its input into 10 ms frames and posts where speech
-//! starts and ends, as frame numbers on the context's `currentFrame` clock. The rule is
-//! in the processor's header and docs/probe.md ("Voice turns"); its frame counts come
-//! from ttfx-core ([`VadSettings::at_rate`](ttfx_core::turn::VadSettings::at_rate)).
+//! loaded from a Blob URL) that posts where speech starts and ends, as frame numbers on
+//! the context's `currentFrame` clock. Its frame counts come from ttfx-core
+//! ([`VadSettings::at_rate`](ttfx_core::turn::VadSettings::at_rate)). The rule
+//! (docs/probe.md, "Voice turns"):
+//!
+//! - The input, channels mixed (their mean), is cut into frames of `frame_samples`
+//!   (10 ms) across render quanta; an input with no channels is a quantum of silence.
+//! - A frame is speech when its mean square is at or above 10^(threshold_dbfs / 10)
+//!   (its RMS level in dBFS at or above the threshold).
+//! - `speech_start` is the first frame of a run of `min_speech_frames` consecutive speech
+//!   frames, decided when that run completes.
+//! - `speech_end` is the end of the last speech frame, decided once `hangover_frames`
+//!   non-speech frames have followed it; a speech frame inside the hangover continues
+//!   the utterance.
 //!
 //! The rule runs in JS on the audio thread because that is where the samples are: a
 //! wasm module there would need its own compile, memory and a second copy of the
@@ -68,7 +78,7 @@ impl Vad {
             ("frameSamples", f64::from(rule.frame_samples)),
             ("minSpeechFrames", f64::from(rule.min_speech_frames)),
             ("hangoverFrames", f64::from(rule.hangover_frames)),
-            ("thresholdMeanSquare", rule.threshold_mean_square),
+            ("thresholdDbfs", rule.threshold_dbfs),
         ] {
             Reflect::set(&processor_options, &key.into(), &value.into())
                 .map_err(|e| ProbeError::browser("detector options", &e))?;

@@ -1,16 +1,6 @@
-// ttfx voice-activity detector (VoiceTurn): decides where speech starts and ends in its
-// input, on the context's frame clock. Loaded from a Blob URL (no eval). It writes no
-// output: the node is silent, and reaches the destination only through a zero gain.
-//
-// The rule (docs/probe.md, "Voice turns"; the frame counts come from ttfx-core's
-// VadSettings::at_rate): the input, channels mixed (their mean), is cut into frames of
-// `frameSamples` (10 ms) across render quanta. A frame is speech when its mean square is
-// at or above `thresholdMeanSquare` (its RMS level in dBFS at or above the threshold).
-// speech_start is the first frame of a run of `minSpeechFrames` consecutive speech
-// frames, decided when that run completes. speech_end is the end of the last speech
-// frame, decided once `hangoverFrames` non-speech frames have followed it; a speech frame
-// inside the hangover continues the utterance. Each decision is posted at once with the
-// frame numbers of the moment and of the decision.
+// ttfx voice-activity detector (VoiceTurn), loaded from a Blob URL. The rule, in 10 ms
+// frames of the mixed channels, is documented in vad.rs and docs/probe.md; it posts the
+// frame numbers of each decided speech start and end. It writes no output.
 class TtfxVad extends AudioWorkletProcessor {
   constructor(options) {
     super();
@@ -18,7 +8,8 @@ class TtfxVad extends AudioWorkletProcessor {
     this.frame = Math.max(1, o.frameSamples | 0);
     this.minSpeech = Math.max(1, o.minSpeechFrames | 0);
     this.hangover = Math.max(1, o.hangoverFrames | 0);
-    this.threshold = typeof o.thresholdMeanSquare === "number" ? o.thresholdMeanSquare : 3.16e-5;
+    // RMS ≥ 10^(dB/20) ⇔ mean square ≥ 10^(dB/10); JS's pow keeps libm's out of the wasm.
+    this.threshold = Math.pow(10, (typeof o.thresholdDbfs === "number" ? o.thresholdDbfs : -45) / 10);
     this.sum = 0; // sum of squares in the frame so far
     this.n = 0; // samples in the frame so far
     this.frameStart = 0; // frame number of the frame's first sample
