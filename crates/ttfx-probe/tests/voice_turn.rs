@@ -558,3 +558,52 @@ async fn bad_input_is_a_clear_rejection_never_a_panic() {
     turn.close();
     mic.close().await;
 }
+
+#[wasm_bindgen_test]
+async fn a_run_that_includes_the_turn_reports_it_before_its_request() {
+    use ttfx_probe::{Probe, ProbeOptions, VoicePart};
+    let mic = Mic::new().await;
+    let options = object(&[
+        ("stream", mic.stream.clone().into()),
+        ("context", mic.ctx.clone().into()),
+        ("hangoverMs", 200.0.into()),
+    ]);
+    // The JS face end to end: its result object is what the analysis reads back.
+    let turn = JsFuture::from(JsVoiceTurn::create(options.unchecked_into()))
+        .await
+        .unwrap();
+    let call = |name: &str, args: &[JsValue]| -> JsValue {
+        let method: Function = Reflect::get(&turn, &name.into()).unwrap().unchecked_into();
+        method
+            .apply(&turn, &args.iter().collect::<Array>())
+            .unwrap()
+    };
+    let next: js_sys::Promise = call("nextUtterance", &[5000.0.into()]).unchecked_into();
+    mic.play(&[(0.05, 0.0), (0.3, LOUD_RMS), (0.3, 0.0)], 0.05);
+    JsFuture::from(next).await.unwrap();
+    let probe = Probe::new(ProbeOptions::default()).unwrap();
+    let run = probe.start(Some("turn".into()));
+    let reply = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi.\"}}]}\n\ndata: [DONE]\n\n";
+    let url = blob_url(reply, "text/event-stream");
+    let response = run.fetch(&url.into(), &JsValue::UNDEFINED).await.unwrap();
+    let start = run.request_start().unwrap();
+    run.include_voice(VoicePart::Turn, call("result", &[start.into()]));
+    assert_eq!(text_of(&response).await, reply);
+    call("end", &[]);
+    let finished = run.finished().await.unwrap();
+    let t = &finished.run.timeline;
+    let speech_end = t.milestones.get(Milestone::SpeechEnd).unwrap();
+    assert!(speech_end < 0.0, "{t:?}");
+    let turn_record = t.turn.as_ref().unwrap();
+    assert!(turn_record.speech_end_detected_ms.unwrap() > speech_end);
+    assert!(
+        !t.anomalies.iter().any(|a| a.class.starts_with("voice_")),
+        "{:?}",
+        t.anomalies
+    );
+    // No audio in this run: the breakdown says where the turn stopped.
+    let breakdown = finished.run.metrics.turn.as_ref().unwrap();
+    report("run with a turn", breakdown);
+    call("close", &[]);
+    mic.close().await;
+}
