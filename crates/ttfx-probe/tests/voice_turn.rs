@@ -365,6 +365,14 @@ async fn a_transcription_reaches_the_app_unchanged_and_gives_its_stt_times() {
         .fetch_transcription(&"blob:null/not-there".into(), &JsValue::UNDEFINED)
         .await;
     assert!(refused.is_err());
+    let m = turn.result(origin, 1000.0).await.unwrap();
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.contains("the transcription request failed")),
+        "{m:?}"
+    );
+    assert_eq!(m.milestones.get(Milestone::SttFinal), None, "{m:?}");
     turn.close();
     mic.close().await;
 }

@@ -309,13 +309,20 @@ impl VoiceTurn {
                 s.stt = Some(times);
             }
         };
-        let (response, note) = transcription::fetch(input, init, update).await?;
+        let fetched = transcription::fetch(input, init, update).await;
+        let note = match &fetched {
+            Ok((_, note)) => note.clone(),
+            Err(e) => Some(format!(
+                "the transcription request failed: {}",
+                crate::error::describe_js(e)
+            )),
+        };
         if let (Some(note), Ok(mut s)) = (note, self.state.try_borrow_mut())
             && s.stt_call == call
         {
             s.stt_note = Some(note);
         }
-        Ok(response)
+        fetched.map(|(response, _)| response)
     }
 
     /// The app stops the reply because the user spoke over it: stops `player` (always,
@@ -493,7 +500,7 @@ fn measurement(
             .set(Milestone::SpeechEnd, rel(own.speech_end_ms));
         m.turn.speech_end_detected_ms = Some(rel(own.detected_at_ms));
     } else {
-        notes.push(if context::running(ctx) {
+        notes.push(if s.closed || context::running(ctx) {
             "no utterance was resolved (nextUtterance): no speech_start / speech_end".to_owned()
         } else {
             "the detector's AudioContext is not running (autoplay policy?): no utterance".to_owned()
