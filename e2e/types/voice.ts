@@ -3,8 +3,11 @@ import init, {
   Probe,
   TtsPlayer,
   VoiceHandoff,
+  VoiceTurn,
   type AudioMeasurement,
   type TextSegment,
+  type TurnMeasurement,
+  type Utterance,
 } from "ttfx-probe/voice";
 
 await init();
@@ -28,3 +31,25 @@ console.log(segments, ttfa, audioMs);
 
 // @ts-expect-error: not a TTS format
 TtsPlayer.create({ format: "mp3" });
+
+// A voice turn: the microphone's speech and the transcription before the LLM request.
+const mic: MediaStream = await navigator.mediaDevices.getUserMedia({ audio: true });
+const turn: VoiceTurn = await VoiceTurn.create({
+  stream: mic,
+  hangoverMs: 500,
+  onSpeechStart: (atMs: number) => console.log(atMs),
+});
+const utterance: Utterance = await turn.nextUtterance(30000);
+const transcript: Response = await turn.fetchTranscription("/v1/audio/transcriptions", { method: "POST" });
+const turnRun = new Probe({ label: "turn" }).start();
+turnRun.includeTurn(turn.result(turnRun.requestStart ?? 0));
+turn.interrupt(player);
+turn.end();
+const measured: TurnMeasurement = await turn.result(0, 15000);
+const speechEnd: number | undefined = measured.milestones.speech_end;
+const bargeIn: number | undefined = measured.turn.barge_in?.playback_stopped_ms;
+turn.close();
+console.log(utterance.speechEnd - utterance.speechStart, transcript.status, speechEnd, bargeIn);
+
+// @ts-expect-error: the stream is required
+VoiceTurn.create({ hangoverMs: 500 });

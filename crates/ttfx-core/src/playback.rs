@@ -1,6 +1,6 @@
 //! Pure arithmetic of streamed playback, shared by the browser player and the tests:
 //! gapless scheduling with underrun accounting, the audio clock → `performance.now()`
-//! mapping, and where the first audible sample of a block lies.
+//! mapping (output and input), and where the first audible sample of a block lies.
 //!
 //! Audio clock times are seconds (`AudioContext.currentTime`), page times milliseconds.
 
@@ -123,6 +123,33 @@ impl OutputMapping {
     }
 }
 
+/// How input frames (a microphone's samples, as a `MediaStreamAudioSourceNode` hands
+/// them to the render thread) become page times: the reverse direction of
+/// [`OutputMapping::RenderClock`]. `currentTime` read with `performance.now()` is the
+/// render position, so a frame is rendered at that page time plus its distance from
+/// the position; it was captured `input_latency_s` earlier (the track's
+/// `getSettings().latency`, 0 where the engine does not say). No output latency: the
+/// frame never goes to the speaker.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InputMapping {
+    pub context_time_s: f64,
+    pub performance_now_ms: f64,
+    pub input_latency_s: f64,
+}
+
+impl InputMapping {
+    /// The page time at which the input frame at audio time `context_s` was captured.
+    pub fn captured_at_ms(&self, context_s: f64) -> f64 {
+        self.performance_now_ms + (context_s - self.context_time_s - self.input_latency_s) * 1000.0
+    }
+
+    /// The page time of input frame number `frame` (the worklet's `currentFrame` clock)
+    /// at `sample_rate`.
+    pub fn frame_at_ms(&self, frame: f64, sample_rate: f64) -> f64 {
+        self.captured_at_ms(frame / sample_rate.max(1.0))
+    }
+}
+
 /// Interleaved PCM16 → one `f32` vector per channel, full scale 1.0. A trailing partial
 /// frame (fewer samples than channels) is dropped: it cannot be played.
 pub fn pcm16_to_planar(samples: &[i16], channels: u16) -> Vec<Vec<f32>> {
@@ -217,6 +244,33 @@ mod tests {
             latency_s: 0.04,
         };
         assert!((m.audible_at_ms(2.1) - 5140.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn input_frames_map_back_from_the_render_position_less_the_capture_latency() {
+        let m = InputMapping {
+            context_time_s: 2.0,
+            performance_now_ms: 5000.0,
+            input_latency_s: 0.0,
+        };
+        // 100 ms before the render position: rendered 100 ms before the read.
+        assert!((m.captured_at_ms(1.9) - 4900.0).abs() < 1e-9);
+        // Frame 96,000 at 48 kHz is audio time 2.0 s: the read itself.
+        assert!((m.frame_at_ms(96_000.0, 48_000.0) - 5000.0).abs() < 1e-9);
+        // A track that reports 10 ms of capture latency: every frame 10 ms earlier, and
+        // no output latency is ever added (the same frame through the output mapping is
+        // heard later, not earlier).
+        let with_latency = InputMapping {
+            input_latency_s: 0.01,
+            ..m
+        };
+        assert!((with_latency.captured_at_ms(1.9) - 4890.0).abs() < 1e-9);
+        let out = OutputMapping::RenderClock {
+            context_time_s: 2.0,
+            performance_now_ms: 5000.0,
+            latency_s: 0.04,
+        };
+        assert!(out.audible_at_ms(1.9) > m.captured_at_ms(1.9));
     }
 
     #[test]

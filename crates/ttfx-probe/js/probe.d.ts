@@ -42,7 +42,7 @@ export interface InstrumentOptions {
   watch?: Element | (() => Element | null);
 }
 
-export type MilestoneName = "request_start" | "headers" | "first_byte" | "first_event" | "first_token" | "first_visible_token" | "first_dom" | "first_paint" | "first_sentence" | "tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out" | "last_token" | "done" | "aborted" | "error";
+export type MilestoneName = "speech_start" | "speech_end" | "stt_first_partial" | "stt_final" | "request_start" | "headers" | "first_byte" | "first_event" | "first_token" | "first_visible_token" | "first_dom" | "first_paint" | "first_sentence" | "tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out" | "last_token" | "done" | "aborted" | "error";
 
 export interface Chunk { at_ms: number; bytes: number; events: number; visible_tokens: number; reasoning_tokens: number; }
 export interface ServerTiming { name: string; duration_ms: number | null; description?: string; source: string; }
@@ -75,6 +75,22 @@ export interface Timeline {
   audio_out_method?: AudioMeasurement["audio_out_method"];
   /** Voice runs: per-segment LLM → TTS handoff record. */
   handoff?: { segments: unknown[]; [key: string]: unknown };
+  /** Voice turns: what the milestones before the request cannot hold (see TurnMeasurement). */
+  turn?: TurnMeasurement["turn"];
+}
+
+/** A voice turn (VoiceTurn `result()`, voice build), relative to the LLM request's
+ *  request_start: its speech and transcription come first, so they are negative. */
+export interface TurnMeasurement {
+  milestones: Partial<Record<"speech_start" | "speech_end" | "stt_first_partial" | "stt_final", number>>;
+  turn: {
+    /** The detector's decision that the speech had ended (speech_end + its hangover). */
+    speech_end_detected_ms?: number;
+    stt_request_ms?: number;
+    barge_in?: { speech_start_ms: number; playback_stopped_ms: number };
+    vad?: { threshold_dbfs: number; hangover_ms: number; min_speech_ms: number; frame_ms: number; input_latency_ms?: number };
+  };
+  notes?: string[];
 }
 
 /** A TTS stream's audio side (TtsPlayer/AudioTap `result()`, voice build); voice runs

@@ -953,9 +953,10 @@ export class ProbeRun {
     this.render = watch;
   }
 
-  // The voice build's hook (its runs' includeAudio/includeHandoff): the report waits (at
-  // most 15 s after the stream ends) for this voice result, "audio" (`player.result()`)
-  // or "handoff" (`handoff.result()`), and its analysis merges it.
+  // The voice build's hook (its runs' includeAudio/includeHandoff/includeTurn): the report
+  // waits (at most 15 s after the stream ends) for this voice result, "audio"
+  // (`player.result()`), "handoff" (`handoff.result()`) or "turn" (`turn.result()`), and
+  // its analysis merges it.
   include(part, result) {
     this.voice.push([part, result]);
   }

@@ -38,7 +38,7 @@ extern "C" {
     #[wasm_bindgen(method, catch, js_class = "ProbeRun")]
     pub fn watch(this: &FrontRun, element: &Element) -> Result<(), JsValue>;
 
-    /// A voice result the report waits for: `part` is `"audio"` or `"handoff"`.
+    /// A voice result the report waits for: `part` is `"audio"`, `"handoff"` or `"turn"`.
     #[wasm_bindgen(method, js_class = "ProbeRun")]
     pub fn include(this: &FrontRun, part: &str, result: &JsValue);
 

@@ -1,11 +1,12 @@
-//! What an `AudioContext` says about its clock and its device, read defensively.
+//! What an `AudioContext` says about its clock and its device, read defensively, and
+//! the clock mappings built from it (output: [`Reading`]; input: [`input_mapping`]).
 //!
 //! `outputLatency`, `baseLatency` and `getOutputTimestamp()` are missing from some
 //! engines (and from web-sys), so they are looked up by name: a missing member is `None`,
 //! never a thrown TypeError.
 
 use js_sys::{Function, Reflect};
-use ttfx_core::playback::{OutputMapping, OutputTimestamp};
+use ttfx_core::playback::{InputMapping, OutputMapping, OutputTimestamp};
 use ttfx_core::timeline::ContextState;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{AudioContext, AudioContextState};
@@ -90,6 +91,17 @@ impl RenderClockRead {
 /// context that reports no latency yet is not misread by one step's noise.
 fn on_render_clock_below_s(latency_s: f64) -> f64 {
     (latency_s / 2.0).max(0.003)
+}
+
+/// The render clock read now, for input frames (a microphone's): `currentTime` with
+/// `performance.now()`, less the track's capture latency, and no output latency (the
+/// mapping itself is ttfx-core's [`InputMapping`]).
+pub fn input_mapping(ctx: &AudioContext, input_latency_s: f64) -> Result<InputMapping, ProbeError> {
+    Ok(InputMapping {
+        context_time_s: ctx.current_time(),
+        performance_now_ms: now_ms()?,
+        input_latency_s,
+    })
 }
 
 /// Latencies as read now, and how a frame time would be mapped with them.

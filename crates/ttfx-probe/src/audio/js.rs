@@ -3,13 +3,14 @@
 //! read by name, so a wrong type is a clear error, never a trap.
 
 use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use js_sys::{Array, Object, Reflect};
 use serde::Serialize;
 use ttfx_core::segment::{Segment, SegmenterConfig};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 use web_sys::{AudioContext, AudioNode, ReadableStream};
 
 use super::context;
@@ -70,12 +71,22 @@ extern "C" {
     pub type JsSegmentOrNull;
 }
 
-fn js_error(e: ProbeError) -> JsError {
+pub(super) fn js_error(e: ProbeError) -> JsError {
     JsError::new(&e.to_string())
 }
 
-fn js_value(e: ProbeError) -> JsValue {
+pub(super) fn js_value(e: ProbeError) -> JsValue {
     JsValue::from(js_error(e))
+}
+
+/// A promise of `future`. Every async export goes through this one instantiation of
+/// `future_to_promise` (over a boxed future): one per future type repeats its executor
+/// glue, about 2.5 KB of wasm each.
+pub(crate) fn promise(
+    future: impl Future<Output = Result<JsValue, JsValue>> + 'static,
+) -> js_sys::Promise {
+    let boxed: Pin<Box<dyn Future<Output = Result<JsValue, JsValue>>>> = Box::pin(future);
+    wasm_bindgen_futures::future_to_promise(boxed)
 }
 
 /// A plain JS object shaped as in reports (maps as objects, `None` as null), built
@@ -87,10 +98,10 @@ pub(crate) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ProbeError> {
 }
 
 /// Options object → typed reads with clear errors.
-struct Options(JsValue);
+pub(super) struct Options(JsValue);
 
 impl Options {
-    fn new(value: &JsValue) -> Result<Options, ProbeError> {
+    pub(super) fn new(value: &JsValue) -> Result<Options, ProbeError> {
         if value.is_undefined() || value.is_null() {
             return Ok(Options(Object::new().into()));
         }
@@ -100,13 +111,13 @@ impl Options {
         Ok(Options(value.clone()))
     }
 
-    fn get(&self, key: &str) -> Option<JsValue> {
+    pub(super) fn get(&self, key: &str) -> Option<JsValue> {
         Reflect::get(&self.0, &JsValue::from_str(key))
             .ok()
             .filter(|v| !v.is_undefined() && !v.is_null())
     }
 
-    fn number(&self, key: &str) -> Result<Option<f64>, ProbeError> {
+    pub(super) fn number(&self, key: &str) -> Result<Option<f64>, ProbeError> {
         self.get(key)
             .map(|v| {
                 v.as_f64()
@@ -145,7 +156,7 @@ impl Options {
             .transpose()
     }
 
-    fn object<T: JsCast>(&self, key: &str, what: &str) -> Result<Option<T>, ProbeError> {
+    pub(super) fn object<T: JsCast>(&self, key: &str, what: &str) -> Result<Option<T>, ProbeError> {
         self.get(key)
             .map(|v| {
                 v.dyn_into::<T>()
@@ -172,7 +183,7 @@ fn player_options(value: &JsValue) -> Result<(Option<AudioContext>, PlayerOption
 /// A streaming TTS player that measures time to first audio (see `TtsPlayerOptions`).
 #[wasm_bindgen(js_name = TtsPlayer)]
 pub struct JsTtsPlayer {
-    inner: Rc<TtsPlayer>,
+    pub(super) inner: Rc<TtsPlayer>,
 }
 
 #[wasm_bindgen(js_class = TtsPlayer)]
@@ -212,7 +223,7 @@ impl JsTtsPlayer {
     /// Reads and plays a whole body stream (e.g. `response.body`).
     pub fn play(&self, stream: ReadableStream) -> JsVoidPromise {
         let player = Rc::clone(&self.inner);
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             player.play(&stream).await.map_err(js_value)?;
             Ok(JsValue::UNDEFINED)
         });
@@ -224,7 +235,7 @@ impl JsTtsPlayer {
     /// it at once; one the player made itself gets 2 s from its making to start.
     pub fn result(&self, timeout_ms: Option<f64>) -> JsMeasurementPromise {
         let player = Rc::clone(&self.inner);
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             let m = player
                 .result(timeout_ms.unwrap_or(5000.0))
                 .await
@@ -278,7 +289,7 @@ impl JsAudioTap {
     /// 5000) and resolves with the measurement (`first_audio_out` only).
     pub fn result(&self, timeout_ms: Option<f64>) -> JsMeasurementPromise {
         let (tap, observed) = (Rc::clone(&self.tap), Rc::clone(&self.observed));
-        let promise = future_to_promise(async move {
+        let promise = promise(async move {
             let deadline = now_ms().map_err(js_value)? + timeout_ms.unwrap_or(5000.0);
             while tap.hit().is_none()
                 && context::running(tap.context())

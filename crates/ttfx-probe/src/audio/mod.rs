@@ -7,6 +7,9 @@
 //! - [`AudioTap`] is the tap mode: the app keeps its own player and hands over the node
 //!   that feeds the destination.
 //! - [`HandoffRecorder`] segments the visible text and records each segment's handoff.
+//! - [`VoiceTurn`] measures what comes before the LLM request in a voice turn: the
+//!   user's speech (a voice-activity detector on the microphone stream, [`Vad`]), the
+//!   app's transcription request, and a barge-in.
 //!
 //! Results are ttfx-core types relative to the request's `request_start`
 //! ([`AudioMeasurement::apply_to`], [`HandoffRecorder::apply_to`] merge them into a
@@ -16,14 +19,22 @@ mod context;
 mod format;
 mod handoff;
 mod js;
+mod js_turn;
 mod measurement;
 mod player;
 mod tap;
+mod transcription;
+mod turn;
+mod vad;
+mod worklet;
 
 pub use context::Reading;
 pub use format::{TtsDecoder, TtsFormat};
 pub use handoff::HandoffRecorder;
 pub use js::{JsAudioTap, JsTtsPlayer, JsVoiceHandoff};
+pub use js_turn::JsVoiceTurn;
 pub use measurement::AudioMeasurement;
 pub use player::{PlayerOptions, TtsPlayer};
 pub use tap::{AudioTap, TapHit};
+pub use turn::{TurnOptions, Utterance, VoiceTurn};
+pub use vad::{Vad, VadEvent};

@@ -213,6 +213,24 @@ impl TtsPlayer {
         self.bus.disconnect().ok();
     }
 
+    /// Stops playback now (as [`stop`](Self::stop)) and returns the page time at which
+    /// the reply's last sample leaves the speaker: the render position now (or the end of
+    /// what was scheduled, if playback was over already) mapped like `first_audio_out`,
+    /// output latency included, since what was rendered before the stop is still heard.
+    pub fn stop_heard_until(&self) -> Result<f64, ProbeError> {
+        let now_s = self.ctx.current_time();
+        let end_s = self
+            .schedule
+            .borrow()
+            .as_ref()
+            .and_then(GaplessSchedule::end_s);
+        let last_s = end_s.map_or(now_s, |end| end.min(now_s));
+        let reading = Reading::now(&self.ctx, self.options.use_output_timestamp)?
+            .with_late_latency(&self.ctx);
+        self.stop();
+        Ok(reading.mapping.audible_at_ms(last_s))
+    }
+
     /// Whether the first audible sample may still come, at page time `now`.
     fn may_still_hear(&self, now: f64) -> bool {
         let Some(tap) = &self.tap else {

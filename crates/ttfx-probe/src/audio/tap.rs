@@ -1,8 +1,8 @@
 //! The AudioWorklet tap: finds the exact first audible frame of whatever feeds it and
 //! maps it to `performance.now()`.
 //!
-//! The processor (`processor.js`) is loaded from a Blob URL, so no `eval` and no file to
-//! serve. The node sits beside the audio path (source → tap → destination, writing
+//! The processor (`processor.js`) is loaded from a Blob URL (`worklet.rs`), so no `eval`
+//! and no file to serve. The node sits beside the audio path (source → tap → destination, writing
 //! silence), so it changes nothing the user hears. When the engine has no AudioWorklet or
 //! a Content-Security-Policy blocks Blob modules, `attach` fails with a clear error and
 //! the player falls back to the scheduled time of the first audible decoded sample.
@@ -10,16 +10,13 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Object, Reflect};
 use ttfx_core::playback::AUDIBLE_THRESHOLD;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{
-    AudioContext, AudioNode, AudioWorkletNode, AudioWorkletNodeOptions, Blob, BlobPropertyBag,
-    MessageEvent, Url,
-};
+use web_sys::{AudioContext, AudioNode, AudioWorkletNode, AudioWorkletNodeOptions, MessageEvent};
 
 use super::context::Reading;
+use super::worklet;
 use crate::ProbeError;
 
 const PROCESSOR_JS: &str = include_str!("processor.js");
@@ -60,7 +57,7 @@ impl AudioTap {
         source: &AudioNode,
         use_timestamp: bool,
     ) -> Result<AudioTap, ProbeError> {
-        load_processor(ctx).await?;
+        worklet::load(ctx, PROCESSOR_JS, "tap").await?;
         let options = AudioWorkletNodeOptions::new();
         let processor_options = Object::new();
         set(
@@ -146,31 +143,6 @@ impl AudioTap {
             .and_then(|port| port.post_message(&JsValue::from_str(message)))
             .map_err(|e| ProbeError::browser("AudioWorklet port", &e))
     }
-}
-
-async fn load_processor(ctx: &AudioContext) -> Result<(), ProbeError> {
-    let worklet = ctx
-        .audio_worklet()
-        .map_err(|e| ProbeError::browser("AudioContext.audioWorklet", &e))?;
-    // An engine without AudioWorklet returns `undefined` here rather than throwing.
-    if JsValue::from(worklet.clone()).is_undefined() {
-        return Err(ProbeError::Browser(
-            "AudioContext.audioWorklet: not supported by this engine".into(),
-        ));
-    }
-    let bag = BlobPropertyBag::new();
-    bag.set_type("text/javascript");
-    let parts = Array::of1(&JsValue::from_str(PROCESSOR_JS));
-    let blob = Blob::new_with_str_sequence_and_options(&parts, &bag)
-        .map_err(|e| ProbeError::browser("Blob for the tap processor", &e))?;
-    let url = Url::create_object_url_with_blob(&blob)
-        .map_err(|e| ProbeError::browser("URL.createObjectURL", &e))?;
-    let loaded = match worklet.add_module(&url) {
-        Ok(promise) => JsFuture::from(promise).await.map(drop),
-        Err(e) => Err(e),
-    };
-    Url::revoke_object_url(&url).ok();
-    loaded.map_err(|e| ProbeError::browser("audioWorklet.addModule (CSP may block blob:)", &e))
 }
 
 fn set(target: &Object, key: &str, value: &JsValue) -> Result<(), ProbeError> {
