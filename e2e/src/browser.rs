@@ -35,8 +35,13 @@ impl Chromedriver {
 
     /// Opens a new headless Chromium session.
     pub async fn session(&self) -> anyhow::Result<Client> {
+        self.session_with(&[]).await
+    }
+
+    /// A session whose Chromium also gets `extra` flags (a fake microphone, …).
+    pub async fn session_with(&self, extra: &[String]) -> anyhow::Result<Client> {
         ClientBuilder::new(HttpConnector::new())
-            .capabilities(Engine::Chromium.capabilities(&[]))
+            .capabilities(Engine::Chromium.capabilities(extra))
             .connect(self.url())
             .await
             .context("cannot open a Chromium session through chromedriver")

@@ -26,13 +26,18 @@ impl Lab {
 
     /// As `open`, with more `ttfx serve` arguments (a `--config`).
     async fn open_with(extra: &[&str]) -> anyhow::Result<Lab> {
+        Lab::open_in(extra, &[]).await
+    }
+
+    /// As `open_with`, with more Chromium flags (a fake microphone).
+    async fn open_in(extra: &[&str], browser_args: &[String]) -> anyhow::Result<Lab> {
         let dist = paths::lab_dist()?;
         let dist = dist.to_str().unwrap_or_default();
         let mut args = vec!["--dist", dist];
         args.extend(extra);
         let server = ServeProcess::start(&paths::ttfx_bin()?, &args)?;
         let driver = Chromedriver::start()?;
-        let client = driver.session().await?;
+        let client = driver.session_with(browser_args).await?;
         client.goto(&server.url).await?;
         // The form exists only once the wasm app has mounted: index.html carries none.
         client
@@ -506,6 +511,65 @@ async fn a_voice_turn_puts_first_audio_on_the_waterfall() -> anyhow::Result<()> 
     ] {
         assert!(rows.iter().any(|r| r == name), "{name} not in {rows:?}");
     }
+    Ok(())
+}
+
+/// The voice-turn box: the page's microphone (Chromium's fake device playing espeak-ng's
+/// speech) is heard to its end, transcribed by the simulator's STT, and the transcript
+/// is the prompt; the run holds the turn and the waterfall draws it from speech_start,
+/// with the voice-to-voice bar cut into its stages.
+#[tokio::test]
+async fn a_voice_turn_from_the_microphone_draws_its_stages() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let speech = ttfx_webdriver::SpeechFile::say(dir.path(), "lab", "Tell me a story", 1.0, 3.0)?;
+    let lab = Lab::open_in(&[], &speech.chromium_args()).await?;
+    lab.fill(
+        "#overrides",
+        "stt_final_ms=300&ttft_ms=200&ttfa_ms=150&transcript=Tell me a story",
+    )
+    .await?;
+    lab.client
+        .find(Locator::Css("#voice-turn"))
+        .await?
+        .click()
+        .await?;
+    lab.run_sim("default", 1, 1, 1).await?;
+    let report = lab.exported().await?;
+    let mut stages = Vec::new();
+    for rect in lab
+        .client
+        .find_all(Locator::Css("#waterfall rect.stage"))
+        .await?
+    {
+        stages.push(rect.attr("data-stage").await?.unwrap_or_default());
+    }
+    let prompt = lab.text(".bubble.user").await?;
+    lab.client.close().await?;
+
+    let run = &report["runs"][0];
+    let m = &run["timeline"]["milestones"];
+    assert!(m["speech_end"].as_f64().is_some_and(|t| t < 0.0), "{m}");
+    assert!(m["stt_final"].as_f64().is_some(), "{m}");
+    let v2v = run["metrics"]["voice_to_voice_ms"]["value"].as_f64();
+    // At least the detector's hangover and the injected STT, LLM and TTS delays.
+    assert!(
+        v2v.is_some_and(|v| v >= 500.0 + 300.0 + 200.0 + 150.0),
+        "{}",
+        run["metrics"]
+    );
+    assert_eq!(
+        stages,
+        [
+            "endpointing",
+            "transcription",
+            "llm_request",
+            "llm_first_token",
+            "first_sentence",
+            "tts_first_byte",
+            "playout"
+        ]
+    );
+    assert!(prompt.contains("Tell me a story"), "{prompt}");
     Ok(())
 }
 

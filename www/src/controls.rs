@@ -16,7 +16,7 @@ use crate::request::{ReplySink, measure};
 use crate::target::{SIM_PROFILES, Target};
 use crate::upstreams;
 use crate::voice::audio_context;
-use crate::{Lab, lab};
+use crate::{Lab, lab, turn};
 
 const MAX_RUNS: usize = 500;
 const MAX_CONCURRENCY: usize = 32;
@@ -30,6 +30,9 @@ pub struct Plan {
     pub concurrency: usize,
     /// Speak each reply (simulated targets only: their TTS is on the same server).
     pub voice: bool,
+    /// Voice turns: the microphone first, its transcript is the prompt (simulated
+    /// targets only; implies `voice`; one at a time: there is one microphone).
+    pub turn: bool,
 }
 
 /// The form's fields as typed.
@@ -46,6 +49,7 @@ pub struct Fields {
     pub runs: String,
     pub concurrency: String,
     pub voice: bool,
+    pub turn: bool,
 }
 
 impl Fields {
@@ -66,14 +70,19 @@ impl Fields {
         };
         target.validate()?;
         let runs = count("runs", &self.runs, MAX_RUNS)?;
-        let concurrency = count("concurrency", &self.concurrency, MAX_CONCURRENCY)?.min(runs);
-        let voice = self.voice && target.tts_url().is_some();
+        let mut concurrency = count("concurrency", &self.concurrency, MAX_CONCURRENCY)?.min(runs);
+        let turn = self.turn && target.stt_url().is_some();
+        if turn {
+            concurrency = 1;
+        }
+        let voice = (self.voice || turn) && target.tts_url().is_some();
         Ok(Plan {
             target,
             prompt: self.prompt.clone(),
             runs,
             concurrency,
             voice,
+            turn,
         })
     }
 }
@@ -100,6 +109,7 @@ pub fn RunForm() -> impl IntoView {
     let runs = RwSignal::new("5".to_owned());
     let concurrency = RwSignal::new("2".to_owned());
     let voice = RwSignal::new(false);
+    let turn = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
 
     let start = move |_| {
@@ -113,6 +123,7 @@ pub fn RunForm() -> impl IntoView {
             runs: runs.get_untracked(),
             concurrency: concurrency.get_untracked(),
             voice: voice.get_untracked(),
+            turn: turn.get_untracked(),
         }
         .plan();
         match checked {
@@ -173,8 +184,14 @@ pub fn RunForm() -> impl IntoView {
             <label title="speak each reply: the first sentence goes to the simulator's TTS and plays here">
                 <input id="voice" type="checkbox" bind:checked=voice/>" voice"
             </label>
-            {move || (voice.get() && !is_sim()).then(|| view! {
+            <label title="speak first: the microphone's speech goes to the simulator's STT, its transcript is the prompt, the reply is spoken; shows voice_to_voice_ms by stage">
+                <input id="voice-turn" type="checkbox" bind:checked=turn/>" voice turn (microphone)"
+            </label>
+            {move || ((voice.get() || turn.get()) && !is_sim()).then(|| view! {
                 <span class="note" id="voice-note">"voice applies to simulated profiles only; this target runs without it"</span>
+            })}
+            {move || (turn.get() && is_sim()).then(|| view! {
+                <span class="note" id="turn-note">"speak after Run, one turn at a time; each reply waits for you to stop"</span>
             })}
             <button id="run" type="button" on:click=start>"Run"</button>
             <button id="clear" type="button" on:click=clear>"Clear"</button>
@@ -182,6 +199,9 @@ pub fn RunForm() -> impl IntoView {
                 0 => String::new(),
                 n => format!("{n} in flight"),
             }}</span>
+            {move || lab.listening.get().then(|| view! {
+                <span class="note" id="listening">"listening: speak, then stop"</span>
+            })}
             {move || problem.get().map(|p| view! { <p class="error" id="form-error">{p}</p> })}
         </form>
     }
@@ -255,23 +275,46 @@ async fn worker(
     static KEYS: AtomicU64 = AtomicU64::new(0);
     while next.get() < plan.runs {
         next.set(next.get() + 1);
-        let message = Message::new(
-            KEYS.fetch_add(1, Ordering::Relaxed),
-            plan.target.label(),
-            plan.prompt.clone(),
-        );
+        let key = KEYS.fetch_add(1, Ordering::Relaxed);
+        // A voice turn listens first: the transcript of the user's speech is the prompt.
+        let heard = match (plan.turn, voice, plan.target.stt_url()) {
+            (true, Some(ctx), Some(stt_url)) => {
+                lab.listening.set(true);
+                let heard = turn::listen(ctx, &stt_url).await;
+                lab.listening.set(false);
+                match heard {
+                    Ok(heard) => Some(heard),
+                    Err(e) => {
+                        let message = Message::new(key, plan.target.label(), String::new());
+                        message.error(&e);
+                        lab.messages.update(|m| m.push(message));
+                        lab.in_flight.update(|n| *n = n.saturating_sub(1));
+                        continue;
+                    }
+                }
+            }
+            _ => None,
+        };
+        let prompt = heard
+            .as_ref()
+            .map_or_else(|| plan.prompt.clone(), |h| h.transcript.clone());
+        let message = Message::new(key, plan.target.label(), prompt.clone());
         lab.messages.update(|m| m.push(message.clone()));
         // The view inserts the reply element on its next tick; the probe must watch it
         // before the first token lands.
         gloo_timers::future::TimeoutFuture::new(0).await;
+        let turn = heard.as_ref().map(|h| &h.turn);
         match document().get_element_by_id(&message.reply_id()) {
             Some(reply) => {
-                match measure(&probe, &plan.target, &plan.prompt, &reply, &message, voice).await {
+                match measure(&probe, &plan.target, &prompt, &reply, &message, voice, turn).await {
                     Ok(run) => lab.runs.update(|r| r.push(run)),
                     Err(e) => message.error(&e),
                 }
             }
             None => message.error("the reply element was not rendered"),
+        }
+        if let Some(heard) = &heard {
+            heard.turn.close();
         }
         lab.in_flight.update(|n| *n = n.saturating_sub(1));
     }
@@ -312,6 +355,24 @@ mod tests {
             .plan()
             .unwrap_err();
         assert!(e.contains("ftp://x"), "{e}");
+    }
+
+    #[test]
+    fn a_voice_turn_speaks_the_reply_one_at_a_time_on_simulated_targets() {
+        let mut f = fields("sim", "default", "openai-chat", "3", "4");
+        f.turn = true;
+        let p = f.plan().unwrap();
+        assert!(p.turn && p.voice);
+        assert_eq!(p.concurrency, 1);
+        let mut f = fields(
+            "url",
+            "/proxy/local/v1/chat/completions",
+            "openai-chat",
+            "1",
+            "1",
+        );
+        f.turn = true;
+        assert!(!f.plan().unwrap().turn);
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod io;
 pub mod request;
 mod summary;
 pub mod target;
+mod turn;
 mod upstreams;
 mod voice;
 mod waterfall;
@@ -34,6 +35,8 @@ pub struct Lab {
     pub messages: RwSignal<Vec<chat::Message>>,
     /// Requests still running.
     pub in_flight: RwSignal<usize>,
+    /// A voice turn is waiting for the user to speak.
+    pub listening: RwSignal<bool>,
     /// The batch over `runs` with `budgets`.
     pub batch: Memo<BatchReport>,
 }
@@ -49,6 +52,7 @@ impl Lab {
             selected: RwSignal::new(None),
             messages: RwSignal::new(Vec::new()),
             in_flight: RwSignal::new(0),
+            listening: RwSignal::new(false),
             batch,
         }
     }

@@ -2,11 +2,14 @@
 //! page reads the body itself and shows the reply text as it arrives; afterwards the
 //! simulator's record (`/records/{x-request-id}`) is joined to the run as the server clock.
 
+use std::rc::Rc;
+
 use js_sys::{Reflect, Uint8Array};
 use ttfx_core::ServerRecord;
 use ttfx_core::decode::{Decoder, Event, Limits};
 use ttfx_core::report::Run;
 use ttfx_probe::Probe;
+use ttfx_probe::audio::VoiceTurn;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AudioContext, Element, ReadableStreamDefaultReader, RequestInit, Response};
@@ -32,6 +35,7 @@ pub async fn measure(
     reply: &Element,
     sink: &dyn ReplySink,
     voice: Option<&AudioContext>,
+    heard: Option<&Rc<VoiceTurn>>,
 ) -> Result<Run, String> {
     let run = probe.start(Some(target.label()));
     if let Err(e) = run.watch(reply) {
@@ -49,6 +53,10 @@ pub async fn measure(
     match run.fetch(&JsValue::from_str(&target.url()), &init).await {
         Ok(response) => {
             request_id = response.headers().get("x-request-id").ok().flatten();
+            // The voice turn that led here: its speech and transcript join the run.
+            if let Some(turn) = heard {
+                crate::turn::include(&run, turn);
+            }
             if !response.ok() {
                 sink.error(&format!("HTTP {}", response.status()));
             }
@@ -69,10 +77,21 @@ pub async fn measure(
             if let Some(Err(e)) = turn.as_ref().map(Voice::finish) {
                 sink.error(&e);
             }
+            // Its moments are all known once the reply has streamed (the lab has no
+            // barge-in): the run need not wait for the turn.
+            if let Some(turn) = heard {
+                turn.end();
+            }
         }
         Err(e) => sink.error(&format!("fetch failed: {}", js_text(&e))),
     }
+    if let Some(turn) = heard {
+        turn.end();
+    }
     let report = run.finished().await;
+    if let Some(turn) = heard {
+        turn.close();
+    }
     if let Some(problem) = turn.as_ref().and_then(Voice::stop) {
         sink.error(&problem);
     }

@@ -84,15 +84,26 @@ impl Target {
     /// The simulator's TTS endpoint for a voice turn, with the same override query (so
     /// `ttfa_ms`, `rtf`, … apply); `None` for other targets, which have no TTS here.
     pub fn tts_url(&self) -> Option<String> {
+        self.sim_url("v1/audio/speech")
+    }
+
+    /// The simulator's STT endpoint for a voice turn, with the same override query (so
+    /// `stt_first_partial_ms`, `stt_final_ms`, … apply); `None` for other targets.
+    pub fn stt_url(&self) -> Option<String> {
+        self.sim_url("v1/audio/transcriptions")
+    }
+
+    /// `path` on the simulated profile, with the target's overrides.
+    fn sim_url(&self, path: &str) -> Option<String> {
         match self {
             Target::Sim {
                 profile, overrides, ..
             } => {
                 let query = overrides.trim().trim_start_matches('?');
                 Some(if query.is_empty() {
-                    format!("/sim/{profile}/v1/audio/speech")
+                    format!("/sim/{profile}/{path}")
                 } else {
-                    format!("/sim/{profile}/v1/audio/speech?{query}")
+                    format!("/sim/{profile}/{path}?{query}")
                 })
             }
             Target::Direct { .. } => None,
@@ -142,6 +153,10 @@ mod tests {
             t.tts_url().as_deref(),
             Some("/sim/default/v1/audio/speech?stall_at=5&stall_ms=900")
         );
+        assert_eq!(
+            t.stt_url().as_deref(),
+            Some("/sim/default/v1/audio/transcriptions?stall_at=5&stall_ms=900")
+        );
         assert!(t.validate().is_ok());
     }
 
@@ -168,5 +183,6 @@ mod tests {
         };
         assert_eq!(d.label(), "http://h/v1/chat/completions");
         assert_eq!(d.tts_url(), None);
+        assert_eq!(d.stt_url(), None);
     }
 }

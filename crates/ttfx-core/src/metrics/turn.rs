@@ -141,7 +141,15 @@ pub fn breakdown(t: &Timeline) -> Option<TurnBreakdown> {
     let voice_to_voice_ms = end.map(|e| e - speech_end);
     let mut last = speech_end;
     let mut stages = Vec::with_capacity(STAGES.len());
-    let mut stopped_in = None;
+    // Without audio, the turn stopped in the stage after the last moment it reached (a
+    // moment missing before that one was not measured, not where it stopped).
+    let stopped_in = match end {
+        Some(_) => None,
+        None => {
+            let reached = STAGES.iter().rposition(|(_, p)| p.time(t).is_some());
+            Some(STAGES[reached.map_or(0, |i| i + 1)].0)
+        }
+    };
     let mut overlapped = Vec::new();
     for (stage, point) in STAGES {
         let ms = point.time(t).map(|at| {
@@ -153,9 +161,6 @@ pub fn breakdown(t: &Timeline) -> Option<TurnBreakdown> {
             last = at;
             ms
         });
-        if ms.is_none() && end.is_none() && stopped_in.is_none() {
-            stopped_in = Some(stage);
-        }
         let share = match (ms, voice_to_voice_ms) {
             (Some(ms), Some(total)) if total > 0.0 => Some(ms / total),
             _ => None,
@@ -271,17 +276,28 @@ mod tests {
             "{:?}",
             m.notes
         );
-        // No transcript at all: it stopped in transcription.
+        // No transcript and nothing after it: it stopped in transcription.
+        let mut t = turn();
+        for m in Milestone::ALL {
+            if m > Milestone::SpeechEnd && m != Milestone::RequestStart {
+                t.milestones.remove(m);
+            }
+        }
+        t.milestones.remove(Milestone::RequestStart);
+        let b = RequestMetrics::compute(&t).unwrap().turn.unwrap();
+        assert_eq!(b.stopped_in, Some(Stage::Transcription));
+        // A transcript the page did not measure, but a reply with no audio: it stopped
+        // after the last moment it reached, not at the unmeasured one.
         let mut t = turn();
         for m in [
-            Milestone::SttFirstPartial,
             Milestone::SttFinal,
+            Milestone::SttFirstPartial,
             Milestone::FirstAudioOut,
         ] {
             t.milestones.remove(m);
         }
         let b = RequestMetrics::compute(&t).unwrap().turn.unwrap();
-        assert_eq!(b.stopped_in, Some(Stage::Transcription));
+        assert_eq!(b.stopped_in, Some(Stage::Playout));
     }
 
     #[test]
