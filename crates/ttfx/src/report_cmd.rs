@@ -289,5 +289,49 @@ mod tests {
             assert!(!line.contains("mark"), "{text}");
             assert_eq!(line.len(), lines[1].len(), "{text}");
         }
+        assert!(!text.contains("voice turns"), "{text}");
+    }
+
+    /// Two turns, one heard (1 s of silence: 400 ms endpointing, 600 ms transcription)
+    /// and one that never got a transcript.
+    #[test]
+    fn voice_turns_show_their_stages_and_where_they_stopped() {
+        let turn = |transcript: bool| {
+            let mut t = Timeline::default();
+            t.milestones.set(Milestone::SpeechStart, -2000.0);
+            t.milestones.set(Milestone::SpeechEnd, -1000.0);
+            t.turn = Some(ttfx_core::turn::TurnRecord {
+                speech_end_detected_ms: Some(-600.0),
+                ..Default::default()
+            });
+            if transcript {
+                t.milestones.set(Milestone::SttFinal, 0.0);
+                t.milestones.set(Milestone::RequestStart, 0.0);
+                t.milestones.set(Milestone::FirstAudioOut, 0.0);
+            }
+            Run::new(None, None, t).unwrap()
+        };
+        let batch = BatchReport::from_runs(vec![turn(true), turn(false)], &[]);
+        let text = table(&batch, "t", &|_| None);
+        assert!(
+            text.contains("voice turns: 1 of 2 reached audio; voice_to_voice_ms p50 1000.0 ms"),
+            "{text}"
+        );
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .unwrap_or_else(|| panic!("no {name} in {text}"))
+                .split_whitespace()
+                .skip(1)
+                .collect::<Vec<_>>()
+        };
+        // Endpointing: both turns (400 ms each); its share from the heard one only.
+        assert_eq!(row("endpointing"), ["400.0", "40.0%"]);
+        assert_eq!(row("transcription"), ["600.0", "60.0%"]);
+        assert!(
+            text.contains("1 turn(s) stopped in transcription (stt_final never came)"),
+            "{text}"
+        );
+        assert!(text.contains("voice_to_voice_ms"), "{text}");
     }
 }
