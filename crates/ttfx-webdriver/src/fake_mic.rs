@@ -95,6 +95,28 @@ impl SpeechFile {
         })
     }
 
+    /// The file's samples as raw 16-bit little-endian PCM (what `pacat --raw` plays).
+    pub fn pcm_bytes(&self) -> anyhow::Result<Vec<u8>> {
+        let mut reader = hound::WavReader::open(&self.path).context("the speech file")?;
+        let mut bytes = Vec::with_capacity(reader.len() as usize * 2);
+        for s in reader.samples::<i16>() {
+            bytes.extend_from_slice(&s?.to_le_bytes());
+        }
+        Ok(bytes)
+    }
+
+    /// Firefox's preferences for a microphone granted without a prompt, and a real
+    /// capture device rather than its fake one (a tone): with a [`PulseMicrophone`]
+    /// running, the device plays this file.
+    ///
+    /// [`PulseMicrophone`]: crate::pulse::PulseMicrophone
+    pub fn firefox_prefs() -> [(&'static str, bool); 2] {
+        [
+            ("media.navigator.permission.disabled", true),
+            ("media.navigator.streams.fake", false),
+        ]
+    }
+
     /// Chromium's flags for a fake microphone that plays this file, granted without a
     /// prompt.
     pub fn chromium_args(&self) -> Vec<String> {

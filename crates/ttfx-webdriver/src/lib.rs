@@ -10,7 +10,9 @@
 //! - [`Xvfb`]: a virtual X display for WebKitGTK's MiniBrowser, which has no headless
 //!   mode; `Driver::start` starts one when `DISPLAY` is unset.
 //!
-//! - [`SpeechFile`]: the speech a fake microphone plays, with its true start and end.
+//! - [`SpeechFile`]: the speech a fake microphone plays, with its true start and end;
+//!   [`pulse`]: the PulseAudio server the browsers' audio needs, and the microphone
+//!   Firefox hears that speech from.
 //!
 //! Native and Unix only (process groups, `/proc`). It opens no sessions itself: callers
 //! pass [`Engine::capabilities`] to their WebDriver client.
@@ -18,6 +20,7 @@
 mod driver;
 mod engine;
 mod fake_mic;
+pub mod pulse;
 mod status;
 pub mod xvfb;
 

@@ -37,12 +37,26 @@ impl Browser {
         self.engine().name()
     }
 
-    /// Capabilities for a headless session; `extra` are the user's browser flags.
-    fn capabilities(self, extra: &[String]) -> serde_json::Map<String, Value> {
+    /// Capabilities for a headless session; `extra` are the user's browser flags (and a
+    /// fake microphone's), `firefox_prefs` more Firefox preferences (a microphone's).
+    fn capabilities(
+        self,
+        extra: &[String],
+        firefox_prefs: &[(&str, bool)],
+    ) -> serde_json::Map<String, Value> {
         let mut caps = self.engine().capabilities(extra);
         if self == Browser::Chromium {
             // DevTools Network events, read after each run (ground truth).
             caps.insert("goog:loggingPrefs".into(), json!({ "performance": "ALL" }));
+        }
+        if let Some(prefs) = caps
+            .get_mut("moz:firefoxOptions")
+            .and_then(|o| o.get_mut("prefs"))
+            .and_then(Value::as_object_mut)
+        {
+            for (k, v) in firefox_prefs {
+                prefs.insert((*k).to_owned(), json!(v));
+            }
         }
         caps
     }
@@ -106,10 +120,11 @@ impl Endpoint {
     pub async fn session(
         &self,
         extra_args: &[String],
+        firefox_prefs: &[(&str, bool)],
         timeout: Duration,
     ) -> anyhow::Result<Client> {
         let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(self.browser.capabilities(extra_args))
+            .capabilities(self.browser.capabilities(extra_args, firefox_prefs))
             .connect(&self.url)
             .await
             .with_context(|| {

@@ -96,9 +96,22 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         ),
         _ => None,
     };
+    // Chromium plays the file from its fake capture device; Firefox's fake device plays
+    // a tone, so its microphone is a PulseAudio null sink the file is played into.
     let mut browser_args = scenario.browser_args.clone();
+    let mut firefox_prefs = Vec::new();
+    let mut _microphone = None;
     if let Some(file) = &speech {
-        browser_args.extend(file.chromium_args());
+        match args.browser {
+            driver::Browser::Firefox => {
+                _microphone = Some(
+                    ttfx_webdriver::pulse::PulseMicrophone::start(file)
+                        .context("Firefox's microphone (PulseAudio)")?,
+                );
+                firefox_prefs.extend(ttfx_webdriver::SpeechFile::firefox_prefs());
+            }
+            _ => browser_args.extend(file.chromium_args()),
+        }
     }
     let endpoint = match &args.webdriver {
         Some(url) => Endpoint::remote(url, args.browser)?,
@@ -124,6 +137,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         scenario_targets: scenario.targets.clone(),
         base,
         browser_args,
+        firefox_prefs,
         timeout: scenario.timeout,
         warmup: scenario.warmup,
         // Only chromedriver has the performance log of DevTools Network events.
@@ -138,7 +152,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         // grid without free nodes) may otherwise never answer.
         let client = tokio::time::timeout(
             SESSION_LIMIT,
-            endpoint.session(&ctx.browser_args, ctx.timeout),
+            endpoint.session(&ctx.browser_args, &ctx.firefox_prefs, ctx.timeout),
         )
         .await
         .map_err(|_| {
@@ -205,6 +219,7 @@ struct Context_ {
     scenario_targets: Vec<Target>,
     base: Option<String>,
     browser_args: Vec<String>,
+    firefox_prefs: Vec<(&'static str, bool)>,
     timeout: Duration,
     warmup: usize,
     ground_truth: bool,

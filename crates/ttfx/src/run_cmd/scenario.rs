@@ -299,11 +299,11 @@ impl Scenario {
             .collect::<anyhow::Result<Vec<_>>>()?;
         let voice_turn = args.voice_turn || file.voice_turn.unwrap_or(false);
         let turn = if voice_turn {
-            if args.browser != crate::run_cmd::Browser::Chromium {
+            if args.browser == crate::run_cmd::Browser::Webkit {
                 bail!(
-                    "--voice-turn needs Chromium: its fake microphone plays a file \
-                     (--use-file-for-fake-audio-capture); {}'s fake microphone plays a tone",
-                    args.browser.name()
+                    "--voice-turn needs Chromium or Firefox: WebKitGTK's AudioContext stays \
+                     suspended in a driven session, so its detector would never hear the \
+                     microphone"
                 );
             }
             if let Some(t) = targets.iter().find(|t| t.stt_url().is_none()) {

@@ -1,0 +1,206 @@
+//! PulseAudio for the browsers: the sound server Firefox and WebKitGTK need before their
+//! `AudioContext` runs, and the microphone Firefox hears. Firefox's fake microphone plays
+//! a tone, not a file, so Firefox's voice turns take their speech from a real capture
+//! device instead: a null sink the speech is played into, in a loop, whose monitor is the
+//! default source ([`PulseMicrophone`]).
+//!
+//! Where no server answers, one is started as a child in its own process group, at
+//! libpulse's default socket for this environment, so the browsers the drivers start
+//! (which inherit this process's HOME and XDG_RUNTIME_DIR) find it with no variable set.
+//! A server already running is used as it is: what is added to it is undone on drop.
+
+use std::io::Write as _;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use crate::SpeechFile;
+use crate::driver::kill_group;
+
+/// A PulseAudio server: one this process started (stopped on drop), or the one that was
+/// already running.
+#[must_use = "a server this process started is stopped when the handle is dropped"]
+pub struct PulseServer {
+    daemon: Option<Child>,
+}
+
+impl PulseServer {
+    /// Joins the server that answers, else starts one with no modules but its socket
+    /// (no default.pa: no hardware probing) and waits until it answers.
+    pub fn start_or_join() -> anyhow::Result<PulseServer> {
+        if answers() {
+            return Ok(PulseServer { daemon: None });
+        }
+        let daemon = Command::new("pulseaudio")
+            .process_group(0)
+            .args([
+                "-n",
+                "--daemonize=no",
+                // Stay up between browsers (an idle exit would drop the sinks).
+                "--exit-idle-time=-1",
+                "--use-pid-file=no",
+                "--log-target=stderr",
+                "--log-level=error",
+                "-L",
+                "module-native-protocol-unix",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context(
+                "cannot start pulseaudio (`cargo xtask setup` installs Debian's pulseaudio \
+                 and pulseaudio-utils)",
+            )?;
+        let mut server = PulseServer {
+            daemon: Some(daemon),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !answers() {
+            if let Some(child) = server.daemon.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                bail!("pulseaudio exited at start ({status}); is another one running?");
+            }
+            if Instant::now() > deadline {
+                bail!("pulseaudio did not answer `pactl info` within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(server)
+    }
+
+    /// Whether this process started the server (so nothing added to it needs undoing).
+    pub fn is_own(&self) -> bool {
+        self.daemon.is_some()
+    }
+}
+
+impl Drop for PulseServer {
+    fn drop(&mut self) {
+        if let Some(daemon) = self.daemon.as_mut() {
+            kill_group(daemon);
+        }
+    }
+}
+
+/// Whether a PulseAudio server answers at this environment's default socket.
+pub fn answers() -> bool {
+    pactl(&["info"]).is_ok()
+}
+
+/// Runs `pactl ARGS` and returns its trimmed output.
+pub fn pactl(args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("pactl")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run pactl (`cargo xtask setup` installs pulseaudio-utils)")?;
+    if !out.status.success() {
+        bail!(
+            "pactl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// Loads a module (`pactl load-module NAME ARGS…`) and returns its index.
+pub fn load_module(spec: &str) -> anyhow::Result<String> {
+    let args: Vec<&str> = ["load-module"].into_iter().chain(spec.split(' ')).collect();
+    pactl(&args)
+}
+
+/// A microphone that says a [`SpeechFile`] over and over: a null sink the speech is
+/// played into (`pacat`, fed in a loop), whose monitor is made the default source, so a
+/// browser's `getUserMedia` hears it. A second null sink becomes the default output when
+/// this process started the server, so the browser's own playback (the reply) does not
+/// reach the microphone.
+#[must_use = "the microphone stops, and the server's defaults come back, when dropped"]
+pub struct PulseMicrophone {
+    player: Option<Child>,
+    modules: Vec<String>,
+    previous_source: Option<String>,
+    previous_sink: Option<String>,
+    /// Last: stopped after the player and the modules.
+    server: PulseServer,
+}
+
+impl PulseMicrophone {
+    pub fn start(speech: &SpeechFile) -> anyhow::Result<PulseMicrophone> {
+        let server = PulseServer::start_or_join()?;
+        let pid = std::process::id();
+        let mic = format!("ttfx_mic_{pid}");
+        // Built first, so whatever is added below is undone if a later step fails.
+        let mut this = PulseMicrophone {
+            player: None,
+            modules: Vec::new(),
+            previous_source: pactl(&["get-default-source"]).ok(),
+            previous_sink: pactl(&["get-default-sink"]).ok(),
+            server,
+        };
+        this.modules.push(load_module(&format!(
+            "module-null-sink sink_name={mic} rate={} channels=1 \
+             sink_properties=device.description=ttfx-microphone",
+            speech.sample_rate
+        ))?);
+        if this.server.is_own() {
+            let speaker = format!("ttfx_speaker_{pid}");
+            this.modules.push(load_module(&format!(
+                "module-null-sink sink_name={speaker} \
+                 sink_properties=device.description=ttfx-speaker"
+            ))?);
+            pactl(&["set-default-sink", &speaker])?;
+        }
+        pactl(&["set-default-source", &format!("{mic}.monitor")])?;
+        let mut player = Command::new("pacat")
+            .process_group(0)
+            .args([
+                "--playback",
+                "--raw",
+                "--format=s16le",
+                "--channels=1",
+                &format!("--rate={}", speech.sample_rate),
+                &format!("--device={mic}"),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot run pacat (`cargo xtask setup` installs pulseaudio-utils)")?;
+        let stdin = player.stdin.take().context("pacat has no stdin")?;
+        let pcm = speech.pcm_bytes()?;
+        std::thread::spawn(move || feed(stdin, &pcm));
+        this.player = Some(player);
+        Ok(this)
+    }
+}
+
+/// Writes the speech again and again; pacat takes it at the sink's pace. Ends when pacat
+/// is stopped (the pipe breaks).
+fn feed(mut stdin: ChildStdin, pcm: &[u8]) {
+    while stdin.write_all(pcm).is_ok() {}
+}
+
+impl Drop for PulseMicrophone {
+    fn drop(&mut self) {
+        if let Some(player) = self.player.as_mut() {
+            kill_group(player);
+        }
+        if self.server.is_own() {
+            return;
+        }
+        if let Some(source) = self.previous_source.as_deref() {
+            let _ = pactl(&["set-default-source", source]);
+        }
+        if let Some(sink) = self.previous_sink.as_deref() {
+            let _ = pactl(&["set-default-sink", sink]);
+        }
+        for module in self.modules.iter().rev() {
+            let _ = pactl(&["unload-module", module]);
+        }
+    }
+}
