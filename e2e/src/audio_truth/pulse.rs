@@ -1,23 +1,16 @@
 //! The sound server the audio truth listens at: PulseAudio with a null sink made the
 //! default output, so every browser's audio goes there and its monitor can be recorded.
 //!
-//! Where no server answers, one is started as a child in its own process group (as root
-//! in per-user mode: `--system` would need the `pulse` user's socket rights for no
-//! gain), at libpulse's default socket for this environment, so the browsers the
-//! drivers start (which inherit this process's HOME and XDG_RUNTIME_DIR) find it with no
-//! variable set. A server already running is used as it is: only the null sink is added
-//! and made the default, and both are undone on drop. Users are serialized within the
-//! process ([`SoundServer::acquire`]): two browsers playing to one default sink at once
-//! would mix in its monitor.
+//! The server is ttfx-webdriver's ([`PulseServer`]: started when none answers, else the
+//! one running). Only the null sink is added and made the default, and both are undone
+//! on drop. Users are serialized within the process ([`SoundServer::acquire`]): two
+//! browsers playing to one default sink at once would mix in its monitor.
 
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tokio::sync::{Mutex, OwnedMutexGuard};
-use ttfx_webdriver::kill_group;
+use ttfx_webdriver::pulse::{PulseServer, load_module, pactl};
 
 /// The null sink's sample rate: PulseAudio's default rate, which Chromium's
 /// AudioContext takes (Firefox's takes the sink's), so both engines' output reaches the
@@ -27,13 +20,13 @@ pub const SINK_RATE: u32 = 44_100;
 /// A PulseAudio server with the truth's null sink as its default sink, held by one user
 /// at a time.
 pub struct SoundServer {
-    /// The daemon, when this process started it (killed with its group on drop).
-    daemon: Option<Child>,
-    /// The null sink module's index, when it was loaded into a server already running.
+    /// The null sink module's index.
     module: Option<String>,
     /// The default sink before ours, restored on drop.
     previous_default: Option<String>,
     sink: String,
+    /// After the sink: a server this process started stops last.
+    server: PulseServer,
     _turn: OwnedMutexGuard<()>,
 }
 
@@ -57,61 +50,14 @@ impl SoundServer {
              sink_properties=device.description=ttfx-audio-truth"
         );
         let mut server = SoundServer {
-            daemon: None,
             module: None,
-            previous_default: None,
+            previous_default: pactl(&["get-default-sink"]).ok(),
             sink: sink.clone(),
+            server: PulseServer::start_or_join()?,
             _turn: turn,
         };
-        if answers() {
-            server.previous_default = pactl(&["get-default-sink"]).ok();
-            let module = pactl(
-                &["load-module"]
-                    .into_iter()
-                    .chain(spec.split(' '))
-                    .collect::<Vec<_>>(),
-            )
-            .context("cannot add a null sink to the running PulseAudio server")?;
-            server.module = Some(module);
-        } else {
-            let daemon = Command::new("pulseaudio")
-                .process_group(0)
-                .args([
-                    // No default.pa: only what the truth needs, no hardware probing.
-                    "-n",
-                    "--daemonize=no",
-                    // Stay up between browsers (idle exit would drop the sink).
-                    "--exit-idle-time=-1",
-                    "--use-pid-file=no",
-                    "--log-target=stderr",
-                    "--log-level=error",
-                    "-L",
-                    "module-native-protocol-unix",
-                    "-L",
-                    &spec,
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .context(
-                    "cannot start pulseaudio (`cargo xtask setup` installs Debian's \
-                     pulseaudio and pulseaudio-utils)",
-                )?;
-            server.daemon = Some(daemon);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while !answers() {
-                if let Some(child) = server.daemon.as_mut()
-                    && let Ok(Some(status)) = child.try_wait()
-                {
-                    bail!("pulseaudio exited at start ({status}); is another one running?");
-                }
-                if Instant::now() > deadline {
-                    bail!("pulseaudio did not answer `pactl info` within 10 s");
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
+        server.module =
+            Some(load_module(&spec).context("cannot add a null sink to the PulseAudio server")?);
         pactl(&["set-default-sink", &sink]).context("cannot make the null sink the default")?;
         Ok(server)
     }
@@ -143,8 +89,8 @@ impl SoundServer {
 
 impl Drop for SoundServer {
     fn drop(&mut self) {
-        if let Some(daemon) = self.daemon.as_mut() {
-            kill_group(daemon);
+        // A server this process started goes with everything in it.
+        if self.server.is_own() {
             return;
         }
         if let Some(previous) = self.previous_default.as_deref() {
@@ -154,26 +100,4 @@ impl Drop for SoundServer {
             let _ = pactl(&["unload-module", module]);
         }
     }
-}
-
-/// Whether a PulseAudio server answers at this environment's default socket.
-fn answers() -> bool {
-    pactl(&["info"]).is_ok()
-}
-
-/// Runs `pactl ARGS` and returns its trimmed output.
-fn pactl(args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("pactl")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .context("cannot run pactl (`cargo xtask setup` installs pulseaudio-utils)")?;
-    if !out.status.success() {
-        bail!(
-            "pactl {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
