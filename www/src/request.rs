@@ -192,7 +192,8 @@ async fn fetch_record(request_id: &str) -> Option<ServerRecord> {
     None
 }
 
-fn js_text(value: &JsValue) -> String {
+/// A JS error or value as text for the page's messages.
+pub(crate) fn js_text(value: &JsValue) -> String {
     value
         .as_string()
         .or_else(|| {

@@ -16,6 +16,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{JsFuture, future_to_promise};
 use web_sys::{AudioContext, Blob, BlobPropertyBag, FormData, MediaStream, RequestInit, Response};
 
+use crate::request::js_text as text;
+
 /// How long a turn waits for the user to speak.
 const LISTEN_TIMEOUT_MS: f64 = 30_000.0;
 /// How long the run waits for the turn's result (it is ended with the reply's stream).
@@ -181,17 +183,6 @@ fn now() -> f64 {
     web_sys::window()
         .and_then(|w| w.performance())
         .map_or(0.0, |p| p.now())
-}
-
-fn text(value: &JsValue) -> String {
-    value
-        .as_string()
-        .or_else(|| {
-            value
-                .dyn_ref::<js_sys::Error>()
-                .map(|e| String::from(e.message()))
-        })
-        .unwrap_or_else(|| format!("{value:?}"))
 }
 
 #[cfg(test)]

@@ -174,7 +174,7 @@ fn bad_files_are_one_line_errors_with_exit_code_2() {
     let out = ttfx(&["report", good, &future]);
     assert_one_line_error(
         &out,
-        "future.json: unsupported schema_version 9 (this ttfx reads versions 1 to 2)",
+        "future.json: unsupported schema_version 9 (this ttfx reads versions 1 to 3)",
     );
 
     let junk = write(&dir, "junk.json", "not json at all");

@@ -108,11 +108,11 @@ macro_rules! measured {
     };
 }
 
-/// A voice turn's stage, reported as `stage.<name>_ms`.
+/// A voice turn's stage, reported as `stage_<name>_ms`.
 macro_rules! stage {
     ($stage:ident, $name:literal) => {
         Scalar {
-            name: concat!("stage.", $name, "_ms"),
+            name: concat!("stage_", $name, "_ms"),
             value: |m| m.turn.as_ref().and_then(|t| t.stage_ms(Stage::$stage)),
         }
     };

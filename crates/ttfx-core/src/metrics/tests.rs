@@ -693,7 +693,7 @@ fn each_scalar_name_reads_its_own_field() {
     let json = serde_json::to_value(&m).unwrap();
     let by_name = |name: &str| {
         if let Some(stage) = name
-            .strip_prefix("stage.")
+            .strip_prefix("stage_")
             .and_then(|n| n.strip_suffix("_ms"))
         {
             let stages = json.pointer("/turn/stages")?.as_array()?;

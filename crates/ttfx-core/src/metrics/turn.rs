@@ -249,7 +249,7 @@ mod tests {
         let shares: f64 = b.stages.iter().map(|s| s.share.unwrap()).sum();
         assert!((shares - 1.0).abs() < 1e-12, "{shares}");
         assert_eq!(b.stopped_in, None);
-        assert_eq!(m.scalar("stage.transcription_ms"), Some(900.0));
+        assert_eq!(m.scalar("stage_transcription_ms"), Some(900.0));
         assert_eq!(m.scalar("voice_to_voice_ms"), Some(2150.0));
     }
 

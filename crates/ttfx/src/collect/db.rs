@@ -21,7 +21,7 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Migration `i` takes a database from version `i` to `i + 1`. Never edit one that has
 /// shipped: add the next.
-const MIGRATIONS: [&str; 1] = [MIGRATION_1];
+const MIGRATIONS: [&str; 2] = [MIGRATION_1, MIGRATION_2];
 
 /// Version 1: one row per run. Dimensions, the run's time, one column per metric, the
 /// field report itself.
@@ -69,10 +69,24 @@ CREATE TABLE runs (
 CREATE INDEX runs_at ON runs (at_unix_ms);
 ";
 
+/// Version 2: a voice turn's metrics (#19): the silence from the end of the user's
+/// speech to the reply heard, its seven stages, and a barge-in's interruption.
+const MIGRATION_2: &str = "
+ALTER TABLE runs ADD COLUMN voice_to_voice_ms REAL;
+ALTER TABLE runs ADD COLUMN stage_endpointing_ms REAL;
+ALTER TABLE runs ADD COLUMN stage_transcription_ms REAL;
+ALTER TABLE runs ADD COLUMN stage_llm_request_ms REAL;
+ALTER TABLE runs ADD COLUMN stage_llm_first_token_ms REAL;
+ALTER TABLE runs ADD COLUMN stage_first_sentence_ms REAL;
+ALTER TABLE runs ADD COLUMN stage_tts_first_byte_ms REAL;
+ALTER TABLE runs ADD COLUMN stage_playout_ms REAL;
+ALTER TABLE runs ADD COLUMN interrupt_ms REAL;
+";
+
 /// The metric columns, in the migrations' order: the per-request metrics of
 /// `ttfx_core::metrics::SCALARS` (a test checks that every one has its column, so a new
 /// metric needs a migration that adds it).
-pub const METRIC_COLUMNS: [&str; 18] = [
+pub const METRIC_COLUMNS: [&str; 27] = [
     "ttft_ms",
     "ttft_visible_ms",
     "e2e_ms",
@@ -91,6 +105,15 @@ pub const METRIC_COLUMNS: [&str; 18] = [
     "underrun_silence_ms",
     "handoff_time_lost_ms",
     "stall_count",
+    "voice_to_voice_ms",
+    "stage_endpointing_ms",
+    "stage_transcription_ms",
+    "stage_llm_request_ms",
+    "stage_llm_first_token_ms",
+    "stage_first_sentence_ms",
+    "stage_tts_first_byte_ms",
+    "stage_playout_ms",
+    "interrupt_ms",
 ];
 
 /// How a dimension's column holds its values.
@@ -401,6 +424,34 @@ mod tests {
         assert_eq!(mode, "wal");
         let missing = open(&dir.path().join("none.db"), false).unwrap_err();
         assert!(missing.contains("no such file"), "{missing}");
+    }
+
+    /// A collector's file from before voice turns keeps its rows and gains the turn's
+    /// columns, empty for those rows.
+    #[test]
+    fn a_version_1_database_is_migrated_to_the_turn_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut conn = Connection::open(&path).unwrap();
+        migrate(&mut conn, MIGRATION_1, 1).unwrap();
+        conn.execute(
+            "INSERT INTO runs (at_unix_ms, received_unix_ms, source, outcome, hidden, \
+             sample_rate, ttft_ms, report) VALUES (1, 1, 'field', 'completed', 0, 1, 412.5, '{}')",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let conn = open(&path, false).unwrap();
+        let version: i32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let (ttft, v2v): (f64, Option<f64>) = conn
+            .query_row("SELECT ttft_ms, voice_to_voice_ms FROM runs", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((ttft, v2v), (412.5, None));
     }
 
     #[test]
