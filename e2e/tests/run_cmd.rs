@@ -217,6 +217,67 @@ fn a_remote_webdriver_endpoint_is_used_instead_of_a_local_driver() -> anyhow::Re
     Ok(())
 }
 
+/// `--listen` and `--public-url` (issue #20 point 6): the runner's page and simulated
+/// endpoints listen on a second loopback address, as they would on an address a Grid
+/// reaches, and a separately started WebDriver endpoint (`--webdriver`) loads them
+/// there. The browser loads what `--public-url` names: naming a host where nothing
+/// listens fails the run.
+#[test]
+fn a_remote_browser_loads_the_runner_from_the_listen_address_and_public_url() -> anyhow::Result<()>
+{
+    let driver = ttfx_e2e::Chromedriver::start()?;
+    // A free port on 127.0.0.2, released for the runner (nothing else binds there).
+    let port = std::net::TcpListener::bind("127.0.0.2:0")?
+        .local_addr()?
+        .port();
+    let listen = format!("127.0.0.2:{port}");
+    let (_, batch) = run_ok_with_batch(
+        "listen.json",
+        &[
+            "--target",
+            TARGET,
+            "--runs",
+            "2",
+            "--webdriver",
+            driver.url(),
+            "--listen",
+            &listen,
+            "--public-url",
+            &format!("http://127.0.0.2:{port}"),
+        ],
+    )?;
+    assert_eq!(batch["runs"].as_array().map(Vec::len), Some(2), "{batch}");
+    assert!(batch["statistics"]["ttft_visible_ms"]["p50"].as_f64() >= Some(400.0));
+
+    // The same server, but the browser told to load 127.0.0.1 where it does not listen.
+    let out = ttfx_run(&[
+        "--target",
+        TARGET,
+        "--runs",
+        "1",
+        "--webdriver",
+        driver.url(),
+        "--listen",
+        &listen,
+        "--public-url",
+        &format!("http://127.0.0.1:{port}"),
+    ])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot load the runner page http://127.0.0.1:{port}/"
+        )),
+        "{stderr}"
+    );
+    // An unspecified address cannot be loaded: refused before a browser starts.
+    let out = ttfx_run(&["--target", TARGET, "--listen", "0.0.0.0:0"])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--public-url"), "{stderr}");
+    Ok(())
+}
+
 #[test]
 fn a_scenario_file_with_loose_budgets_exits_zero() -> anyhow::Result<()> {
     // The file holds the target, the counts and the gate; a flag adds one more budget.

@@ -93,6 +93,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub webdriver: Option<String>,
 
+    /// Where the runner's own page and simulated endpoints listen (default 127.0.0.1:0,
+    /// a free loopback port): an address a remote browser can reach.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// The base URL the browser loads the runner's page from (default: the address
+    /// listened on), e.g. the name a Grid's nodes know this machine by.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+
     /// The browser: chromium (chromedriver), firefox (geckodriver) or webkit
     /// (WebKitWebDriver).
     #[arg(long, value_enum, default_value = "chromium")]

@@ -79,7 +79,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         None
     };
     let base = match &site {
-        Some(s) => Some(site::serve(s, scenario.config.as_deref()).await?),
+        Some(s) => Some(site::serve(s, scenario.config.as_deref(), &scenario.exposure).await?),
         None => None,
     };
     // A voice turn's fake microphone: espeak-ng's speech in the site's folder.

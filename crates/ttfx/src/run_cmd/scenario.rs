@@ -211,6 +211,8 @@ pub struct Scenario {
     pub voice: bool,
     /// Voice-to-voice turns: a fake microphone speaks before each request.
     pub turn: Option<TurnScenario>,
+    /// Where the runner's server listens and the URL the browser loads it by.
+    pub exposure: super::site::Exposure,
 }
 
 /// What a voice-to-voice turn says and does.
@@ -353,6 +355,7 @@ impl Scenario {
             config,
             voice,
             turn,
+            exposure: super::site::Exposure::from_args(args.listen, args.public_url.as_deref())?,
         })
     }
 }

@@ -2,6 +2,7 @@
 //! served by an in-process `ttfx serve` router on an ephemeral loopback port, so the page
 //! and the simulated endpoints share an origin as an app's would.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -55,21 +56,76 @@ fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts the server on 127.0.0.1 (ephemeral port) and returns its base URL
-/// (`http://127.0.0.1:PORT`). It runs until the runtime stops.
-pub async fn serve(site: &Site, config: Option<&Path>) -> anyhow::Result<String> {
-    let config = match config {
+/// Where the runner's server listens and the URL the browser loads it by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exposure {
+    pub listen: SocketAddr,
+    /// `scheme://host[:port]`, no path; `None`: the address listened on.
+    pub public_url: Option<String>,
+}
+
+impl Exposure {
+    /// `--listen` and `--public-url`, checked before any browser starts.
+    pub fn from_args(listen: Option<SocketAddr>, public_url: Option<&str>) -> anyhow::Result<Self> {
+        let listen = listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+        let public_url = match public_url {
+            Some(text) => Some(public_base(text)?),
+            None if listen.ip().is_unspecified() => bail!(
+                "--listen {listen}: a browser cannot load an unspecified address; give \
+                 --public-url with the name or address it reaches this machine by"
+            ),
+            None => None,
+        };
+        Ok(Exposure { listen, public_url })
+    }
+}
+
+/// `text` as a base URL: http(s), a host, no path, query or fragment (a trailing `/` is
+/// dropped).
+fn public_base(text: &str) -> anyhow::Result<String> {
+    let url = url::Url::parse(text).with_context(|| format!("--public-url {text}: not a URL"))?;
+    let plain = matches!(url.scheme(), "http" | "https")
+        && url.host_str().is_some()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none();
+    if !plain {
+        bail!("--public-url {text}: expected http(s)://HOST[:PORT] with no path");
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+/// Starts the server at `exposure.listen` and returns the base URL the browser loads
+/// (`--public-url`, else `http://ADDR:PORT`). A public host that is not loopback is
+/// added to the proxy's allowed `Host` values, so `/proxy` targets answer it. It runs
+/// until the runtime stops.
+pub async fn serve(
+    site: &Site,
+    config: Option<&Path>,
+    exposure: &Exposure,
+) -> anyhow::Result<String> {
+    let mut config = match config {
         Some(path) => crate::serve::config::load(path)?,
         None => crate::serve::config::Config::default(),
     };
+    if let Some(host) = exposure
+        .public_url
+        .as_deref()
+        .and_then(|u| url::Url::parse(u).ok())
+        .and_then(|u| u.host_str().map(str::to_owned))
+    {
+        config.proxy_access.allowed_hosts.push(host);
+    }
     let app = crate::serve::router(
         Some(&site.dir),
         config,
         crate::serve::inflight::DEFAULT_MAX_CONCURRENT,
     )?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    let listener = tokio::net::TcpListener::bind(exposure.listen)
         .await
-        .context("cannot listen on a loopback port")?;
+        .with_context(|| format!("cannot listen on {}", exposure.listen))?;
     let addr = listener
         .local_addr()
         .context("cannot read the bound address")?;
@@ -77,5 +133,40 @@ pub async fn serve(site: &Site, config: Option<&Path>) -> anyhow::Result<String>
         // The server lives as long as the run; an error here shows as failed runs.
         let _ = axum::serve(listener, app).await;
     });
-    Ok(format!("http://{addr}"))
+    Ok(exposure
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listen_address_and_public_url_are_checked() {
+        let default = Exposure::from_args(None, None).unwrap();
+        assert_eq!(default.listen, SocketAddr::from(([127, 0, 0, 1], 0)));
+        assert_eq!(default.public_url, None);
+        let grid = Exposure::from_args(
+            Some("0.0.0.0:8765".parse().unwrap()),
+            Some("http://runner.internal:8765/"),
+        )
+        .unwrap();
+        assert_eq!(
+            grid.public_url.as_deref(),
+            Some("http://runner.internal:8765")
+        );
+        let e = Exposure::from_args(Some("0.0.0.0:0".parse().unwrap()), None).unwrap_err();
+        assert!(e.to_string().contains("--public-url"), "{e}");
+        for bad in [
+            "ftp://h",
+            "http://h/app",
+            "http://h/?q=1",
+            "not a url",
+            "http://u:p@h",
+        ] {
+            assert!(Exposure::from_args(None, Some(bad)).is_err(), "{bad}");
+        }
+    }
 }
