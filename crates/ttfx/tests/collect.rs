@@ -353,14 +353,9 @@ async fn only_the_own_origin_and_collect_origins_may_post_or_read() {
     assert_eq!(post(&server, body.clone(), &[]).await.0, 204);
     // An allowed origin: its preflight, then the POST, both with CORS headers.
     let client = reqwest::Client::new();
-    let preflight = client
-        .request(reqwest::Method::OPTIONS, format!("{}collect", server.url))
-        .header("origin", "https://app.example.com")
-        .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "content-type")
-        .send()
-        .await
-        .unwrap();
+    let collect = format!("{}collect", server.url);
+    let preflight =
+        common::preflight(&collect, "https://app.example.com", Some("content-type")).await;
     assert_eq!(preflight.status().as_u16(), 204);
     let h = preflight.headers();
     assert_eq!(
@@ -392,13 +387,7 @@ async fn only_the_own_origin_and_collect_origins_may_post_or_read() {
         response.headers()["access-control-allow-origin"],
         "https://app.example.com"
     );
-    let refused_preflight = client
-        .request(reqwest::Method::OPTIONS, format!("{}collect", server.url))
-        .header("origin", "https://evil.example")
-        .header("access-control-request-method", "POST")
-        .send()
-        .await
-        .unwrap();
+    let refused_preflight = common::preflight(&collect, "https://evil.example", None).await;
     assert_eq!(refused_preflight.status().as_u16(), 403);
     assert!(
         refused_preflight

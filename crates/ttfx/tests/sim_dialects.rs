@@ -421,18 +421,12 @@ async fn overrides_from_the_body_seeds_and_bad_input() {
 async fn cross_origin_pages_can_read_the_timing_headers() {
     let server = ServeProcess::start(ttfx(), &[]).unwrap();
     let url = format!("{}sim/default/v1/chat/completions", server.url);
-    let client = reqwest::Client::new();
-    let preflight = client
-        .request(reqwest::Method::OPTIONS, &url)
-        .header("origin", "http://page.example")
-        .header("access-control-request-method", "POST")
-        .header(
-            "access-control-request-headers",
-            "content-type,x-request-id",
-        )
-        .send()
-        .await
-        .unwrap();
+    let preflight = common::preflight(
+        &url,
+        "http://page.example",
+        Some("content-type,x-request-id"),
+    )
+    .await;
     assert!(preflight.status().is_success());
     let h = preflight.headers();
     assert_eq!(h["access-control-allow-origin"], "*");

@@ -481,17 +481,12 @@ async fn every_bad_upload_is_a_clear_4xx() {
     assert_eq!(c.status, 200, "{}", c.text());
 
     // A browser's preflight for the upload is allowed from any origin.
-    let pre = reqwest::Client::new()
-        .request(reqwest::Method::OPTIONS, &base)
-        .header("origin", "http://page.example")
-        .header("access-control-request-method", "POST")
-        .header(
-            "access-control-request-headers",
-            "content-type,x-request-id",
-        )
-        .send()
-        .await
-        .unwrap();
+    let pre = common::preflight(
+        &base,
+        "http://page.example",
+        Some("content-type,x-request-id"),
+    )
+    .await;
     assert!(pre.status().is_success(), "{}", pre.status());
     assert_eq!(
         pre.headers()

@@ -49,6 +49,23 @@ pub async fn post_with(url: &str, body: &str, headers: &[(&str, &str)]) -> Captu
     capture(request).await
 }
 
+/// A browser's CORS preflight for a POST to `url` from `origin`, asking for
+/// `request_headers` (comma-separated) when given.
+pub async fn preflight(
+    url: &str,
+    origin: &str,
+    request_headers: Option<&str>,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, url)
+        .header("origin", origin)
+        .header("access-control-request-method", "POST");
+    if let Some(headers) = request_headers {
+        request = request.header("access-control-request-headers", headers);
+    }
+    request.send().await.unwrap()
+}
+
 /// Sends `request`, timing the headers and each chunk of the reply from just before it
 /// is sent; a broken body is kept as its error.
 pub async fn capture(request: reqwest::RequestBuilder) -> Capture {
