@@ -143,21 +143,8 @@ fn upload() -> Result<RequestInit, String> {
 
 /// A 16-bit mono PCM WAV of `frames` silent frames at `rate`.
 fn silent_wav(rate: u32, frames: u32) -> Vec<u8> {
-    let data = frames * 2;
-    let mut wav = Vec::with_capacity(44 + data as usize);
-    wav.extend_from_slice(b"RIFF");
-    wav.extend_from_slice(&(36 + data).to_le_bytes());
-    wav.extend_from_slice(b"WAVEfmt ");
-    wav.extend_from_slice(&16u32.to_le_bytes());
-    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
-    wav.extend_from_slice(&rate.to_le_bytes());
-    wav.extend_from_slice(&(rate * 2).to_le_bytes());
-    wav.extend_from_slice(&2u16.to_le_bytes());
-    wav.extend_from_slice(&16u16.to_le_bytes());
-    wav.extend_from_slice(b"data");
-    wav.extend_from_slice(&data.to_le_bytes());
-    wav.resize(44 + data as usize, 0);
+    let mut wav = ttfx_core::decode::wav::pcm16_mono_header(rate, u64::from(frames));
+    wav.resize(wav.len() + frames as usize * 2, 0);
     wav
 }
 

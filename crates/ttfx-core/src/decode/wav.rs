@@ -32,6 +32,28 @@ enum State {
     Invalid,
 }
 
+/// The 44-byte header of a mono 16-bit PCM WAV holding `samples` samples at
+/// `sample_rate`: what the simulator's TTS sends before its samples, and what the lab
+/// uploads for a voice turn. The size is written exactly (a reader need not rely on the
+/// streaming 0xFFFFFFFF rule); past 4 GiB of data it saturates.
+pub fn pcm16_mono_header(sample_rate: u32, samples: u64) -> Vec<u8> {
+    let data = u32::try_from(samples.saturating_mul(2)).unwrap_or(u32::MAX);
+    let mut h = Vec::with_capacity(44);
+    h.extend_from_slice(b"RIFF");
+    h.extend_from_slice(&data.saturating_add(36).to_le_bytes());
+    h.extend_from_slice(b"WAVEfmt ");
+    h.extend_from_slice(&16u32.to_le_bytes());
+    h.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    h.extend_from_slice(&1u16.to_le_bytes()); // mono
+    h.extend_from_slice(&sample_rate.to_le_bytes());
+    h.extend_from_slice(&sample_rate.saturating_mul(2).to_le_bytes()); // byte rate
+    h.extend_from_slice(&2u16.to_le_bytes()); // block align
+    h.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
+    h.extend_from_slice(b"data");
+    h.extend_from_slice(&data.to_le_bytes());
+    h
+}
+
 /// Incremental WAV decoder.
 pub struct WavStream {
     state: State,
@@ -333,6 +355,19 @@ mod tests {
             }
         }
         (format, samples, others)
+    }
+
+    #[test]
+    fn the_written_header_reads_back_with_its_rate_and_exact_size() {
+        let samples = [7i16, -7, 300];
+        let mut bytes = pcm16_mono_header(8_000, samples.len() as u64);
+        assert_eq!(bytes.len(), 44);
+        bytes.extend(samples.iter().flat_map(|s| s.to_le_bytes()));
+        // A trailing byte past the declared data is not a sample: the size is exact.
+        bytes.push(0);
+        let (format, decoded, _) = decode(&bytes, 5);
+        assert_eq!(format, Some((8_000, 1, 16)));
+        assert_eq!(decoded, samples);
     }
 
     #[test]

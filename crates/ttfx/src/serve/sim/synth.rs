@@ -35,24 +35,9 @@ pub fn pcm16(from: u64, to: u64, total: u64) -> Vec<u8> {
         .collect()
 }
 
-/// A 44-byte WAV header for `samples` mono PCM16 samples. The size is known in advance,
-/// so it is written exactly (clients need not rely on the streaming 0xFFFFFFFF rule).
+/// The WAV header for `samples` mono PCM16 samples at [`SAMPLE_RATE`].
 pub fn wav_header(samples: u64) -> Vec<u8> {
-    let data = u32::try_from(samples * 2).unwrap_or(u32::MAX);
-    let mut h = Vec::with_capacity(44);
-    h.extend_from_slice(b"RIFF");
-    h.extend_from_slice(&data.saturating_add(36).to_le_bytes());
-    h.extend_from_slice(b"WAVEfmt ");
-    h.extend_from_slice(&16u32.to_le_bytes());
-    h.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    h.extend_from_slice(&1u16.to_le_bytes()); // mono
-    h.extend_from_slice(&SAMPLE_RATE.to_le_bytes());
-    h.extend_from_slice(&(SAMPLE_RATE * 2).to_le_bytes()); // byte rate
-    h.extend_from_slice(&2u16.to_le_bytes()); // block align
-    h.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
-    h.extend_from_slice(b"data");
-    h.extend_from_slice(&data.to_le_bytes());
-    h
+    ttfx_core::decode::wav::pcm16_mono_header(SAMPLE_RATE, samples)
 }
 
 /// Standard base64 with padding (RFC 4648 §4), as OpenAI's SSE audio deltas carry it.
