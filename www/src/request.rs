@@ -77,21 +77,15 @@ pub async fn measure(
             if let Some(Err(e)) = turn.as_ref().map(Voice::finish) {
                 sink.error(&e);
             }
-            // Its moments are all known once the reply has streamed (the lab has no
-            // barge-in): the run need not wait for the turn.
-            if let Some(turn) = heard {
-                turn.end();
-            }
         }
         Err(e) => sink.error(&format!("fetch failed: {}", js_text(&e))),
     }
+    // A turn's moments are all known once the reply has streamed or failed (the lab has
+    // no barge-in): the run need not wait for it.
     if let Some(turn) = heard {
         turn.end();
     }
     let report = run.finished().await;
-    if let Some(turn) = heard {
-        turn.close();
-    }
     if let Some(problem) = turn.as_ref().and_then(Voice::stop) {
         sink.error(&problem);
     }
