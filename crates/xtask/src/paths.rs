@@ -4,7 +4,12 @@ use std::path::PathBuf;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
-    let xtask = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // `cargo run` (the `xtask` alias) sets CARGO_MANIFEST_DIR when it runs the binary:
+    // that is this checkout's, where the compile-time one may name another checkout
+    // that shares the target folder (a CI clone's binary, left in the folder, is then
+    // run for this tree).
+    let xtask = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     xtask.ancestors().nth(2).map(PathBuf::from).unwrap_or(xtask)
 }
 
