@@ -402,14 +402,18 @@ pub enum AnalysisSite {
     /// The page's main thread, in idle time: where a Worker cannot start (a CSP with
     /// `worker-src 'none'`), and for Rust front ends that link the analysis in.
     MainThread,
+    /// `ttfx run`'s own process: inject mode records what the page observed and replays
+    /// it there (docs/run.md, "Inject mode").
+    Runner,
 }
 
 impl AnalysisSite {
-    /// `"worker"` or `"main_thread"`, as in the report.
+    /// `"worker"`, `"main_thread"` or `"runner"`, as in the report.
     pub fn from_name(name: &str) -> Option<AnalysisSite> {
         match name {
             "worker" => Some(AnalysisSite::Worker),
             "main_thread" => Some(AnalysisSite::MainThread),
+            "runner" => Some(AnalysisSite::Runner),
             _ => None,
         }
     }
