@@ -73,6 +73,10 @@ pub struct Timeline {
     /// `performance.timeOrigin + performance.now()`. Only the clock-offset estimate uses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_start_unix_ms: Option<f64>,
+    /// How `ttfx run --inject` chose this stream and its reply in a page that does not
+    /// embed the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<crate::selection::Selection>,
 }
 
 /// Milestone → ms since `request_start`. Serialized as an object keyed by the milestone's

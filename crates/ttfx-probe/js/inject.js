@@ -15,9 +15,9 @@
 // What the runner reads, `window[Symbol.for("ttfx.inject")]` (a symbol, so the page's
 // own enumeration of `window` does not meet it):
 //   arm()      measure from now on: requests, DOM growth, the user's submit
-//   take()     { calls, runs } recorded since the last take: the analysis calls
-//              ([run, op, ...args]) and the runs started ([run, requestStart, transport,
-//              url]), both in order
+//   take()     { calls, runs, submitAt, now } recorded since the last take: the analysis
+//              calls ([run, op, ...args]) and the runs started ([run, requestStart,
+//              transport, url]), both in order; the submit's time, the page clock now
 //   reply(from, to, selector)  which element's text grew while the stream arrived, and
 //              when it first did ({ found, ... }; see below)
 
@@ -153,7 +153,7 @@ function install(config) {
       observer.observe(document.documentElement, { subtree: true, childList: true, characterData: true, characterDataOldValue: true });
     },
     take() {
-      const out = { calls, runs: started };
+      const out = { calls, runs: started, submitAt, now: performance.now() };
       calls = [];
       started = [];
       return out;

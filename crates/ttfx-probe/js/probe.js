@@ -777,7 +777,9 @@ export class Probe {
         const run = probe.start();
         const element = typeof watch === "function" ? watch() : watch;
         if (isElement(element)) run.watch(element);
-        return run.fetch(input, init);
+        const pending = run.fetch(input, init);
+        if (typeof options.onStart === "function") try { options.onStart(run); } catch (_) {}
+        return pending;
       } catch (_) {
         return original.apply(this, arguments);
       }
