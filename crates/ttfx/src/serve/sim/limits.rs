@@ -93,6 +93,12 @@ pub const MAX_OVERRIDES: usize = 64;
 /// never into a JSON tree, so a body of small values costs no more than its bytes.
 pub const MAX_BODY_BYTES: usize = 2 << 20;
 
+/// One client message on the simulated Realtime socket (`/v1/realtime`), in bytes: the
+/// socket's equivalent of a request body, so [`MAX_BODY_BYTES`]. A larger message (or
+/// frame) closes the socket with 1009 "message too big", as RFC 6455 has it; messages are
+/// parsed into typed fields, never into a JSON tree, so one costs about its own bytes.
+pub const MAX_REALTIME_MESSAGE_BYTES: usize = MAX_BODY_BYTES;
+
 /// A value in an error message: a refused override may be megabytes long, and the
 /// message says what was refused without sending it back.
 pub fn shown(value: &str) -> String {

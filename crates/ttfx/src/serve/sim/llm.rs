@@ -20,7 +20,7 @@ use super::{Call, Refusal, json_error, text};
 use crate::serve::records::{RecordHandle, RecordOutcome, lock};
 
 /// What an injected mid-stream failure says.
-const INJECTED: &str = "ttfx sim: injected failure mid-stream";
+pub const INJECTED: &str = "ttfx sim: injected failure mid-stream";
 
 pub async fn handle(api: ChatApi, mut call: Call) -> Response {
     let refuse = |Refusal(status, message): Refusal| {
@@ -89,34 +89,46 @@ fn check(
     plan: &Plan,
     encoder: impl FnOnce() -> Box<dyn Encoder>,
 ) -> Result<Option<usize>, Refusal> {
-    let refuse = |m: String| Err(Refusal(StatusCode::BAD_REQUEST, m));
-    let end_ms = plan.steps.end().as_secs_f64() * 1000.0;
-    if end_ms > MAX_REPLY_MS {
-        let tokens = plan.reasoning_tokens + plan.visible_tokens;
-        return refuse(format!(
-            "the planned reply lasts {end_ms:.0} ms from arrival, above the cap of \
-             {MAX_REPLY_MS:.0} ms per reply (first token at {:.0} ms, then {tokens} tokens at \
-             tokens_per_second={}, {} stalls of stall_ms={:.0}): lower the delays, \
-             output_tokens, reasoning_tokens or stall_ms, or raise tokens_per_second",
-            plan.prefill_end.as_secs_f64() * 1000.0,
-            p.tokens_per_second,
-            plan.steps.stalls(),
-            p.stall.as_secs_f64() * 1000.0,
-        ));
-    }
+    check_length(p, plan)?;
     if p.delivery == Delivery::Buffered {
         let bytes = planned_body_bytes(&mut *encoder(), plan, p.failure, MAX_HELD_BYTES);
         if bytes > MAX_HELD_BYTES {
-            return refuse(format!(
-                "buffered=true: the planned body passes {MAX_HELD_BYTES} bytes, the cap on \
+            return Err(Refusal(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "buffered=true: the planned body passes {MAX_HELD_BYTES} bytes, the cap on \
                  what a buffered reply may hold ({} tokens): lower output_tokens or \
                  reasoning_tokens, or stream it",
-                plan.reasoning_tokens + plan.visible_tokens
+                    plan.reasoning_tokens + plan.visible_tokens
+                ),
             ));
         }
         return Ok(Some(bytes));
     }
     Ok(None)
+}
+
+/// The cap on the planned reply's length ([`MAX_REPLY_MS`]), from the plan itself; every
+/// simulated chat reply meets it, whatever carries it (an HTTP body, a socket).
+pub fn check_length(p: &Profile, plan: &Plan) -> Result<(), Refusal> {
+    let end_ms = plan.steps.end().as_secs_f64() * 1000.0;
+    if end_ms > MAX_REPLY_MS {
+        let tokens = plan.reasoning_tokens + plan.visible_tokens;
+        return Err(Refusal(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "the planned reply lasts {end_ms:.0} ms from arrival, above the cap of \
+             {MAX_REPLY_MS:.0} ms per reply (first token at {:.0} ms, then {tokens} tokens at \
+             tokens_per_second={}, {} stalls of stall_ms={:.0}): lower the delays, \
+             output_tokens, reasoning_tokens or stall_ms, or raise tokens_per_second",
+                plan.prefill_end.as_secs_f64() * 1000.0,
+                p.tokens_per_second,
+                plan.steps.stalls(),
+                p.stall.as_secs_f64() * 1000.0,
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The bytes of the planned reply, counted by encoding it as [`Job::produce`] will

@@ -12,7 +12,7 @@ use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Path, Query, Req
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, post};
+use axum::routing::{MethodRouter, get, post};
 use serde_json::Value;
 
 use ttfx_core::ChatApi;
@@ -29,6 +29,8 @@ mod front;
 pub mod limits;
 mod llm;
 pub mod profile;
+mod query_chat;
+mod realtime;
 pub mod rng;
 mod schedule;
 mod sink;
@@ -37,7 +39,8 @@ mod synth;
 mod text;
 mod tts;
 
-/// Every API of `ChatApi` at its own path, and the TTS and STT endpoints.
+/// Every API of `ChatApi` at its own path, the Realtime-style socket, and the TTS and STT
+/// endpoints.
 pub fn router() -> Router<Arc<AppState>> {
     ChatApi::ALL
         .into_iter()
@@ -45,6 +48,7 @@ pub fn router() -> Router<Arc<AppState>> {
             router.route(&format!("/{{profile}}/{}", api.path()), llm_route(api))
         })
         .route("/{profile}/v1/audio/speech", post(tts::handle))
+        .route("/{profile}/v1/realtime", get(realtime::handle))
         .layer(DefaultBodyLimit::max(limits::MAX_BODY_BYTES))
         // After the layer above, so the upload's own, larger limit is the one it meets.
         .route(
@@ -54,7 +58,14 @@ pub fn router() -> Router<Arc<AppState>> {
 }
 
 fn llm_route(api: ChatApi) -> MethodRouter<Arc<AppState>> {
-    post(move |call: Call| llm::handle(api, call))
+    let route = post(move |call: Call| llm::handle(api, call));
+    // `EventSource` can only GET: chat completions also answers a GET with its fields in
+    // the query.
+    if api == ChatApi::OpenAiChat {
+        route.get(query_chat::handle)
+    } else {
+        route
+    }
 }
 
 /// What every simulated endpoint reads from its request.
