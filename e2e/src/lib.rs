@@ -7,6 +7,7 @@ pub mod bench;
 
 pub mod browser;
 pub mod byte_server;
+pub mod chat_uis;
 
 pub mod engines;
 pub mod net_truth;

@@ -107,3 +107,41 @@ pub fn probe_tarball() -> anyhow::Result<PathBuf> {
     }
     Ok(path)
 }
+
+/// The `node_modules` folder holding the React chat UI's libraries (`react`, `react-dom`,
+/// `openai`): `$TTFX_CHAT_UI_NODE_MODULES`, else the prefix `cargo xtask setup` installs
+/// them into, named by the versions e2e/chat-uis/react-openai/package.json pins (the same
+/// pins as setup's, which an xtask test checks).
+pub fn chat_ui_node_modules() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("TTFX_CHAT_UI_NODE_MODULES") {
+        return Ok(PathBuf::from(path));
+    }
+    let manifest = workspace_root().join("e2e/chat-uis/react-openai/package.json");
+    let text = std::fs::read_to_string(&manifest)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", manifest.display()))?;
+    let manifest: serde_json::Value = serde_json::from_str(&text)?;
+    let pin = |name: &str| {
+        manifest["dependencies"][name]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let path = home
+        .join(".cache/ttfx")
+        .join(format!(
+            "chat-ui-deps-react-{}-openai-{}",
+            pin("react"),
+            pin("openai")
+        ))
+        .join("node_modules");
+    if !path.join("openai/package.json").is_file() || !path.join("react-dom").is_dir() {
+        bail!(
+            "no react/openai install at {} (run `cargo xtask setup`, which installs them)",
+            path.display()
+        );
+    }
+    Ok(path)
+}

@@ -41,6 +41,17 @@ pub fn vite() -> PathBuf {
         .join("node_modules/vite/bin/vite.js")
 }
 
+/// The React chat UI fixture's libraries (`react`, `react-dom`, `openai`), installed by
+/// `cargo xtask setup` into one prefix of the per-user cache; the e2e helper finds it by
+/// the same name (e2e/src/chat_uis.rs).
+pub fn chat_ui_deps() -> PathBuf {
+    npm_cache().join(format!(
+        "chat-ui-deps-react-{}-openai-{}",
+        crate::setup::REACT_VERSION,
+        crate::setup::OPENAI_VERSION
+    ))
+}
+
 /// Where `cargo xtask setup` installs npm tools: per user, shared by every checkout, so a
 /// warm machine does not install them again.
 fn npm_cache() -> PathBuf {

@@ -40,6 +40,13 @@ pub const ESBUILD_VERSION: &str = "0.28.2";
 /// #15's 70 KB. Debian's binaryen 108 breaks these modules; 132 does not.
 pub const BINARYEN_VERSION: &str = "132.0.0";
 
+/// The libraries of the React chat UI fixture (e2e/chat-uis/react-openai, issue #20): a
+/// React app that streams through the official `openai` client, built by Vite in its e2e
+/// test. Installed here so nothing downloads at test time; its package.json lists the
+/// same pins (a test checks). openai 6.x: 7.x asks for Node.js 22, these machines have 20.
+pub const REACT_VERSION: &str = "19.3.1";
+pub const OPENAI_VERSION: &str = "6.30.1";
+
 /// geckodriver for `ttfx run --browser firefox`, built by `cargo install` (Debian has no
 /// package of it).
 const GECKODRIVER_VERSION: &str = "0.37.1";
@@ -82,6 +89,10 @@ pub enum Tool {
     Esbuild,
     /// Binaryen from npm: wasm-opt for the package's analysis wasm.
     Binaryen,
+    /// `react`, `react-dom` and `openai` from npm, for the React chat UI fixture that Vite
+    /// builds in the e2e tests (e2e/chat-uis/react-openai). No JSX plugin: the app calls
+    /// `React.createElement`, so Vite alone builds it.
+    ChatUiDeps,
     /// Debian's `pulseaudio` and `pulseaudio-utils` (root to install): the sound server
     /// the first-audio truth plays into (a null sink) and records (`parec`, `pacat`,
     /// `pactl`); its e2e test and bench start and stop the server themselves.
@@ -138,6 +149,7 @@ pub const TEST_TOOLS: &[Tool] = &[
     Tool::Node,
     Tool::TypeScript,
     Tool::Vite,
+    Tool::ChatUiDeps,
     Tool::Esbuild,
     Tool::Binaryen,
 ];
@@ -179,6 +191,7 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
             Tool::Binaryen => {
                 ensure_npm_package("binaryen", BINARYEN_VERSION, &paths::wasm_opt())?;
             }
+            Tool::ChatUiDeps => ensure_chat_ui_deps()?,
             Tool::SoundServer => ensure_sound_server()?,
             Tool::Speech => ensure_speech()?,
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
@@ -392,6 +405,39 @@ fn ensure_npm_package(name: &str, version: &str, bin: &Path) -> anyhow::Result<(
     Ok(())
 }
 
+/// The React chat UI's libraries in one prefix (`paths::chat_ui_deps`), unless each is
+/// there already.
+fn ensure_chat_ui_deps() -> anyhow::Result<()> {
+    let prefix = paths::chat_ui_deps();
+    let packages = ["react", "react-dom", "openai"];
+    let present = packages.iter().all(|name| {
+        prefix
+            .join("node_modules")
+            .join(name)
+            .join("package.json")
+            .is_file()
+    });
+    if present {
+        eprintln!("xtask setup: react {REACT_VERSION} and openai {OPENAI_VERSION} present");
+        return Ok(());
+    }
+    ensure_node()?;
+    eprintln!(
+        "xtask setup: installing react {REACT_VERSION} and openai {OPENAI_VERSION} into {}",
+        prefix.display()
+    );
+    std::fs::create_dir_all(&prefix)
+        .with_context(|| format!("cannot create {}", prefix.display()))?;
+    cmd::run(
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg(format!("react@{REACT_VERSION}"))
+            .arg(format!("react-dom@{REACT_VERSION}"))
+            .arg(format!("openai@{OPENAI_VERSION}")),
+    )
+}
+
 /// The `wasm-bindgen = "=X"` pin of the root manifest.
 pub fn pinned_wasm_bindgen() -> anyhow::Result<String> {
     let manifest = paths::root().join("Cargo.toml");
@@ -461,6 +507,7 @@ mod tests {
                         | Tool::Node
                         | Tool::TypeScript
                         | Tool::Vite
+                        | Tool::ChatUiDeps
                         | Tool::Esbuild
                         | Tool::Binaryen
                         | Tool::OtherBrowsers
@@ -472,6 +519,21 @@ mod tests {
         for tool in [Tool::WasmTarget, Tool::WasmBindgenCli, Tool::Trunk] {
             assert!(LAB_TOOLS.contains(&tool), "{tool:?}");
         }
+    }
+
+    /// The fixture's package.json says what setup installs, so the app an e2e test builds
+    /// is the one described.
+    #[test]
+    fn the_react_chat_ui_pins_what_setup_installs() {
+        let path = crate::paths::root().join("e2e/chat-uis/react-openai/package.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let deps = &manifest["dependencies"];
+        assert_eq!(deps["react"], REACT_VERSION);
+        assert_eq!(deps["react-dom"], REACT_VERSION);
+        assert_eq!(deps["openai"], OPENAI_VERSION);
+        assert_eq!(deps.as_object().map(|d| d.len()), Some(3), "{deps}");
+        assert!(TEST_TOOLS.contains(&Tool::ChatUiDeps));
     }
 
     /// The e2e tests run in all three engines, so `test` and plain `setup` install them.
