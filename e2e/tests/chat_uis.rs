@@ -7,6 +7,8 @@
 
 use std::time::{Duration, Instant};
 
+use fantoccini::Client;
+use serde_json::Value;
 use ttfx_e2e::chat_uis::{self, ChatUi, Kind};
 use ttfx_e2e::engines::Engine;
 use ttfx_e2e::{Browser, engines};
@@ -17,10 +19,11 @@ use ttfx_e2e::{Browser, engines};
 mod text;
 
 /// First token 200 ms after the request arrives, then 11 more at 60 tokens/s.
+const TTFT_MS: f64 = 200.0;
 const TOKENS: usize = 12;
 const OVERRIDES: &str = "ttft_ms=200&output_tokens=12&tokens_per_second=60";
 /// The earliest a reply can be complete, from the click: the last token's deadline.
-const REPLY_MS: f64 = 200.0 + (TOKENS - 1) as f64 * 1000.0 / 60.0;
+const REPLY_MS: f64 = TTFT_MS + (TOKENS - 1) as f64 * 1000.0 / 60.0;
 const WAIT: Duration = Duration::from_secs(30);
 
 async fn two_turns(kind: Kind, engine: Engine) -> anyhow::Result<()> {
@@ -30,6 +33,7 @@ async fn two_turns(kind: Kind, engine: Engine) -> anyhow::Result<()> {
     let result = async {
         client.goto(&ui.page_url("default", OVERRIDES)).await?;
         for (turn, prompt) in [(1, "What makes streaming feel fast?"), (2, "And then?")] {
+            watch_first_text(&client, turn).await?;
             let sent = Instant::now();
             if turn == 1 {
                 chat_uis::send(&client, prompt).await?;
@@ -42,14 +46,55 @@ async fn two_turns(kind: Kind, engine: Engine) -> anyhow::Result<()> {
             assert_eq!(reply.text, text::answer(TOKENS), "{kind:?} turn {turn}");
             // The user's message and the reply, per turn.
             assert_eq!(reply.messages, 2 * turn, "{kind:?} turn {turn}: {reply:?}");
-            // Never complete before the server's schedule lets it be.
+            // Never complete before the server's schedule lets it be, and the first text
+            // never shown before the first token is due.
             assert!(took >= REPLY_MS, "{kind:?} turn {turn}: {took:.0} ms");
+            let first = first_text_ms(&client).await?;
+            assert!(
+                first >= TTFT_MS,
+                "{kind:?} turn {turn}: first text {first:.1} ms"
+            );
         }
         anyhow::Ok(())
     }
     .await;
     let _ = client.close().await;
     result
+}
+
+/// Before turn `n` is sent: notes the page's clock and watches the message list for the
+/// moment reply `n` first shows text (the test's observer, not the page's code).
+async fn watch_first_text(client: &Client, n: usize) -> anyhow::Result<()> {
+    client
+        .execute(
+            "const n = arguments[0];
+             window.chatWatch = { start: performance.now(), first: null };
+             // The body, not the list: a React app may not have rendered its list yet.
+             const seen = () => {
+               const r = document.querySelectorAll('#messages .assistant')[n - 1];
+               if (r && r.textContent.length > 0 && window.chatWatch.first === null) {
+                 window.chatWatch.first = performance.now();
+                 observer.disconnect();
+               }
+             };
+             const observer = new MutationObserver(seen);
+             observer.observe(document.body, { childList: true, subtree: true, characterData: true });",
+            vec![Value::from(n)],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Milliseconds from [`watch_first_text`] to the reply's first text, on the page's clock.
+async fn first_text_ms(client: &Client) -> anyhow::Result<f64> {
+    let v = client
+        .execute(
+            "const w = window.chatWatch; return w.first === null ? null : w.first - w.start;",
+            vec![],
+        )
+        .await?;
+    v.as_f64()
+        .ok_or_else(|| anyhow::anyhow!("the observer saw no text: {v}"))
 }
 
 async fn eventsource(engine: Engine) -> anyhow::Result<()> {
