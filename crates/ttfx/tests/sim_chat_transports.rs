@@ -264,7 +264,8 @@ async fn bad_client_events_get_an_error_event_and_the_socket_lives_on() {
     send(&mut socket, json!({ "type": "response.create" })).await;
     let mut refused = false;
     let mut cancelled = false;
-    for _ in 0..4 {
+    // The rest of the opening events, the refusal, then the cancel's response.done.
+    for _ in 0..8 {
         let e = next(&mut socket).await;
         if e["type"] == "error" {
             assert_eq!(
@@ -364,4 +365,40 @@ async fn injected_failures_end_a_response_as_the_http_routes_do() {
         }
     }
     assert_eq!(deltas, 2);
+}
+
+#[tokio::test]
+async fn the_output_limit_cuts_a_response_as_incomplete() {
+    let server = server();
+    let mut socket = connect(&server, "ttft_ms=0&output_tokens=6&tokens_per_second=200").await;
+    assert_eq!(next(&mut socket).await["type"], "session.created");
+    // The session's limit, then one response's own, which wins.
+    send(
+        &mut socket,
+        json!({ "type": "session.update", "session": { "max_output_tokens": 4 } }),
+    )
+    .await;
+    let updated = next(&mut socket).await;
+    assert_eq!(updated["type"], "session.updated", "{updated}");
+    assert_eq!(updated["session"]["max_output_tokens"], 4);
+    for (ask, tokens) in [(None, 4), (Some(2), 2)] {
+        send(&mut socket, user_item("hi")).await;
+        assert_eq!(next(&mut socket).await["type"], "conversation.item.created");
+        let create = match ask {
+            Some(n) => json!({ "type": "response.create", "response": { "max_output_tokens": n } }),
+            None => json!({ "type": "response.create" }),
+        };
+        send(&mut socket, create).await;
+        let done = loop {
+            let e = next(&mut socket).await;
+            if e["type"] == "response.done" {
+                break e;
+            }
+        };
+        let response = &done["response"];
+        assert_eq!(response["status"], "incomplete", "{done}");
+        assert_eq!(response["status_details"]["reason"], "max_output_tokens");
+        assert_eq!(response["usage"]["output_tokens"], tokens, "{done}");
+        assert_eq!(response["output"][0]["content"][0]["text"], answer(tokens));
+    }
 }

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::client::{self, ClientEvent};
 use super::events::{self, Ids, Status};
-use super::turn::{Out, Response};
+use super::turn::{Item, Out, Response};
 use crate::serve::sim::limits::MAX_REALTIME_MESSAGE_BYTES;
 use crate::serve::sim::llm::check_length;
 use crate::serve::sim::profile::Profile;
@@ -29,6 +29,7 @@ pub struct Setup {
 
 /// The response in flight.
 struct Active {
+    number: u64,
     task: JoinHandle<()>,
     turn: events::Turn,
 }
@@ -64,13 +65,17 @@ pub async fn run(mut socket: WebSocket, setup: Setup) {
     if send(&mut socket, created).await.is_err() {
         return;
     }
-    let (tx, mut rx) = mpsc::channel::<Out>(16);
+    let (tx, mut rx) = mpsc::channel::<Item>(16);
     loop {
         tokio::select! {
             // First: a response's `response.done` is sent (and the response is no longer
             // active) before the client's next message is read.
             biased;
-            Some(out) = rx.recv() => {
+            Some((number, out)) = rx.recv() => {
+                // Queued by a response cancelled since: it is over for the client.
+                if s.active.as_ref().map(|a| a.number) != Some(number) {
+                    continue;
+                }
                 let event = match out {
                     Out::Event(event) => event,
                     Out::Last { event, chars } => {
@@ -149,7 +154,7 @@ impl Session {
 
     /// Handles one client message; the immediate reply, if any (a response's events
     /// come later, through `tx`).
-    fn on_event(&mut self, text: &str, at: Instant, tx: &mpsc::Sender<Out>) -> Option<String> {
+    fn on_event(&mut self, text: &str, at: Instant, tx: &mpsc::Sender<Item>) -> Option<String> {
         let event = match client::parse(text) {
             Ok(event) => event,
             Err(why) => return Some(events::error(&self.ids, "invalid_json", &why, None)),
@@ -226,7 +231,7 @@ impl Session {
         &mut self,
         event: &ClientEvent,
         at: Instant,
-        tx: &mpsc::Sender<Out>,
+        tx: &mpsc::Sender<Item>,
     ) -> Result<Option<String>, (&'static str, String)> {
         if let Some(active) = &self.active {
             return Err((
@@ -250,7 +255,8 @@ impl Session {
         };
         // One seed per socket, a different draw per response (lengths, jitter), so a
         // socket is replayed by its seed.
-        let seed = self.setup.seed.wrapping_add(self.responses);
+        let number = self.responses;
+        let seed = self.setup.seed.wrapping_add(number);
         self.responses += 1;
         let plan = schedule::plan(&self.setup.profile, request, &mut Rng::new(seed));
         if let Err(Refusal(_, why)) = check_length(&self.setup.profile, &plan) {
@@ -262,6 +268,7 @@ impl Session {
         };
         self.last_item = Some(turn.item_id.clone());
         let response = Response {
+            number,
             plan,
             at,
             turn: turn.clone(),
@@ -270,7 +277,7 @@ impl Session {
             input_tokens,
         };
         let task = tokio::spawn(response.run(tx.clone()));
-        self.active = Some(Active { task, turn });
+        self.active = Some(Active { number, task, turn });
         Ok(None)
     }
 

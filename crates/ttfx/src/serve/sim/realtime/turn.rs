@@ -11,7 +11,10 @@ use crate::serve::sim::llm::INJECTED;
 use crate::serve::sim::profile::Failure;
 use crate::serve::sim::schedule::{Channel, Plan};
 
-/// What a response task hands the socket's loop, in order.
+/// What a response task hands the socket's loop, in order, with the response's number
+/// (the loop drops what a cancelled response had queued before it was stopped).
+pub type Item = (u64, Out);
+
 #[derive(Debug)]
 pub enum Out {
     /// An event to send.
@@ -26,6 +29,8 @@ pub enum Out {
 
 /// A planned response.
 pub struct Response {
+    /// The response's number on its socket.
+    pub number: u64,
     pub plan: Plan,
     /// When the client's `response.create` arrived: every deadline is counted from it.
     pub at: Instant,
@@ -38,8 +43,9 @@ pub struct Response {
 impl Response {
     /// Sends the response's events; stops quietly when the socket's loop is gone (the
     /// client left, and the loop with it).
-    pub async fn run(mut self, out: mpsc::Sender<Out>) {
-        let send = |event: String| out.send(Out::Event(event));
+    pub async fn run(mut self, out: mpsc::Sender<Item>) {
+        let n = self.number;
+        let send = |event: String| out.send((n, Out::Event(event)));
         for event in events::opening(&self.ids, &self.turn) {
             if send(event).await.is_err() {
                 return;
@@ -83,7 +89,7 @@ impl Response {
                     chars,
                 }
             };
-            let _ = out.send(last).await;
+            let _ = out.send((n, last)).await;
             return;
         }
         // Hidden reasoning at the end of the plan still takes its time.
@@ -99,6 +105,6 @@ impl Response {
             Status::Completed
         };
         let event = events::done(&self.ids, &self.turn, status, &text, usage, None);
-        let _ = out.send(Out::Last { event, chars }).await;
+        let _ = out.send((n, Out::Last { event, chars })).await;
     }
 }
