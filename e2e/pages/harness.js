@@ -175,6 +175,97 @@ async function instrumented({ url, init = {} }) {
   return { wrapped, restored, back: window.fetch === original, app, unmatched, reports: window.__ttfx.slice(before) };
 }
 
+// The transport tests' app: it reads a stream with the browser's own EventSource,
+// XMLHttpRequest or WebSocket, exactly as an app would, while the probe instruments that
+// API; it returns what the app received, how the API looked to it, and the probe's runs.
+const TRANSPORTS = { eventsource: ["EventSource", "instrumentEventSource"], xhr: ["XMLHttpRequest", "instrumentXhr"], websocket: ["WebSocket", "instrumentWebSocket"] };
+
+async function transport({ kind, url, match, responseType = "", replies = 1, create = {} }) {
+  const [api, instrument] = TRANSPORTS[kind];
+  const original = window[api];
+  const originalOpen = XMLHttpRequest.prototype.open;
+  const probe = new ttfx.Probe({ label: "transport-" + kind });
+  const element = document.createElement("p");
+  document.body.append(element);
+  const runs = [];
+  const handle = probe[instrument]({ match, watch: () => element, onStart: (run) => runs.push(run) });
+  const out = { wrapped: window[api] !== original || XMLHttpRequest.prototype.open !== originalOpen };
+  const show = (text) => (element.textContent += text);
+  const delta = (data, read) => {
+    try {
+      return read(JSON.parse(data)) || "";
+    } catch (_) {
+      return "";
+    }
+  };
+  if (kind === "eventsource") {
+    const source = new EventSource(url);
+    out.looksNative = source instanceof EventSource && source instanceof original && EventSource.OPEN === 1 && source.OPEN === 1 && EventSource.name === "EventSource";
+    out.received = await new Promise((resolve) => {
+      const received = [];
+      source.onmessage = (e) => {
+        received.push(e.data);
+        if (e.data === "[DONE]") {
+          source.close();
+          resolve(received);
+        } else show(delta(e.data, (v) => v.choices[0].delta.content));
+      };
+      source.onerror = () => {
+        out.appError = "error event, readyState " + source.readyState;
+        source.close();
+        resolve(received);
+      };
+    });
+  } else if (kind === "xhr") {
+    const xhr = new XMLHttpRequest();
+    out.looksNative = XMLHttpRequest === original && Object.getPrototypeOf(xhr) === original.prototype;
+    out.progressEvents = 0;
+    out.readyStateChanges = 0;
+    xhr.open("GET", url);
+    xhr.responseType = responseType;
+    await new Promise((resolve) => {
+      xhr.onreadystatechange = () => (out.readyStateChanges += 1);
+      xhr.onprogress = () => {
+        out.progressEvents += 1;
+        if (responseType === "" && element.textContent === "" && xhr.responseText.includes("content")) show("…");
+      };
+      xhr.onloadend = resolve;
+      xhr.send();
+    });
+    out.status = xhr.status;
+    out.body = responseType === "arraybuffer" ? new TextDecoder().decode(xhr.response) : xhr.responseText;
+  } else {
+    const socket = new WebSocket(url);
+    socket.binaryType = "arraybuffer";
+    out.looksNative = socket instanceof WebSocket && socket instanceof original && WebSocket.OPEN === 1 && socket.OPEN === 1 && WebSocket.name === "WebSocket";
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve;
+      socket.onerror = () => reject(new Error("the test's WebSocket did not open"));
+    });
+    const received = [];
+    for (let reply = 0; reply < replies; reply++) {
+      await new Promise((resolve) => {
+        socket.onmessage = (e) => {
+          if (typeof e.data !== "string") return received.push({ binary: [...new Uint8Array(e.data)] });
+          received.push(e.data);
+          show(delta(e.data, (v) => v.delta));
+          if (e.data.includes('"response.done"')) resolve();
+        };
+        socket.send(JSON.stringify({ type: "response.create", binary: reply === 0, ...create }));
+      });
+    }
+    socket.close();
+    out.received = received;
+  }
+  out.text = element.textContent;
+  out.reports = await Promise.all(runs.map((run) => run.finished()));
+  out.runs = runs.map((run) => ({ transport: run.transport, url: run.url, requestStart: run.requestStart }));
+  out.restored = handle.restore();
+  out.back = window[api] === original && XMLHttpRequest.prototype.open === originalOpen;
+  element.remove();
+  return out;
+}
+
 // One request of the A/B below, read and rendered the way a chat app does. Returns, for
 // each DOM update, the app's chunk-to-DOM time: from the server sending the newest chunk
 // in that read (its record, GET /records/{id}) to the app's DOM write, both on the wall
@@ -408,5 +499,5 @@ async function frameMarks({ count = 10 }) {
   return { marks, region: { x: r.x, y: r.y, width: r.width, height: r.height } };
 }
 
-window.harness = { paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
+window.harness = { transport, paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

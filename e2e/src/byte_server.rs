@@ -110,6 +110,63 @@ async fn stream(Query(p): Query<Params>) -> Response {
     )
 }
 
+/// The visible text of token `i` in the transport tests' streams: ASCII, a two-byte and a
+/// four-byte character, so a decoding that splits or re-encodes UTF-8 wrongly shows.
+pub fn token(i: usize) -> String {
+    match i % 3 {
+        0 => format!("tok{i} "),
+        1 => format!("é{i} "),
+        _ => format!("🙂{i} "),
+    }
+}
+
+/// The `data` of each event `/chat_sse?tokens=N` sends, in order: N OpenAI chat deltas,
+/// one token each, then `[DONE]`.
+pub fn chat_sse_data(tokens: usize) -> Vec<String> {
+    let mut data: Vec<String> = (0..tokens)
+        .map(|i| {
+            serde_json::json!({ "object": "chat.completion.chunk",
+                "choices": [{ "index": 0, "delta": { "content": token(i) } }] })
+            .to_string()
+        })
+        .collect();
+    data.push("[DONE]".to_owned());
+    data
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatSseParams {
+    tokens: usize,
+    /// Pause before the first event (the headers go at once).
+    ttft_ms: u64,
+    /// Pause between events.
+    gap_ms: u64,
+}
+
+/// `/chat_sse?tokens=N&ttft_ms=T&gap_ms=G`: `text/event-stream` by GET (EventSource can
+/// only GET), the headers at once, the first event T ms later, then one every G ms.
+async fn chat_sse(Query(p): Query<ChatSseParams>) -> Response {
+    let events: Vec<(u64, bytes::Bytes)> = chat_sse_data(p.tokens)
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let pause = if i == 0 { p.ttft_ms } else { p.gap_ms };
+            (pause, bytes::Bytes::from(format!("data: {d}\n\n")))
+        })
+        .collect();
+    let body = futures_util::stream::unfold(events.into_iter(), |mut rest| async move {
+        let (pause, event) = rest.next()?;
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        Some((Ok::<_, std::convert::Infallible>(event), rest))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-store")
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(Body::from_stream(body))
+        .unwrap_or_default()
+}
+
 /// Where ttfx-core keeps its conformance vectors: recorded streams of every dialect.
 pub fn vectors_dir() -> std::path::PathBuf {
     crate::paths::workspace_root().join("crates/ttfx-core/testdata/decode")
@@ -231,6 +288,7 @@ pub async fn start() -> anyhow::Result<ByteServer> {
     let app = Router::new()
         .route("/bytes", get(stream))
         .route("/large", get(large))
+        .route("/chat_sse", get(chat_sse))
         .route("/vector", get(vector))
         .route("/collect", post(collect).options(collect_preflight))
         .with_state(beacons.clone());

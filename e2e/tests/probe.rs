@@ -844,6 +844,219 @@ async fn instrument_fetch_measures_plain_fetch_calls_and_restores(
     Ok(())
 }
 
+/// The checks every transport's report passes: the transport named, the milestones from
+/// the first message no earlier than the server's injected delay (the server waits that
+/// long after it got the request, which comes after `request_start`) and within the
+/// loopback bound, and one visible token decoded per token sent.
+fn check_transport_report(report: &Value, transport: &str, ttft: f64, tokens: u64) {
+    let timeline = &report["run"]["timeline"];
+    assert_eq!(timeline["request"]["transport"], transport, "{report}");
+    let m = |n| milestone(report, n).unwrap_or_else(|| panic!("no {n} in {report}"));
+    for name in ["first_byte", "first_token", "first_visible_token", "done"] {
+        let at = m(name);
+        assert!(at >= ttft, "{name} {at} < injected {ttft}: {report}");
+    }
+    assert!(m("first_byte") - ttft < LOOPBACK_BOUND_MS, "{report}");
+    assert!(m("first_byte") <= m("first_token"), "{report}");
+    assert!(milestone(report, "error").is_none(), "{report}");
+    let visible: u64 = timeline["chunks"].as_array().map_or(0, |c| {
+        c.iter().filter_map(|c| c["visible_tokens"].as_u64()).sum()
+    });
+    assert_eq!(
+        visible, tokens,
+        "one visible token per delta sent: {report}"
+    );
+}
+
+/// An app's EventSource, measured: it receives exactly the server's events (the probe
+/// listens beside it and re-encodes what it saw for the decoder), the constructor is the
+/// probe's subclass yet looks native, and `restore()` puts the original back.
+async fn eventsource_streams_are_measured_and_the_app_gets_every_event(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let (tokens, ttft) = (12usize, 150.0);
+    let url = format!("http://{bytes}/chat_sse?tokens={tokens}&ttft_ms={ttft}&gap_ms=15");
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "eventsource", "url": url, "match": "/chat_sse" }),
+    )
+    .await?;
+    assert_eq!(out["appError"], Value::Null, "{out}");
+    assert_eq!(
+        out["received"],
+        json!(byte_server::chat_sse_data(tokens)),
+        "{out}"
+    );
+    assert_eq!(out["looksNative"], true, "{out}");
+    assert_eq!(
+        (out["restored"].clone(), out["back"].clone()),
+        (json!(true), json!(true)),
+        "{out}"
+    );
+    let text: String = (0..tokens).map(byte_server::token).collect();
+    assert_eq!(out["text"], text.as_str(), "{out}");
+    assert_eq!(out["runs"][0]["transport"], "eventsource", "{out}");
+    assert_eq!(out["runs"][0]["url"], url.as_str(), "{out}");
+    let reports = out["reports"].as_array().cloned().unwrap_or_default();
+    assert_eq!(reports.len(), 1, "{out}");
+    let report = &reports[0];
+    check_transport_report(report, "eventsource", ttft, tokens as u64);
+    let timeline = &report["run"]["timeline"];
+    assert_eq!(timeline["request"]["dialect"], "openai-chat", "{report}");
+    assert_eq!(timeline["request"]["status"], 200, "{report}");
+    // The app closed after [DONE]: the stream is complete, not truncated.
+    assert!(milestone(report, "headers").is_some(), "{report}");
+    assert!(milestone(report, "first_dom").is_some(), "{report}");
+    Ok(())
+}
+
+/// An app's XMLHttpRequest, measured from `responseText` as it grows: the app's text and
+/// events are the browser's own, the report decodes every token; a non-text
+/// `responseType` is left unread by the probe and reported `not_streamed`.
+async fn xhr_streams_are_measured_and_the_app_gets_the_exact_text(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let (tokens, ttft, gap) = (20usize, 150.0, 15);
+    let url = format!("http://{bytes}/chat_sse?tokens={tokens}&ttft_ms={ttft}&gap_ms={gap}");
+    let body: String = byte_server::chat_sse_data(tokens)
+        .iter()
+        .map(|d| format!("data: {d}\n\n"))
+        .collect();
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "xhr", "url": url, "match": "/chat_sse" }),
+    )
+    .await?;
+    assert_eq!(out["status"], 200, "{out}");
+    assert_eq!(out["body"], body.as_str(), "{out}");
+    assert_eq!(out["looksNative"], true, "{out}");
+    assert_eq!(
+        (out["restored"].clone(), out["back"].clone()),
+        (json!(true), json!(true)),
+        "{out}"
+    );
+    let reports = out["reports"].as_array().cloned().unwrap_or_default();
+    assert_eq!(reports.len(), 1, "{out}");
+    let report = &reports[0];
+    check_transport_report(report, "xhr", ttft, tokens as u64);
+    let timeline = &report["run"]["timeline"];
+    assert_eq!(timeline["request"]["dialect"], "openai-chat", "{report}");
+    assert_eq!(
+        chunk_bytes(timeline),
+        body.len() as u64,
+        "every byte, once: {report}"
+    );
+    // How often the engine let the page see the text grow (docs/probe.md, Transports).
+    let chunks = timeline["chunks"].as_array().map_or(0, Vec::len);
+    println!(
+        "{}: {} events {gap} ms apart reached the probe in {chunks} chunks; the app saw {} progress and {} readystatechange events",
+        engine.name(),
+        tokens + 1,
+        out["progressEvents"],
+        out["readyStateChanges"]
+    );
+
+    let buffer = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "xhr", "url": url, "match": "/chat_sse", "responseType": "arraybuffer" }),
+    )
+    .await?;
+    assert_eq!(buffer["body"], body.as_str(), "{buffer}");
+    let report = &buffer["reports"][0];
+    assert_eq!(
+        report["run"]["timeline"]["request"]["transport"], "xhr",
+        "{report}"
+    );
+    assert!(
+        report["run"]["timeline"]["anomalies"]
+            .to_string()
+            .contains("not_streamed"),
+        "{report}"
+    );
+    assert_eq!(chunk_bytes(&report["run"]["timeline"]), 0, "{report}");
+    assert!(milestone(report, "headers").is_some(), "{report}");
+    Ok(())
+}
+
+/// An app's WebSocket speaking OpenAI Realtime, measured: one run per reply, from the
+/// app's send() to `response.done`; the app gets every message, text and binary, exactly
+/// as sent; the binary one is an anomaly, not decoded.
+async fn websocket_replies_are_measured_one_run_each_and_the_app_gets_every_message(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let ws = ttfx_e2e::ws_server::start().await?;
+    let (tokens, ttft) = (10usize, 150.0);
+    let url = format!("ws://{ws}/v1/realtime");
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "websocket", "url": url, "match": "/v1/realtime", "replies": 2,
+                "create": { "tokens": tokens, "ttft_ms": ttft, "gap_ms": 15 } }),
+    )
+    .await?;
+    let mut expected: Vec<Value> = Vec::new();
+    for reply in 0..2 {
+        for (k, m) in ttfx_e2e::ws_server::realtime_messages(reply, tokens)
+            .into_iter()
+            .enumerate()
+        {
+            expected.push(json!(m));
+            if reply == 0 && k == 1 {
+                expected.push(json!({ "binary": ttfx_e2e::ws_server::BINARY }));
+            }
+        }
+    }
+    assert_eq!(out["received"], json!(expected), "{out}");
+    assert_eq!(out["looksNative"], true, "{out}");
+    assert_eq!(
+        (out["restored"].clone(), out["back"].clone()),
+        (json!(true), json!(true)),
+        "{out}"
+    );
+    let text: String = (0..tokens)
+        .map(byte_server::token)
+        .collect::<String>()
+        .repeat(2);
+    assert_eq!(out["text"], text.as_str(), "{out}");
+    let reports = out["reports"].as_array().cloned().unwrap_or_default();
+    assert_eq!(reports.len(), 2, "one run per reply: {out}");
+    for (i, report) in reports.iter().enumerate() {
+        check_transport_report(report, "websocket", ttft, tokens as u64);
+        let timeline = &report["run"]["timeline"];
+        assert_eq!(
+            timeline["request"]["dialect"], "openai-realtime",
+            "{report}"
+        );
+        assert_eq!(
+            timeline["server"]["usage"]["completion_tokens"], tokens,
+            "{report}"
+        );
+        assert!(
+            milestone(report, "headers").is_none(),
+            "no headers on a socket: {report}"
+        );
+        let binary = timeline["anomalies"].to_string().contains("binary_message");
+        assert_eq!(
+            binary,
+            i == 0,
+            "the binary message is in the first reply: {report}"
+        );
+        assert!(
+            !timeline["anomalies"].to_string().contains("quiet_end"),
+            "ended by response.done: {report}"
+        );
+    }
+    Ok(())
+}
+
 async fn the_plain_example_page_streams_and_reports(engine: Engine) -> anyhow::Result<()> {
     let f = Fixture::new(engine).await?;
     f.client
@@ -1413,6 +1626,9 @@ engines!(a_byob_reader_reads_the_exact_bytes_and_the_probe_sees_every_byte);
 engines!(keys_in_headers_and_query_never_reach_the_report);
 engines!(the_beacon_carries_a_bounded_field_report_without_the_pages_query);
 engines!(instrument_fetch_measures_plain_fetch_calls_and_restores);
+engines!(eventsource_streams_are_measured_and_the_app_gets_every_event);
+engines!(xhr_streams_are_measured_and_the_app_gets_the_exact_text);
+engines!(websocket_replies_are_measured_one_run_each_and_the_app_gets_every_message);
 engines!(the_plain_example_page_streams_and_reports);
 engines!(a_voice_run_reports_text_and_audio_on_one_clock);
 engines!(the_text_build_leaves_the_voice_api_out_and_the_voice_build_has_both);
