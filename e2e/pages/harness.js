@@ -164,7 +164,8 @@ async function instrumented({ url, init = {} }) {
   const original = window.fetch;
   const probe = new ttfx.Probe({ label: "instrumented" });
   const before = (window.__ttfx || []).length;
-  const handle = probe.instrumentFetch({ match: "/sim/" });
+  const started = [];
+  const handle = probe.instrumentFetch({ match: "/sim/", onStart: (run) => started.push({ transport: run.transport, url: run.url, requestStart: run.requestStart }) });
   const wrapped = window.fetch !== original;
   const app = await direct({ url, init });
   const unmatched = await fetch("./harness.html").then((r) => r.status);
@@ -172,7 +173,7 @@ async function instrumented({ url, init = {} }) {
     await new Promise((r) => setTimeout(r, 10));
   }
   const restored = handle.restore();
-  return { wrapped, restored, back: window.fetch === original, app, unmatched, reports: window.__ttfx.slice(before) };
+  return { wrapped, restored, back: window.fetch === original, app, unmatched, started, reports: window.__ttfx.slice(before) };
 }
 
 // The transport tests' app: it reads a stream with the browser's own EventSource,
@@ -180,15 +181,15 @@ async function instrumented({ url, init = {} }) {
 // API; it returns what the app received, how the API looked to it, and the probe's runs.
 const TRANSPORTS = { eventsource: ["EventSource", "instrumentEventSource"], xhr: ["XMLHttpRequest", "instrumentXhr"], websocket: ["WebSocket", "instrumentWebSocket"] };
 
-async function transport({ kind, url, match, responseType = "", replies = 1, create = {} }) {
+async function transport({ kind, url, match, responseType = "", replies = 1, create = {}, options = {}, quietMs = 2000, types = null }) {
   const [api, instrument] = TRANSPORTS[kind];
   const original = window[api];
   const originalOpen = XMLHttpRequest.prototype.open;
-  const probe = new ttfx.Probe({ label: "transport-" + kind });
+  const probe = new ttfx.Probe({ label: "transport-" + kind, ...options });
   const element = document.createElement("p");
   document.body.append(element);
   const runs = [];
-  const handle = probe[instrument]({ match, watch: () => element, onStart: (run) => runs.push(run) });
+  const handle = probe[instrument]({ match, quietMs, watch: () => element, onStart: (run) => runs.push(run) });
   const out = { wrapped: window[api] !== original || XMLHttpRequest.prototype.open !== originalOpen };
   const show = (text) => (element.textContent += text);
   const delta = (data, read) => {
@@ -200,8 +201,29 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
   };
   if (kind === "eventsource") {
     const source = new EventSource(url);
+    if (types) {
+      // Named events (an Anthropic stream): the app listens to each type it knows.
+      out.received = await new Promise((resolve) => {
+        const received = [];
+        for (const type of types) {
+          source.addEventListener(type, (e) => {
+            received.push([e.type, e.data, e.lastEventId]);
+            if (type === "content_block_delta") show(delta(e.data, (v) => v.delta.text));
+            if (type === "message_stop") {
+              source.close();
+              resolve(received);
+            }
+          });
+        }
+        source.onerror = () => {
+          out.appError = "error event, readyState " + source.readyState;
+          source.close();
+          resolve(received);
+        };
+      });
+    }
     out.looksNative = source instanceof EventSource && source instanceof original && EventSource.OPEN === 1 && source.OPEN === 1 && EventSource.name === "EventSource";
-    out.received = await new Promise((resolve) => {
+    if (!types) out.received = await new Promise((resolve) => {
       const received = [];
       source.onmessage = (e) => {
         received.push(e.data);
@@ -250,10 +272,13 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
           received.push(e.data);
           show(delta(e.data, (v) => v.delta));
           if (e.data.includes('"response.done"')) resolve();
+          else if (create.done === false && received.length === create.tokens + 1) resolve();
         };
         socket.send(JSON.stringify({ type: "response.create", binary: reply === 0, ...create }));
       });
     }
+    // A reply without an end message: wait for the probe's quiet end before closing.
+    if (create.done === false) await new Promise((r) => setTimeout(r, quietMs + 300));
     socket.close();
     out.received = received;
   }

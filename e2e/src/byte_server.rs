@@ -134,6 +134,50 @@ pub fn chat_sse_data(tokens: usize) -> Vec<String> {
     data
 }
 
+/// The events `/chat_sse?tokens=N&format=anthropic` sends, as (type, data, id): an
+/// Anthropic Messages stream, every event named and numbered (EventSource apps listen to
+/// named types with addEventListener, and see the ids as `lastEventId`).
+pub fn anthropic_sse_events(tokens: usize) -> Vec<(String, String, String)> {
+    let mut events = vec![
+        (
+            "message_start",
+            serde_json::json!({ "type": "message_start", "message": { "id": "msg_1",
+            "type": "message", "role": "assistant", "content": [], "model": "sim",
+            "usage": { "input_tokens": 5, "output_tokens": 1 } } }),
+        ),
+        (
+            "content_block_start",
+            serde_json::json!({ "type": "content_block_start", "index": 0,
+            "content_block": { "type": "text", "text": "" } }),
+        ),
+    ];
+    for i in 0..tokens {
+        events.push((
+            "content_block_delta",
+            serde_json::json!({ "type": "content_block_delta",
+            "index": 0, "delta": { "type": "text_delta", "text": token(i) } }),
+        ));
+    }
+    events.push((
+        "content_block_stop",
+        serde_json::json!({ "type": "content_block_stop", "index": 0 }),
+    ));
+    events.push((
+        "message_delta",
+        serde_json::json!({ "type": "message_delta",
+        "delta": { "stop_reason": "end_turn" }, "usage": { "output_tokens": tokens } }),
+    ));
+    events.push((
+        "message_stop",
+        serde_json::json!({ "type": "message_stop" }),
+    ));
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(k, (t, d))| (t.to_owned(), d.to_string(), format!("e{k}")))
+        .collect()
+}
+
 #[derive(Debug, Deserialize)]
 struct ChatSseParams {
     tokens: usize,
@@ -141,17 +185,30 @@ struct ChatSseParams {
     ttft_ms: u64,
     /// Pause between events.
     gap_ms: u64,
+    /// `anthropic` for [`anthropic_sse_events`]; else OpenAI chat ([`chat_sse_data`]).
+    format: Option<String>,
 }
 
 /// `/chat_sse?tokens=N&ttft_ms=T&gap_ms=G`: `text/event-stream` by GET (EventSource can
 /// only GET), the headers at once, the first event T ms later, then one every G ms.
 async fn chat_sse(Query(p): Query<ChatSseParams>) -> Response {
-    let events: Vec<(u64, bytes::Bytes)> = chat_sse_data(p.tokens)
+    let texts: Vec<String> = if p.format.as_deref() == Some("anthropic") {
+        anthropic_sse_events(p.tokens)
+            .into_iter()
+            .map(|(t, d, id)| format!("event: {t}\nid: {id}\ndata: {d}\n\n"))
+            .collect()
+    } else {
+        chat_sse_data(p.tokens)
+            .into_iter()
+            .map(|d| format!("data: {d}\n\n"))
+            .collect()
+    };
+    let events: Vec<(u64, bytes::Bytes)> = texts
         .into_iter()
         .enumerate()
-        .map(|(i, d)| {
+        .map(|(i, text)| {
             let pause = if i == 0 { p.ttft_ms } else { p.gap_ms };
-            (pause, bytes::Bytes::from(format!("data: {d}\n\n")))
+            (pause, bytes::Bytes::from(text))
         })
         .collect();
     let body = futures_util::stream::unfold(events.into_iter(), |mut rest| async move {

@@ -49,6 +49,13 @@ struct Create {
     /// Whether a binary message follows the first delta.
     #[serde(default)]
     binary: bool,
+    /// Whether the reply ends with `response.done` (else it just stops).
+    #[serde(default = "yes")]
+    done: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 async fn serve(stream: tokio::net::TcpStream) -> anyhow::Result<()> {
@@ -59,10 +66,11 @@ async fn serve(stream: tokio::net::TcpStream) -> anyhow::Result<()> {
             continue;
         };
         let create: Create = serde_json::from_str(text.as_str())?;
-        for (k, text) in realtime_messages(reply, create.tokens)
-            .into_iter()
-            .enumerate()
-        {
+        let mut messages = realtime_messages(reply, create.tokens);
+        if !create.done {
+            messages.pop();
+        }
+        for (k, text) in messages.into_iter().enumerate() {
             let pause = if k == 0 {
                 create.ttft_ms
             } else {

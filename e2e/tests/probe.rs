@@ -841,6 +841,22 @@ async fn instrument_fetch_measures_plain_fetch_calls_and_restores(
             .is_some(),
         "{out}"
     );
+    // onStart saw the run as it started; the report names its transport.
+    let started = out["started"].as_array().cloned().unwrap_or_default();
+    assert_eq!(started.len(), 1, "{out}");
+    assert_eq!(started[0]["transport"], "fetch", "{out}");
+    assert!(
+        started[0]["url"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("/sim/"),
+        "{out}"
+    );
+    assert!(started[0]["requestStart"].as_f64().is_some(), "{out}");
+    assert_eq!(
+        reports[0]["run"]["timeline"]["request"]["transport"], "fetch",
+        "{out}"
+    );
     Ok(())
 }
 
@@ -910,6 +926,49 @@ async fn eventsource_streams_are_measured_and_the_app_gets_every_event(
     // The app closed after [DONE]: the stream is complete, not truncated.
     assert!(milestone(report, "headers").is_some(), "{report}");
     assert!(milestone(report, "first_dom").is_some(), "{report}");
+    Ok(())
+}
+
+/// Named event types an app listens to with addEventListener (an Anthropic stream over
+/// EventSource) reach the probe too, with their type and id, so the dialect is found and
+/// every token decoded; the app gets each event as sent.
+async fn eventsource_named_events_are_measured_when_the_app_listens_to_them(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let (tokens, ttft) = (8usize, 100.0);
+    let url = format!(
+        "http://{bytes}/chat_sse?tokens={tokens}&ttft_ms={ttft}&gap_ms=10&format=anthropic"
+    );
+    let types = [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ];
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "eventsource", "url": url, "match": "/chat_sse", "types": types }),
+    )
+    .await?;
+    assert_eq!(out["appError"], Value::Null, "{out}");
+    let expected: Vec<Value> = byte_server::anthropic_sse_events(tokens)
+        .into_iter()
+        .map(|(t, d, id)| json!([t, d, id]))
+        .collect();
+    assert_eq!(out["received"], json!(expected), "{out}");
+    let report = &out["reports"][0];
+    check_transport_report(report, "eventsource", ttft, tokens as u64);
+    let timeline = &report["run"]["timeline"];
+    assert_eq!(timeline["request"]["dialect"], "anthropic", "{report}");
+    assert!(
+        !timeline["anomalies"].to_string().contains("truncated"),
+        "message_stop reached the decoder: {report}"
+    );
     Ok(())
 }
 
@@ -1053,6 +1112,100 @@ async fn websocket_replies_are_measured_one_run_each_and_the_app_gets_every_mess
             !timeline["anomalies"].to_string().contains("quiet_end"),
             "ended by response.done: {report}"
         );
+    }
+    Ok(())
+}
+
+/// A WebSocket reply without `response.done` ends `quietMs` after its last message, with
+/// a `quiet_end` anomaly; the app still gets every message.
+async fn a_websocket_reply_without_an_end_message_ends_when_quiet(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let ws = ttfx_e2e::ws_server::start().await?;
+    let (tokens, quiet) = (4usize, 300.0);
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "websocket", "url": format!("ws://{ws}/v1/realtime"), "match": "/v1/realtime",
+                "quietMs": quiet, "create": { "tokens": tokens, "ttft_ms": 50, "gap_ms": 15, "done": false, "binary": false } }),
+    )
+    .await?;
+    let mut expected = ttfx_e2e::ws_server::realtime_messages(0, tokens);
+    expected.pop();
+    assert_eq!(out["received"], json!(expected), "{out}");
+    let report = &out["reports"][0];
+    let timeline = &report["run"]["timeline"];
+    assert!(
+        timeline["anomalies"].to_string().contains("quiet_end"),
+        "{report}"
+    );
+    // The run ends at its last message, not quietMs later.
+    let last = timeline["chunks"]
+        .as_array()
+        .and_then(|c| c.last())
+        .and_then(|c| c["at_ms"].as_f64());
+    assert_eq!(milestone(report, "done"), last, "{report}");
+    Ok(())
+}
+
+/// Whatever fails inside the probe, every transport's app gets exactly the server's data:
+/// the analysis panics on the first batch (`__faultInjection`), each in a fresh page.
+async fn every_transport_passes_the_apps_data_through_when_the_probe_fails_inside(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let ws = ttfx_e2e::ws_server::start().await?;
+    let tokens = 6usize;
+    let sse = format!("http://{bytes}/chat_sse?tokens={tokens}&ttft_ms=20&gap_ms=5");
+    let body: String = byte_server::chat_sse_data(tokens)
+        .iter()
+        .map(|d| format!("data: {d}\n\n"))
+        .collect();
+    let fault = json!({ "__faultInjection": "decoder-panic" });
+    for kind in ["eventsource", "xhr", "websocket"] {
+        page::open_harness(&f.client, &format!("{}harness.html", f.server.url)).await?;
+        let (url, matching) = if kind == "websocket" {
+            (format!("ws://{ws}/v1/realtime"), "/v1/realtime")
+        } else {
+            (sse.clone(), "/chat_sse")
+        };
+        let out = page::call(
+            &f.client,
+            "transport",
+            json!({ "kind": kind, "url": url, "match": matching, "options": fault, "replies": 2,
+                    "create": { "tokens": tokens, "ttft_ms": 20, "gap_ms": 5 } }),
+        )
+        .await?;
+        match kind {
+            "eventsource" => assert_eq!(
+                out["received"],
+                json!(byte_server::chat_sse_data(tokens)),
+                "{out}"
+            ),
+            "xhr" => assert_eq!(out["body"], body.as_str(), "{out}"),
+            _ => {
+                let mut expected = Vec::new();
+                for reply in 0..2 {
+                    for (k, m) in ttfx_e2e::ws_server::realtime_messages(reply, tokens)
+                        .into_iter()
+                        .enumerate()
+                    {
+                        expected.push(json!(m));
+                        if reply == 0 && k == 1 {
+                            expected.push(json!({ "binary": ttfx_e2e::ws_server::BINARY }));
+                        }
+                    }
+                }
+                assert_eq!(out["received"], json!(expected), "{out}");
+            }
+        }
+        assert_eq!(out["appError"], Value::Null, "{kind}: {out}");
+        let anomalies = out["reports"][0]["run"]["timeline"]["anomalies"].to_string();
+        assert!(anomalies.contains("probe_fault"), "{kind}: {out}");
+        let alive: Value = f.client.execute("return 6 * 7", vec![]).await?;
+        assert_eq!(alive, 42);
     }
     Ok(())
 }
@@ -1629,6 +1782,9 @@ engines!(instrument_fetch_measures_plain_fetch_calls_and_restores);
 engines!(eventsource_streams_are_measured_and_the_app_gets_every_event);
 engines!(xhr_streams_are_measured_and_the_app_gets_the_exact_text);
 engines!(websocket_replies_are_measured_one_run_each_and_the_app_gets_every_message);
+engines!(a_websocket_reply_without_an_end_message_ends_when_quiet);
+engines!(eventsource_named_events_are_measured_when_the_app_listens_to_them);
+engines!(every_transport_passes_the_apps_data_through_when_the_probe_fails_inside);
 engines!(the_plain_example_page_streams_and_reports);
 engines!(a_voice_run_reports_text_and_audio_on_one_clock);
 engines!(the_text_build_leaves_the_voice_api_out_and_the_voice_build_has_both);
