@@ -1116,6 +1116,44 @@ async fn websocket_replies_are_measured_one_run_each_and_the_app_gets_every_mess
     Ok(())
 }
 
+/// Every instrument function checks its options as `instrumentFetch` does, with an Error
+/// naming the key, and installs nothing when they are wrong.
+async fn every_instrument_function_checks_its_options_alike(engine: Engine) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let out: Value = f
+        .client
+        .execute(
+            "const probe = new window.harness.ttfx.Probe();
+             const originals = [window.fetch, window.EventSource, window.WebSocket, XMLHttpRequest.prototype.open];
+             const errors = {};
+             for (const name of ['instrumentFetch', 'instrumentEventSource', 'instrumentXhr', 'instrumentWebSocket']) {
+               errors[name] = [{ match: 5 }, { match: 'x', watch: 'p' }, { match: 'x', onStart: 1 }, { match: 'x', quietMs: -1 }, undefined]
+                 .map((o) => { try { probe[name](o); return 'no error'; } catch (e) { return e.message; } });
+             }
+             const after = [window.fetch, window.EventSource, window.WebSocket, XMLHttpRequest.prototype.open];
+             return { errors, untouched: originals.every((v, i) => v === after[i]) };",
+            vec![],
+        )
+        .await?;
+    assert_eq!(out["untouched"], true, "{out}");
+    let expected = json!([
+        "ttfx: match must be a string, a RegExp or a function",
+        "ttfx: watch must be an Element or a function",
+        "ttfx: onStart must be a function",
+        "ttfx: quietMs must be a number of ms above 0 and at most 600000, got -1",
+        "ttfx: match must be a string, a RegExp or a function",
+    ]);
+    for name in [
+        "instrumentFetch",
+        "instrumentEventSource",
+        "instrumentXhr",
+        "instrumentWebSocket",
+    ] {
+        assert_eq!(out["errors"][name], expected, "{name}: {out}");
+    }
+    Ok(())
+}
+
 /// A WebSocket reply without `response.done` ends `quietMs` after its last message, with
 /// a `quiet_end` anomaly; the app still gets every message.
 async fn a_websocket_reply_without_an_end_message_ends_when_quiet(
@@ -1783,6 +1821,7 @@ engines!(eventsource_streams_are_measured_and_the_app_gets_every_event);
 engines!(xhr_streams_are_measured_and_the_app_gets_the_exact_text);
 engines!(websocket_replies_are_measured_one_run_each_and_the_app_gets_every_message);
 engines!(a_websocket_reply_without_an_end_message_ends_when_quiet);
+engines!(every_instrument_function_checks_its_options_alike);
 engines!(eventsource_named_events_are_measured_when_the_app_listens_to_them);
 engines!(every_transport_passes_the_apps_data_through_when_the_probe_fails_inside);
 engines!(the_plain_example_page_streams_and_reports);
