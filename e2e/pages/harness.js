@@ -192,6 +192,9 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
   const handle = probe[instrument]({ match, quietMs, watch: () => element, onStart: (run) => runs.push(run) });
   const out = { wrapped: window[api] !== original || XMLHttpRequest.prototype.open !== originalOpen };
   const show = (text) => (element.textContent += text);
+  // When the app first saw data (page clock): the probe's first_byte must not be later.
+  let appFirst = null;
+  const saw = () => (appFirst = appFirst === null ? performance.now() : appFirst);
   const delta = (data, read) => {
     try {
       return read(JSON.parse(data)) || "";
@@ -207,6 +210,7 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
         const received = [];
         for (const type of types) {
           source.addEventListener(type, (e) => {
+            saw();
             received.push([e.type, e.data, e.lastEventId]);
             if (type === "content_block_delta") show(delta(e.data, (v) => v.delta.text));
             if (type === "message_stop") {
@@ -226,6 +230,7 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
     if (!types) out.received = await new Promise((resolve) => {
       const received = [];
       source.onmessage = (e) => {
+        saw();
         received.push(e.data);
         if (e.data === "[DONE]") {
           source.close();
@@ -246,7 +251,10 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
     xhr.open("GET", url);
     xhr.responseType = responseType;
     await new Promise((resolve) => {
-      xhr.onreadystatechange = () => (out.readyStateChanges += 1);
+      xhr.onreadystatechange = () => {
+        out.readyStateChanges += 1;
+        if (xhr.readyState >= 3 && (responseType !== "" || xhr.responseText.length > 0)) saw();
+      };
       xhr.onprogress = () => {
         out.progressEvents += 1;
         if (responseType === "" && element.textContent === "" && xhr.responseText.includes("content")) show("…");
@@ -268,6 +276,7 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
     for (let reply = 0; reply < replies; reply++) {
       await new Promise((resolve) => {
         socket.onmessage = (e) => {
+          saw();
           if (typeof e.data !== "string") return received.push({ binary: [...new Uint8Array(e.data)] });
           received.push(e.data);
           show(delta(e.data, (v) => v.delta));
@@ -285,6 +294,7 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
   out.text = element.textContent;
   out.reports = await Promise.all(runs.map((run) => run.finished()));
   out.runs = runs.map((run) => ({ transport: run.transport, url: run.url, requestStart: run.requestStart }));
+  if (appFirst !== null && runs.length > 0) out.appFirst = appFirst - runs[0].requestStart;
   out.restored = handle.restore();
   out.back = window[api] === original && XMLHttpRequest.prototype.open === originalOpen;
   element.remove();
