@@ -4,10 +4,10 @@
 
 pub mod audio_truth;
 pub mod bench;
-pub mod bidi;
+
 pub mod browser;
 pub mod byte_server;
-pub mod cdp;
+
 pub mod engines;
 pub mod net_truth;
 pub mod page;

@@ -195,7 +195,7 @@ impl NetLab {
             Driver::start(engine).with_context(|| format!("cannot start {}", engine.name()))?;
         let mut caps = engine.capabilities(&[]);
         if engine == Engine::Firefox {
-            caps.insert(crate::bidi::WEB_SOCKET_URL.into(), json!(true));
+            caps.insert(ttfx_webdriver::bidi::WEB_SOCKET_URL.into(), json!(true));
         }
         let client = ClientBuilder::new(HttpConnector::new())
             .capabilities(caps)

@@ -9,10 +9,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::cdp::Cdp;
 use crate::screencast::{Region, Screencast};
 use crate::site::Site;
 use crate::{Chromedriver, ServeProcess, page, paths};
+use ttfx_webdriver::devtools::Cdp;
 
 /// One frame at 60 Hz, the rate headless Chromium's compositor begins frames at.
 pub const FRAME_INTERVAL_MS: f64 = 1000.0 / 60.0;
@@ -108,7 +108,7 @@ impl PaintLab {
         )?;
         let driver = Chromedriver::start()?;
         let client = driver.session().await?;
-        let (cdp, events) = Cdp::attach(&client).await?;
+        let (cdp, events) = Cdp::attach(client.capabilities()).await?;
         let cdp = Arc::new(cdp);
         let screencast = Screencast::start(cdp.clone(), events, MAX_WIDTH, MAX_HEIGHT).await?;
         Ok(PaintLab {

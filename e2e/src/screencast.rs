@@ -17,7 +17,7 @@ use base64::Engine as _;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::cdp::{Cdp, Event};
+use ttfx_webdriver::devtools::{Cdp, Event};
 
 /// One captured frame.
 #[derive(Debug, Clone)]

@@ -25,6 +25,8 @@ use ttfx_core::voice_result::VoiceResult;
 use wasm_bindgen::prelude::*;
 
 mod fault;
+#[cfg(not(target_family = "wasm"))]
+pub mod replay;
 mod report_json;
 #[cfg(feature = "voice")]
 mod voice;
@@ -193,6 +195,191 @@ impl Runs {
         Ok(())
     }
 
+    /// [`Runs::begin_with_fault`], with the run's id and label for its report.
+    pub fn begin_page(
+        &mut self,
+        run: u32,
+        dialect: Option<&str>,
+        id: Option<String>,
+        label: Option<String>,
+        fault: Option<&str>,
+    ) -> Result<(), String> {
+        self.begin_with_fault(run, dialect, fault)?;
+        let page = self.page(run)?;
+        page.id = id;
+        page.label = label;
+        Ok(())
+    }
+
+    /// See [`Analysis::request`].
+    pub fn request(
+        &mut self,
+        run: u32,
+        method: Option<String>,
+        url: Option<String>,
+        start_unix_ms: Option<f64>,
+        transport: Option<String>,
+    ) -> Result<(), String> {
+        let page = self.page(run)?;
+        page.request.method = method;
+        page.request.transport = transport;
+        page.request.url = url.map(|u| url_without_query(&u).to_owned());
+        page.request_start_unix_ms = start_unix_ms;
+        Ok(())
+    }
+
+    /// See [`Analysis::headers`].
+    pub fn headers(
+        &mut self,
+        run: u32,
+        at_ms: f64,
+        status: u16,
+        content_type: Option<&str>,
+        server_timing: Option<&str>,
+    ) -> Result<(), String> {
+        let values: Vec<&str> = server_timing.into_iter().collect();
+        self.recorder(run)?
+            .headers(at_ms, status, content_type, &values);
+        Ok(())
+    }
+
+    /// See [`Analysis::anomaly`].
+    pub fn anomaly(
+        &mut self,
+        run: u32,
+        at_ms: f64,
+        class: &str,
+        detail: String,
+    ) -> Result<(), String> {
+        self.recorder(run)?.anomaly(at_ms, class, detail);
+        Ok(())
+    }
+
+    /// See [`Analysis::end`].
+    pub fn end(&mut self, run: u32, at_ms: f64) -> Result<(), String> {
+        self.recorder(run)?.end(at_ms);
+        Ok(())
+    }
+
+    /// See [`Analysis::abort`].
+    pub fn abort(&mut self, run: u32, at_ms: f64) -> Result<(), String> {
+        self.recorder(run)?.abort(at_ms);
+        Ok(())
+    }
+
+    /// See [`Analysis::network_error`].
+    pub fn network_error(&mut self, run: u32, at_ms: f64, detail: String) -> Result<(), String> {
+        self.recorder(run)?.network_error(at_ms, detail);
+        Ok(())
+    }
+
+    /// See [`Analysis::observed`].
+    pub fn observed(
+        &mut self,
+        run: u32,
+        milestone: &str,
+        at_ms: f64,
+        paint_method: Option<&str>,
+    ) -> Result<(), String> {
+        let m = milestone.parse::<Milestone>().map_err(|e| e.to_string())?;
+        let method = match paint_method {
+            None => None,
+            Some("element_timing") => Some(PaintMethod::ElementTiming),
+            Some("interaction_contentful_paint") => Some(PaintMethod::InteractionContentfulPaint),
+            Some("raf_estimate") => Some(PaintMethod::RafEstimate),
+            Some(other) => return Err(format!("unknown paint method `{other}`")),
+        };
+        let page = self.page(run)?;
+        page.milestones.set(m, at_ms);
+        if method.is_some() {
+            page.paint_method = method;
+        }
+        Ok(())
+    }
+
+    /// See [`Analysis::environment`]: `environment` without `analysis` and visibility
+    /// changes, which are named by `analysis` and [`Runs::visibility`].
+    pub fn environment(
+        &mut self,
+        run: u32,
+        environment: Environment,
+        analysis: Option<&str>,
+    ) -> Result<(), String> {
+        let site =
+            match analysis {
+                None => None,
+                Some(name) => Some(AnalysisSite::from_name(name).ok_or_else(|| {
+                    format!("unknown analysis site `{name}` (worker, main_thread)")
+                })?),
+            };
+        let env = &mut self.page(run)?.environment;
+        let changes = std::mem::take(&mut env.visibility_changes);
+        *env = Environment {
+            analysis: site,
+            visibility_changes: changes,
+            ..environment
+        };
+        Ok(())
+    }
+
+    /// See [`Analysis::visibility`].
+    pub fn visibility(&mut self, run: u32, at_ms: f64, hidden: bool) -> Result<(), String> {
+        let state = if hidden {
+            Visibility::Hidden
+        } else {
+            Visibility::Visible
+        };
+        let env = &mut self.page(run)?.environment;
+        env.visibility_changes
+            .push(VisibilityChange { at_ms, state });
+        Ok(())
+    }
+
+    /// See [`Analysis::resource_timing`].
+    pub fn resource_timing(&mut self, run: u32, entry: ResourceTiming) -> Result<(), String> {
+        self.page(run)?.resource_timing = Some(entry);
+        Ok(())
+    }
+
+    /// See [`Analysis::resource_server_timing`].
+    pub fn resource_server_timing(
+        &mut self,
+        run: u32,
+        name: String,
+        duration_ms: Option<f64>,
+        description: Option<String>,
+    ) -> Result<(), String> {
+        self.page(run)?.server_timings.push(ServerTiming {
+            name,
+            duration_ms,
+            description: description.filter(|d| !d.is_empty()),
+            source: TimingSource::ResourceTiming,
+        });
+        Ok(())
+    }
+
+    /// See [`Analysis::finish`]: the report, and after a newline the field report when
+    /// `sample_rate` is given.
+    pub fn finish_page(
+        &mut self,
+        run: u32,
+        page_path: Option<String>,
+        sample_rate: Option<f64>,
+    ) -> Result<String, String> {
+        if let Some(sample_rate) = sample_rate {
+            self.page(run)?.field = Some(FieldContext {
+                page_path,
+                sample_rate,
+            });
+        }
+        let Finished { mut report, field } = self.finish(run)?;
+        if let Some(field) = field {
+            report.push('\n');
+            report.push_str(&field);
+        }
+        Ok(report)
+    }
+
     /// The only run in progress, when there is exactly one.
     pub fn only_run(&self) -> Option<u32> {
         match self.runs.as_slice() {
@@ -281,12 +468,8 @@ impl Analysis {
         fault: Option<String>,
     ) -> Result<(), JsError> {
         self.runs
-            .begin_with_fault(run, dialect.as_deref(), fault.as_deref())
-            .map_err(js)?;
-        let page = self.runs.page(run).map_err(js)?;
-        page.id = id;
-        page.label = label;
-        Ok(())
+            .begin_page(run, dialect.as_deref(), id, label, fault.as_deref())
+            .map_err(js)
     }
 
     /// The request as sent: its method, its URL (the report keeps it without the query,
@@ -300,12 +483,9 @@ impl Analysis {
         start_unix_ms: Option<f64>,
         transport: Option<String>,
     ) -> Result<(), JsError> {
-        let page = self.runs.page(run).map_err(js)?;
-        page.request.method = method;
-        page.request.transport = transport;
-        page.request.url = url.map(|u| url_without_query(&u).to_owned());
-        page.request_start_unix_ms = start_unix_ms;
-        Ok(())
+        self.runs
+            .request(run, method, url, start_unix_ms, transport)
+            .map_err(js)
     }
 
     /// The response headers arrived at `at_ms`; `server_timing` holds the page-readable
@@ -318,14 +498,15 @@ impl Analysis {
         content_type: Option<String>,
         server_timing: Option<String>,
     ) -> Result<(), JsError> {
-        let values: Vec<&str> = server_timing.as_deref().into_iter().collect();
-        self.runs.recorder(run).map_err(js)?.headers(
-            at_ms,
-            status,
-            content_type.as_deref(),
-            &values,
-        );
-        Ok(())
+        self.runs
+            .headers(
+                run,
+                at_ms,
+                status,
+                content_type.as_deref(),
+                server_timing.as_deref(),
+            )
+            .map_err(js)
     }
 
     /// A batch of body chunks: `meta` is [arrival ms, length] per chunk, in order, and
@@ -342,33 +523,23 @@ impl Analysis {
         class: String,
         detail: String,
     ) -> Result<(), JsError> {
-        self.runs
-            .recorder(run)
-            .map_err(js)?
-            .anomaly(at_ms, &class, detail);
-        Ok(())
+        self.runs.anomaly(run, at_ms, &class, detail).map_err(js)
     }
 
     /// The body ended normally.
     pub fn end(&mut self, run: u32, at_ms: f64) -> Result<(), JsError> {
-        self.runs.recorder(run).map_err(js)?.end(at_ms);
-        Ok(())
+        self.runs.end(run, at_ms).map_err(js)
     }
 
     /// The user gave up (the signal fired or the app cancelled the body).
     pub fn abort(&mut self, run: u32, at_ms: f64) -> Result<(), JsError> {
-        self.runs.recorder(run).map_err(js)?.abort(at_ms);
-        Ok(())
+        self.runs.abort(run, at_ms).map_err(js)
     }
 
     /// The fetch rejected or the body errored.
     #[wasm_bindgen(js_name = networkError)]
     pub fn network_error(&mut self, run: u32, at_ms: f64, detail: String) -> Result<(), JsError> {
-        self.runs
-            .recorder(run)
-            .map_err(js)?
-            .network_error(at_ms, detail);
-        Ok(())
+        self.runs.network_error(run, at_ms, detail).map_err(js)
     }
 
     /// A milestone only the page sees (`first_dom`, `first_paint`), ms since
@@ -381,24 +552,9 @@ impl Analysis {
         at_ms: f64,
         paint_method: Option<String>,
     ) -> Result<(), JsError> {
-        let m = milestone
-            .parse::<Milestone>()
-            .map_err(|e| JsError::new(&e.to_string()))?;
-        let method = match paint_method.as_deref() {
-            None => None,
-            Some("element_timing") => Some(PaintMethod::ElementTiming),
-            Some("interaction_contentful_paint") => Some(PaintMethod::InteractionContentfulPaint),
-            Some("raf_estimate") => Some(PaintMethod::RafEstimate),
-            Some(other) => {
-                return Err(JsError::new(&format!("unknown paint method `{other}`")));
-            }
-        };
-        let page = self.runs.page(run).map_err(js)?;
-        page.milestones.set(m, at_ms);
-        if method.is_some() {
-            page.paint_method = method;
-        }
-        Ok(())
+        self.runs
+            .observed(run, &milestone, at_ms, paint_method.as_deref())
+            .map_err(js)
     }
 
     /// Where the run was measured (docs/report.md's `environment`); `analysis` is where
@@ -415,36 +571,23 @@ impl Analysis {
         concurrency: Option<u32>,
         analysis: Option<String>,
     ) -> Result<(), JsError> {
-        let site = match analysis.as_deref() {
-            None => None,
-            Some(name) => Some(AnalysisSite::from_name(name).ok_or_else(|| {
-                JsError::new(&format!(
-                    "unknown analysis site `{name}` (worker, main_thread)"
-                ))
-            })?),
+        let env = Environment {
+            engine,
+            engine_version,
+            user_agent,
+            cross_origin_isolated,
+            timer_resolution_ms,
+            concurrency,
+            ..Environment::default()
         };
-        let env = &mut self.runs.page(run).map_err(js)?.environment;
-        env.analysis = site;
-        env.engine = engine;
-        env.engine_version = engine_version;
-        env.user_agent = user_agent;
-        env.cross_origin_isolated = cross_origin_isolated;
-        env.timer_resolution_ms = timer_resolution_ms;
-        env.concurrency = concurrency;
-        Ok(())
+        self.runs
+            .environment(run, env, analysis.as_deref())
+            .map_err(js)
     }
 
     /// The page turned `hidden` or `visible` at `at_ms`.
     pub fn visibility(&mut self, run: u32, at_ms: f64, hidden: bool) -> Result<(), JsError> {
-        let state = if hidden {
-            Visibility::Hidden
-        } else {
-            Visibility::Visible
-        };
-        let env = &mut self.runs.page(run).map_err(js)?.environment;
-        env.visibility_changes
-            .push(VisibilityChange { at_ms, state });
-        Ok(())
+        self.runs.visibility(run, at_ms, hidden).map_err(js)
     }
 
     /// The request's Resource Timing entry, its times in ms since `request_start`.
@@ -457,13 +600,13 @@ impl Analysis {
         response_end_ms: Option<f64>,
         encoded_body_size: Option<f64>,
     ) -> Result<(), JsError> {
-        self.runs.page(run).map_err(js)?.resource_timing = Some(ResourceTiming {
+        let entry = ResourceTiming {
             request_start_ms,
             response_start_ms,
             response_end_ms,
             encoded_body_size: encoded_body_size.map(|v| v as u64),
-        });
-        Ok(())
+        };
+        self.runs.resource_timing(run, entry).map_err(js)
     }
 
     /// One `serverTiming` entry of the request's Resource Timing entry.
@@ -476,16 +619,8 @@ impl Analysis {
         description: Option<String>,
     ) -> Result<(), JsError> {
         self.runs
-            .page(run)
-            .map_err(js)?
-            .server_timings
-            .push(ServerTiming {
-                name,
-                duration_ms,
-                description: description.filter(|d| !d.is_empty()),
-                source: TimingSource::ResourceTiming,
-            });
-        Ok(())
+            .resource_server_timing(run, name, duration_ms, description)
+            .map_err(js)
     }
 
     /// Ends the run and returns its report as JSON (docs/report.md). The run is
@@ -501,18 +636,9 @@ impl Analysis {
         page_path: Option<String>,
         sample_rate: Option<f64>,
     ) -> Result<String, JsError> {
-        if let Some(sample_rate) = sample_rate {
-            self.runs.page(run).map_err(js)?.field = Some(FieldContext {
-                page_path,
-                sample_rate,
-            });
-        }
-        let Finished { mut report, field } = self.runs.finish(run).map_err(js)?;
-        if let Some(field) = field {
-            report.push('\n');
-            report.push_str(&field);
-        }
-        Ok(report)
+        self.runs
+            .finish_page(run, page_path, sample_rate)
+            .map_err(js)
     }
 
     /// Runs still in progress (a page that never ends its runs shows here).

@@ -17,6 +17,7 @@ pub mod playback;
 pub mod recorder;
 pub mod report;
 pub mod segment;
+pub mod selection;
 pub mod series;
 pub mod server_record;
 pub mod server_timing;

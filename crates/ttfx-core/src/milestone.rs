@@ -4,9 +4,9 @@
 //! milliseconds since `request_start`. The names here are the report's field names, so
 //! they are part of the public schema: change them only with a schema version bump.
 //!
-//! A voice turn's first four milestones (the user's speech and its transcription) come
-//! before the LLM request they lead to, so they are the only ones that may be negative
-//! ([`Milestone::precedes_request`]).
+//! A voice turn's first four milestones (the user's speech and its transcription) and the
+//! click or key press that submitted a typed prompt come before the request they lead
+//! to, so they are the only ones that may be negative ([`Milestone::precedes_request`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,6 +24,9 @@ pub enum Milestone {
     SttFirstPartial,
     /// The final transcript arrived.
     SttFinal,
+    /// The user's click or key press that sent the prompt (`ttfx run --submit`, a flow's
+    /// `submit` step): the time to `request_start` is the UI's own delay before it sends.
+    Submit,
     /// Just before `fetch` is called.
     RequestStart,
     /// The fetch promise resolved (status and headers known).
@@ -62,11 +65,12 @@ pub enum Milestone {
 
 impl Milestone {
     /// Every milestone, in the order of the design's table.
-    pub const ALL: [Milestone; 21] = [
+    pub const ALL: [Milestone; 22] = [
         Milestone::SpeechStart,
         Milestone::SpeechEnd,
         Milestone::SttFirstPartial,
         Milestone::SttFinal,
+        Milestone::Submit,
         Milestone::RequestStart,
         Milestone::Headers,
         Milestone::FirstByte,
@@ -92,7 +96,8 @@ impl Milestone {
     }
 
     /// Whether the milestone comes before the request by nature (a voice turn's speech
-    /// and transcription), so its time since `request_start` is negative.
+    /// and transcription, the user's submit), so its time since `request_start` is
+    /// negative.
     pub const fn precedes_request(self) -> bool {
         matches!(
             self,
@@ -100,6 +105,7 @@ impl Milestone {
                 | Milestone::SpeechEnd
                 | Milestone::SttFirstPartial
                 | Milestone::SttFinal
+                | Milestone::Submit
         )
     }
 
@@ -110,6 +116,7 @@ impl Milestone {
             Milestone::SpeechEnd => "speech_end",
             Milestone::SttFirstPartial => "stt_first_partial",
             Milestone::SttFinal => "stt_final",
+            Milestone::Submit => "submit",
             Milestone::RequestStart => "request_start",
             Milestone::Headers => "headers",
             Milestone::FirstByte => "first_byte",

@@ -73,6 +73,10 @@ pub struct Timeline {
     /// `performance.timeOrigin + performance.now()`. Only the clock-offset estimate uses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_start_unix_ms: Option<f64>,
+    /// How `ttfx run --inject` chose this stream and its reply in a page that does not
+    /// embed the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<crate::selection::Selection>,
 }
 
 /// Milestone → ms since `request_start`. Serialized as an object keyed by the milestone's
@@ -407,14 +411,18 @@ pub enum AnalysisSite {
     /// The page's main thread, in idle time: where a Worker cannot start (a CSP with
     /// `worker-src 'none'`), and for Rust front ends that link the analysis in.
     MainThread,
+    /// `ttfx run`'s own process: inject mode records what the page observed and replays
+    /// it there (docs/run.md, "Inject mode").
+    Runner,
 }
 
 impl AnalysisSite {
-    /// `"worker"` or `"main_thread"`, as in the report.
+    /// `"worker"`, `"main_thread"` or `"runner"`, as in the report.
     pub fn from_name(name: &str) -> Option<AnalysisSite> {
         match name {
             "worker" => Some(AnalysisSite::Worker),
             "main_thread" => Some(AnalysisSite::MainThread),
+            "runner" => Some(AnalysisSite::Runner),
             _ => None,
         }
     }

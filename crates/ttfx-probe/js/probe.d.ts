@@ -50,7 +50,7 @@ export interface InstrumentOptions {
 /** How a measured request was made. */
 export type Transport = "fetch" | "eventsource" | "xhr" | "websocket";
 
-export type MilestoneName = "speech_start" | "speech_end" | "stt_first_partial" | "stt_final" | "request_start" | "headers" | "first_byte" | "first_event" | "first_token" | "first_visible_token" | "first_dom" | "first_paint" | "first_sentence" | "tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out" | "last_token" | "done" | "aborted" | "error";
+export type MilestoneName = "speech_start" | "speech_end" | "stt_first_partial" | "stt_final" | "submit" | "request_start" | "headers" | "first_byte" | "first_event" | "first_token" | "first_visible_token" | "first_dom" | "first_paint" | "first_sentence" | "tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out" | "last_token" | "done" | "aborted" | "error";
 
 export interface Chunk { at_ms: number; bytes: number; events: number; visible_tokens: number; reasoning_tokens: number; }
 export interface ServerTiming { name: string; duration_ms: number | null; description?: string; source: string; }
@@ -71,8 +71,8 @@ export interface Timeline {
   paint_method?: "element_timing" | "interaction_contentful_paint" | "raf_estimate";
   failure?: { class: "http_status" | "network" | "in_band" | "decode" | "timeout"; http_status?: number; detail?: string };
   environment: { engine?: string; engine_version?: string; user_agent?: string; cross_origin_isolated?: boolean; timer_resolution_ms?: number; visibility_changes?: { at_ms: number; state: "visible" | "hidden" }[]; concurrency?: number;
-    /** Where the analysis ran: a Worker, or the main thread in idle time. */
-    analysis?: "worker" | "main_thread" };
+    /** Where the analysis ran: a Worker, the main thread in idle time, or `ttfx run` (inject mode). */
+    analysis?: "worker" | "main_thread" | "runner" };
   server: { timings?: ServerTiming[]; usage?: { prompt_tokens?: number; completion_tokens?: number; reasoning_tokens?: number; cached_prompt_tokens?: number } };
   request: { method?: string; url?: string; status?: number; content_type?: string; dialect?: string;
     /** How the probe received the stream; absent (older reports) means fetch. */
@@ -87,6 +87,8 @@ export interface Timeline {
   handoff?: { segments: unknown[]; [key: string]: unknown };
   /** Voice turns: what the milestones before the request cannot hold (see TurnMeasurement). */
   turn?: TurnMeasurement["turn"];
+  /** `ttfx run --inject`: how the stream and the reply were chosen in a page without the probe. */
+  selection?: { stream: "first_streaming_after_submit" | "match"; requests_seen: number; reply: "growth" | "selector"; reply_element?: string; reply_share?: number; flow_turn?: number };
 }
 
 /** A voice turn (VoiceTurn `result()`, voice build), relative to the LLM request's

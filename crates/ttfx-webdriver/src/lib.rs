@@ -14,9 +14,17 @@
 //!   [`pulse`]: the PulseAudio server the browsers' audio needs, and the microphone
 //!   Firefox hears that speech from.
 //!
+//! - [`devtools::Cdp`] and [`bidi::Bidi`] (feature `devtools`): the DevTools protocol
+//!   and WebDriver BiDi over a session's WebSocket, for what classic WebDriver cannot
+//!   do (preload scripts, network events).
+//!
 //! Native and Unix only (process groups, `/proc`). It opens no sessions itself: callers
 //! pass [`Engine::capabilities`] to their WebDriver client.
 
+#[cfg(feature = "devtools")]
+pub mod bidi;
+#[cfg(feature = "devtools")]
+pub mod devtools;
 mod driver;
 mod engine;
 mod fake_mic;

@@ -151,6 +151,38 @@ pub struct RunArgs {
     /// itself) and the page stops the reply; the table adds interrupt_ms.
     #[arg(long, requires = "voice_turn")]
     pub barge_in: bool,
+
+    /// With --url: add the probe to the page before its own scripts (WebDriver BiDi
+    /// `script.addPreloadScript`, else the DevTools protocol), so a page that does not
+    /// embed it is measured as shipped, whatever its stream's transport. The runner
+    /// types the prompt, submits it and finds the stream and the reply (docs/run.md).
+    #[arg(long)]
+    pub inject: bool,
+
+    /// With --inject: measure only requests whose URL contains this text (or matches
+    /// /a regular expression/), and take the first one after the submit as the stream.
+    #[arg(long = "match", value_name = "URL_PATTERN", requires = "inject")]
+    pub match_url: Option<String>,
+
+    /// With --inject: the reply is the element matching this CSS selector (nearest
+    /// ancestor-or-self of the text that grows), not the one found by its growth.
+    #[arg(long, value_name = "CSS", requires = "inject")]
+    pub reply: Option<String>,
+
+    /// With --inject: type the prompt into this element (default: the first visible
+    /// textarea, text input or contenteditable element).
+    #[arg(long = "type", value_name = "CSS", requires = "inject")]
+    pub type_into: Option<String>,
+
+    /// With --inject: click this element to send (default: press Enter in the prompt's
+    /// element).
+    #[arg(long, value_name = "CSS", requires = "inject")]
+    pub submit: Option<String>,
+
+    /// With --inject: a TOML flow file, the steps of a conversation (open, type, submit,
+    /// wait for the reply, type the next prompt, …); every turn is measured.
+    #[arg(long, value_name = "FILE", requires = "inject")]
+    pub flow: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -593,7 +593,10 @@ async fn retention_removes_old_runs_and_a_restart_keeps_the_rest() {
     let version: i32 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2, "the schema with the voice turn's columns");
+    assert_eq!(
+        version, 3,
+        "the schema with the voice turn's and the submit delay's columns"
+    );
 }
 
 /// `ttfx serve --collect FILE` that must refuse to start: exit 2, one line, no listening.

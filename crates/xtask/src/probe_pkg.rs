@@ -144,6 +144,30 @@ fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
     )
 }
 
+/// The inject bundle (`js/inject.js` with the front it imports) as one classic script:
+/// what `ttfx run --inject` adds to a page before the page's own scripts. A preload
+/// script is a function body, not a module, so it is an IIFE. It stays out of the npm
+/// package's files (only the runner uses it). Its analysis is the runner's, so the
+/// front's Worker and module loading (`import.meta.url`) are never reached; esbuild's
+/// note about them is silenced with the log level.
+fn bundle_inject(to: &Path) -> anyhow::Result<()> {
+    cmd::run(
+        Command::new(crate::paths::esbuild())
+            .arg(front_dir().join("inject.js"))
+            .args([
+                "--bundle",
+                "--minify",
+                "--format=iife",
+                "--target=es2020",
+                "--legal-comments=none",
+                "--log-level=error",
+                // The front's fallback module import, never reached here (see above).
+                "--external:./analysis/*",
+            ])
+            .arg(format!("--outfile={}", to.display())),
+    )
+}
+
 /// Binaryen's size passes over a wasm-bindgen module, with its own inlining off: the
 /// wasm is already optimized for size by LLVM, and binaryen's inlining made it 3 KB gzip
 /// larger (measured). Features: what rustc's wasm32 target emits.
@@ -193,7 +217,9 @@ fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
 ///   measures;
 /// - `analysis/`: the analysis (ttfx-analysis as wasm) and `worker.js`, loaded lazily;
 /// - `voice/`: the voice build (`ttfx-probe/voice`): the front plus the audio API, with
-///   the analysis linked in (voice results need it).
+///   the analysis linked in (voice results need it);
+/// - `inject.js`: the front as one classic script for `ttfx run --inject` (not in the
+///   npm package's files).
 pub fn build() -> anyhow::Result<PathBuf> {
     let out = out_dir();
     if out.exists() {
@@ -203,6 +229,7 @@ pub fn build() -> anyhow::Result<PathBuf> {
     let front = front_dir();
     minify(&front.join("probe.js"), &out.join("probe.js"))?;
     copy(&front.join("probe.d.ts"), &out.join("probe.d.ts"))?;
+    bundle_inject(&out.join("inject.js"))?;
 
     // The analysis: its wasm and .d.ts as wasm-bindgen writes them, its JS module and
     // worker.js minified like the front (the docs stay in the .d.ts).

@@ -14,8 +14,8 @@ use anyhow::Context;
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 
-use crate::bidi::Bidi;
-use crate::cdp::Event;
+use ttfx_webdriver::bidi::Bidi;
+use ttfx_webdriver::devtools::Event;
 
 /// The events subscribed to.
 pub const EVENTS: &[&str] = &["network.responseStarted", "network.responseCompleted"];
@@ -70,7 +70,7 @@ pub struct BidiNetwork {
 
 impl BidiNetwork {
     pub async fn attach(client: &fantoccini::Client) -> anyhow::Result<BidiNetwork> {
-        let (bidi, receiver) = Bidi::attach(client, EVENTS)
+        let (bidi, receiver) = Bidi::attach(client.capabilities(), EVENTS)
             .await
             .context("Firefox's BiDi network events")?;
         Ok(BidiNetwork {

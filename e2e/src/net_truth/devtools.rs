@@ -19,7 +19,7 @@ use anyhow::Context;
 use serde_json::json;
 use tokio::sync::{Mutex, mpsc};
 
-use crate::cdp::{Cdp, Event};
+use ttfx_webdriver::devtools::{Cdp, Event};
 
 /// The first body bytes of one request as DevTools saw them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,7 +91,7 @@ pub struct DevToolsNetwork {
 
 impl DevToolsNetwork {
     pub async fn attach(client: &fantoccini::Client) -> anyhow::Result<DevToolsNetwork> {
-        let (cdp, receiver) = Cdp::attach(client).await?;
+        let (cdp, receiver) = Cdp::attach(client.capabilities()).await?;
         cdp.call("Network.enable", json!({}))
             .await
             .context("DevTools Network.enable")?;

@@ -1,4 +1,5 @@
-//! Latency family: `ttft`, `ttft_visible`, `e2e`, and how the request ended.
+//! Latency family: `ttft`, `ttft_visible`, `e2e`, `submit_delay`, and how the request
+//! ended.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,14 @@ pub fn outcome(t: &Timeline) -> Outcome {
 /// A milestone read as a latency from `request_start`.
 pub fn at(t: &Timeline, m: Milestone) -> Option<Measured> {
     t.milestones.get(m).map(Measured::client)
+}
+
+/// `submit_delay` = `request_start` − `submit`: how long the UI took, after the user's
+/// click or key press, to send the request (inject mode's flows).
+pub fn submit_delay(t: &Timeline) -> Option<Measured> {
+    t.milestones
+        .get(Milestone::Submit)
+        .map(|at| Measured::client(-at))
 }
 
 /// `e2e` = `last_token`, only for completed requests: the last token of an aborted or

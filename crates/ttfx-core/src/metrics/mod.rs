@@ -120,7 +120,7 @@ macro_rules! stage {
 
 /// The per-request scalar metrics, in the order tables show them. Plain function
 /// pointers, not generics: this table is in the browser probe's wasm.
-pub const SCALARS: [Scalar; 27] = [
+pub const SCALARS: [Scalar; 28] = [
     measured!(ttft_ms),
     measured!(ttft_visible_ms),
     measured!(e2e_ms),
@@ -160,6 +160,7 @@ pub const SCALARS: [Scalar; 27] = [
     stage!(TtsFirstByte, "tts_first_byte"),
     stage!(Playout, "playout"),
     measured!(interrupt_ms),
+    measured!(submit_delay_ms),
 ];
 
 /// The names of [`SCALARS`], in the same order (taken from it, not written twice).
@@ -229,6 +230,10 @@ pub struct RequestMetrics {
     /// A barge-in's speech_start → the reply's last sample out of the speaker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupt_ms: Option<Measured>,
+    /// submit → request_start: the UI's own delay before it sent the request (a flow's
+    /// click or key press; inject mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_delay_ms: Option<Measured>,
     /// Gaps far above this request's own typical gap.
     pub stalls: Option<Stalls>,
     /// Was the visible text streamed or dumped at once?
@@ -332,6 +337,7 @@ impl RequestMetrics {
             }),
             voice_to_voice_ms: turn::voice_to_voice(turn.as_ref()),
             interrupt_ms: turn::interrupt(timeline),
+            submit_delay_ms: latency::submit_delay(timeline),
             turn,
             stalls,
             icl_ms,

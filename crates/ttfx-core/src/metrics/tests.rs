@@ -689,6 +689,7 @@ fn each_scalar_name_reads_its_own_field() {
         overlapped: Vec::new(),
     });
     m.interrupt_ms = measured(30.0);
+    m.submit_delay_ms = measured(31.0);
 
     let json = serde_json::to_value(&m).unwrap();
     let by_name = |name: &str| {

@@ -21,7 +21,7 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Migration `i` takes a database from version `i` to `i + 1`. Never edit one that has
 /// shipped: add the next.
-const MIGRATIONS: [&str; 2] = [MIGRATION_1, MIGRATION_2];
+const MIGRATIONS: [&str; 3] = [MIGRATION_1, MIGRATION_2, MIGRATION_3];
 
 /// Version 1: one row per run. Dimensions, the run's time, one column per metric, the
 /// field report itself.
@@ -83,10 +83,15 @@ ALTER TABLE runs ADD COLUMN stage_playout_ms REAL;
 ALTER TABLE runs ADD COLUMN interrupt_ms REAL;
 ";
 
+/// Version 3: the UI's own delay between the user's submit and the request (#20).
+const MIGRATION_3: &str = "
+ALTER TABLE runs ADD COLUMN submit_delay_ms REAL;
+";
+
 /// The metric columns, in the migrations' order: the per-request metrics of
 /// `ttfx_core::metrics::SCALARS` (a test checks that every one has its column, so a new
 /// metric needs a migration that adds it).
-pub const METRIC_COLUMNS: [&str; 27] = [
+pub const METRIC_COLUMNS: [&str; 28] = [
     "ttft_ms",
     "ttft_visible_ms",
     "e2e_ms",
@@ -114,6 +119,7 @@ pub const METRIC_COLUMNS: [&str; 27] = [
     "stage_tts_first_byte_ms",
     "stage_playout_ms",
     "interrupt_ms",
+    "submit_delay_ms",
 ];
 
 /// How a dimension's column holds its values.

@@ -43,8 +43,13 @@ impl Browser {
         self,
         extra: &[String],
         firefox_prefs: &[(&str, bool)],
+        bidi: bool,
     ) -> serde_json::Map<String, Value> {
         let mut caps = self.engine().capabilities(extra);
+        if bidi {
+            // A WebDriver BiDi socket for the session (inject mode's preload script).
+            caps.insert(ttfx_webdriver::bidi::WEB_SOCKET_URL.into(), json!(true));
+        }
         if self == Browser::Chromium {
             // DevTools Network events, read after each run (ground truth).
             caps.insert("goog:loggingPrefs".into(), json!({ "performance": "ALL" }));
@@ -116,15 +121,17 @@ impl Endpoint {
         })
     }
 
-    /// A new headless session (Chromium: with the performance log on).
+    /// A new headless session (Chromium: with the performance log on; `bidi`: with a
+    /// WebDriver BiDi socket).
     pub async fn session(
         &self,
         extra_args: &[String],
         firefox_prefs: &[(&str, bool)],
+        bidi: bool,
         timeout: Duration,
     ) -> anyhow::Result<Client> {
         let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(self.browser.capabilities(extra_args, firefox_prefs))
+            .capabilities(self.browser.capabilities(extra_args, firefox_prefs, bidi))
             .connect(&self.url)
             .await
             .with_context(|| {

@@ -113,6 +113,14 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
             _ => browser_args.extend(file.chromium_args()),
         }
     }
+    // Inject mode's preload script, read before a browser starts.
+    let preload = match &scenario.inject {
+        Some(inject) => {
+            let pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
+            Some(super::inject::preload_source(&pkg, inject)?)
+        }
+        None => None,
+    };
     let endpoint = match &args.webdriver {
         Some(url) => Endpoint::remote(url, args.browser)?,
         None => Endpoint::local(args.browser, args.driver.clone())?,
@@ -140,11 +148,15 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         firefox_prefs,
         timeout: scenario.timeout,
         warmup: scenario.warmup,
-        // Only chromedriver has the performance log of DevTools Network events.
-        ground_truth: args.browser == driver::Browser::Chromium,
+        // Only chromedriver has the performance log of DevTools Network events; an
+        // injected page's requests carry no request id to find them by.
+        ground_truth: args.browser == driver::Browser::Chromium && scenario.inject.is_none(),
         prompt: scenario.prompts[0].clone(),
         voice: scenario.voice,
         turn: scenario.turn.clone(),
+        inject: scenario.inject.clone(),
+        preload,
+        browser: args.browser,
     });
     let mut workers = Vec::new();
     for w in 0..scenario.concurrency.min(total) {
@@ -152,7 +164,12 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         // grid without free nodes) may otherwise never answer.
         let client = tokio::time::timeout(
             SESSION_LIMIT,
-            endpoint.session(&ctx.browser_args, &ctx.firefox_prefs, ctx.timeout),
+            endpoint.session(
+                &ctx.browser_args,
+                &ctx.firefox_prefs,
+                ctx.preload.is_some(),
+                ctx.timeout,
+            ),
         )
         .await
         .map_err(|_| {
@@ -165,7 +182,14 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         })??;
         let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
         workers.push(tokio::spawn(async move {
-            let result = worker(w, &client, &ctx, &queue, &progress).await;
+            let result = match &ctx.preload {
+                Some(source) => match super::inject::install(&client, ctx.browser, source).await {
+                    // Held while the session works: the preload script may go with it.
+                    Ok(_injected) => worker(w, &client, &ctx, &queue, &progress).await,
+                    Err(e) => Err(e.context("--inject")),
+                },
+                None => worker(w, &client, &ctx, &queue, &progress).await,
+            };
             let _ = client.close().await;
             result
         }));
@@ -226,6 +250,10 @@ struct Context_ {
     prompt: String,
     voice: bool,
     turn: Option<TurnScenario>,
+    inject: Option<super::inject::InjectScenario>,
+    /// Inject mode's preload script (the bundle with its configuration).
+    preload: Option<String>,
+    browser: driver::Browser,
 }
 
 /// How long opening one browser session may take.
@@ -251,7 +279,7 @@ async fn worker(
                 prompt: ctx.prompt.clone(),
                 request_id: format!("ttfx-warm-{}-{w}-{t}-{i}", std::process::id()),
             };
-            one_run(client, ctx, target, &job, &mut page)
+            runs_of(client, ctx, target, &job, &mut page)
                 .await
                 .with_context(|| format!("warm-up run against {}", target.label()))?;
         }
@@ -265,17 +293,19 @@ async fn worker(
         let next = queue.lock().ok().and_then(|mut q| q.pop_front());
         let Some(job) = next else { break };
         let target = &ctx.scenario_targets[job.target];
-        let run = one_run(client, ctx, target, &job, &mut page)
+        let runs = runs_of(client, ctx, target, &job, &mut page)
             .await
             .with_context(|| format!("run {} against {}", job.index + 1, target.label()))?;
-        let truth = if ctx.ground_truth {
-            let events = driver::network_events(client).await;
-            ground_truth(&run, &job, target, &events)
-        } else {
-            None
-        };
+        for run in runs {
+            let truth = if ctx.ground_truth {
+                let events = driver::network_events(client).await;
+                ground_truth(&run, &job, target, &events)
+            } else {
+                None
+            };
+            done.push((job.clone(), run, truth));
+        }
         progress.inc(1);
-        done.push((job, run, truth));
     }
     Ok(done)
 }
@@ -284,6 +314,31 @@ async fn worker(
 #[derive(Default)]
 struct Page {
     runner_open: bool,
+}
+
+/// A job's runs: one, or in inject mode one per turn of the flow.
+async fn runs_of(
+    client: &Client,
+    ctx: &Context_,
+    target: &Target,
+    job: &Job,
+    page: &mut Page,
+) -> anyhow::Result<Vec<Run>> {
+    match (&ctx.inject, target) {
+        (Some(inject), Target::Page { .. }) => {
+            page.runner_open = false;
+            super::inject::run_flow(
+                client,
+                inject,
+                &job.prompt,
+                ctx.timeout,
+                &job.request_id,
+                target.label(),
+            )
+            .await
+        }
+        _ => Ok(vec![one_run(client, ctx, target, job, page).await?]),
+    }
 }
 
 async fn one_run(

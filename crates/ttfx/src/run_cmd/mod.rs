@@ -13,6 +13,8 @@ use crate::cli::RunArgs;
 
 pub mod budget;
 mod driver;
+mod flow;
+mod inject;
 mod junit;
 mod measure;
 mod output;

@@ -37,11 +37,71 @@ pub fn render(
         if let Some(speech) = speech {
             out.push_str(&detector(batch, speech));
         }
+        out.push_str(&selections(&batch.runs));
         out.push('\n');
     }
     out.push_str(&budgets(verdicts));
     if let [(a_label, a), (b_label, b)] = batches {
         out.push_str(&crossover_block(a_label, a, b_label, b));
+    }
+    out
+}
+
+/// Inject mode: how each run's stream and reply were chosen, counted over the runs (a
+/// page that sometimes streams elsewhere, or grows another element, shows here).
+fn selections(runs: &[Run]) -> String {
+    use ttfx_core::selection::{ReplyChoice, StreamChoice};
+    let mut streams: Vec<(String, usize)> = Vec::new();
+    let mut replies: Vec<(String, usize)> = Vec::new();
+    let count = |list: &mut Vec<(String, usize)>, key: String| match list
+        .iter_mut()
+        .find(|(k, _)| *k == key)
+    {
+        Some((_, n)) => *n += 1,
+        None => list.push((key, 1)),
+    };
+    let mut total = 0;
+    for run in runs {
+        let Some(s) = &run.timeline.selection else {
+            continue;
+        };
+        total += 1;
+        let request = &run.timeline.request;
+        let how = match s.stream {
+            StreamChoice::FirstStreamingAfterSubmit => {
+                "the first streamed response after the submit"
+            }
+            StreamChoice::Match => "the first request after the submit matching --match",
+        };
+        let over = String::new();
+        count(
+            &mut streams,
+            format!(
+                "{how}: {} {}{over} ({})",
+                request.method.as_deref().unwrap_or("?"),
+                request.url.as_deref().unwrap_or("?"),
+                request.dialect.as_deref().unwrap_or("unknown dialect"),
+            ),
+        );
+        let reply = match (&s.reply_element, s.reply) {
+            (None, _) => "no element's text grew while it streamed".to_owned(),
+            (Some(e), ReplyChoice::Selector) => format!("{e}, the --reply element"),
+            (Some(e), ReplyChoice::Growth) => format!(
+                "{e}, holding {:.0} % of the text the page added",
+                100.0 * s.reply_share.unwrap_or(0.0)
+            ),
+        };
+        count(&mut replies, reply);
+    }
+    if total == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    for (label, list) in [("stream", &streams), ("reply", &replies)] {
+        for (i, (text, n)) in list.iter().enumerate() {
+            let head = if i == 0 { label } else { "" };
+            let _ = writeln!(out, "{head:<7} {text} — {n} of {total} runs");
+        }
     }
     out
 }

@@ -213,6 +213,8 @@ pub struct Scenario {
     pub turn: Option<TurnScenario>,
     /// Where the runner's server listens and the URL the browser loads it by.
     pub exposure: super::site::Exposure,
+    /// Inject mode: the probe goes into a page that does not embed it.
+    pub inject: Option<super::inject::InjectScenario>,
 }
 
 /// What a voice-to-voice turn says and does.
@@ -343,6 +345,45 @@ impl Scenario {
         }
         let mut browser_args = file.browser_args;
         browser_args.extend(args.browser_arg.iter().cloned());
+        let inject = if args.inject {
+            let url = match targets.as_slice() {
+                [Target::Page { url, .. }] => url.clone(),
+                [_] => bail!("--inject measures a page: give it with --url URL"),
+                _ => bail!("--inject measures one page: --against is not supported with it"),
+            };
+            if args.browser == crate::run_cmd::Browser::Webkit {
+                bail!("{}", super::inject::WEBKIT_REFUSAL);
+            }
+            if voice {
+                bail!(
+                    "--inject measures the page's own voice, if any: --voice and --voice-turn drive the runner's page"
+                );
+            }
+            let flow = match &args.flow {
+                Some(path) => {
+                    if args.type_into.is_some() || args.submit.is_some() {
+                        bail!(
+                            "give --type and --submit in the flow file's steps, not beside --flow"
+                        );
+                    }
+                    super::flow::Flow::read(path, &url)?
+                }
+                None => super::flow::Flow::single(
+                    &url,
+                    &prompts[0],
+                    args.type_into.as_deref(),
+                    args.submit.as_deref(),
+                ),
+            };
+            Some(super::inject::InjectScenario {
+                typed_prompt: args.flow.is_none(),
+                flow,
+                match_url: args.match_url.clone().filter(|m| !m.is_empty()),
+                reply: args.reply.clone().filter(|r| !r.is_empty()),
+            })
+        } else {
+            None
+        };
         Ok(Scenario {
             targets,
             prompts,
@@ -356,6 +397,7 @@ impl Scenario {
             voice,
             turn,
             exposure: super::site::Exposure::from_args(args.listen, args.public_url.as_deref())?,
+            inject,
         })
     }
 }

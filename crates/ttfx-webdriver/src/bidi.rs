@@ -1,14 +1,14 @@
-//! A WebDriver BiDi client for a geckodriver session opened with `webSocketUrl: true`:
+//! A WebDriver BiDi client for a session opened with `webSocketUrl: true`:
 //! the session's WebSocket (`capabilities.webSocketUrl`), `session.subscribe`, and the
 //! events. BiDi's envelope is the DevTools protocol's (a command `{id, method, params}`,
 //! its answer carries the `id` with `result` or `error`, an event has `method` and
-//! `params` and no `id`), so the socket is [`Cdp`](crate::cdp::Cdp)'s.
+//! `params` and no `id`), so the socket is [`Cdp`](crate::devtools::Cdp)'s.
 
 use anyhow::Context;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::cdp::{Cdp, Event};
+use crate::devtools::{Cdp, Event};
 
 /// The capability that asks the driver for a BiDi WebSocket.
 pub const WEB_SOCKET_URL: &str = "webSocketUrl";
@@ -19,23 +19,25 @@ pub struct Bidi {
 }
 
 impl Bidi {
-    /// Connects to the WebSocket `client`'s session names and subscribes to `events`
-    /// (e.g. `network.responseStarted`) in every browsing context.
+    /// Connects to the WebSocket the session's `capabilities` name and subscribes to
+    /// `events` (e.g. `network.responseStarted`; none for commands only) in every
+    /// browsing context.
     pub async fn attach(
-        client: &fantoccini::Client,
+        capabilities: Option<&serde_json::Map<String, serde_json::Value>>,
         events: &[&str],
     ) -> anyhow::Result<(Bidi, mpsc::UnboundedReceiver<Event>)> {
-        let url = client
-            .capabilities()
+        let url = capabilities
             .and_then(|caps| caps.get(WEB_SOCKET_URL))
             .and_then(|url| url.as_str())
             .context("the session names no webSocketUrl (the driver has no WebDriver BiDi?)")?
             .to_owned();
         let (socket, receiver) = Cdp::connect(&url).await?;
-        socket
-            .call("session.subscribe", json!({ "events": events }))
-            .await
-            .context("BiDi session.subscribe")?;
+        if !events.is_empty() {
+            socket
+                .call("session.subscribe", json!({ "events": events }))
+                .await
+                .context("BiDi session.subscribe")?;
+        }
         Ok((Bidi { socket }, receiver))
     }
 

@@ -44,12 +44,12 @@ pub struct Cdp {
 }
 
 impl Cdp {
-    /// Attaches to the page of `client`'s chromedriver session (its first `page` target).
+    /// Attaches to the page of the chromedriver session whose `capabilities` are given
+    /// (its first `page` target).
     pub async fn attach(
-        client: &fantoccini::Client,
+        capabilities: Option<&serde_json::Map<String, Value>>,
     ) -> anyhow::Result<(Cdp, mpsc::UnboundedReceiver<Event>)> {
-        let address = client
-            .capabilities()
+        let address = capabilities
             .and_then(|caps| caps.get("goog:chromeOptions"))
             .and_then(|options| options["debuggerAddress"].as_str())
             .context("the session names no goog:chromeOptions.debuggerAddress (not chromedriver?)")?

@@ -1,0 +1,523 @@
+//! Inject mode (`ttfx run --url URL --inject`): a page that does not embed the probe is
+//! measured as shipped. The probe's inject bundle (`inject.js` in the probe package) is
+//! added before any of the page's scripts, through WebDriver BiDi
+//! `script.addPreloadScript`, or the DevTools protocol's
+//! `Page.addScriptToEvaluateOnNewDocument` where a session has no BiDi. The runner then
+//! plays the flow (type, submit, wait), reads back what the page recorded, makes each
+//! report here (ttfx-analysis's replay: the same calls and code as in a page), and
+//! chooses the stream and the reply (docs/run.md, "Inject mode").
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use fantoccini::elements::Element;
+use fantoccini::key::Key;
+use fantoccini::{Client, Locator};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use ttfx_analysis::Runs;
+use ttfx_core::Milestone;
+use ttfx_core::report::{ReportFile, Run};
+use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
+use ttfx_core::timeline::PaintMethod;
+use ttfx_webdriver::bidi::Bidi;
+use ttfx_webdriver::devtools::Cdp;
+
+use super::driver::Browser;
+use super::flow::{Flow, Step};
+
+/// The bundle's file in the probe package (`cargo xtask probe-pkg`).
+pub const BUNDLE: &str = "inject.js";
+
+/// What inject mode measures.
+#[derive(Debug, Clone)]
+pub struct InjectScenario {
+    pub flow: Flow,
+    /// `--match`: a substring of the URL, or /a regular expression/.
+    pub match_url: Option<String>,
+    /// `--reply`: the reply's element.
+    pub reply: Option<String>,
+    /// The flow is `--type`/`--submit`'s one turn: it types each run's prompt
+    /// (`--prompt`, cycled), not a flow file's text.
+    pub typed_prompt: bool,
+}
+
+/// Why WebKit is refused, in one line.
+pub const WEBKIT_REFUSAL: &str = "--inject needs Chromium or Firefox: WebKitWebDriver has \
+     neither WebDriver BiDi (script.addPreloadScript) nor the DevTools protocol, so nothing \
+     can run before the page's own scripts";
+
+/// The preload script: the bundle with its configuration before it.
+pub fn preload_source(pkg: &Path, scenario: &InjectScenario) -> anyhow::Result<String> {
+    let path = pkg.join(BUNDLE);
+    let bundle = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "no inject bundle at {} (build it with `cargo xtask probe-pkg`, or pass --probe-pkg DIR)",
+            path.display()
+        )
+    })?;
+    let config = json!({ "match": scenario.match_url });
+    Ok(format!(
+        "globalThis.__ttfxInjectConfig = {config};\n{bundle}"
+    ))
+}
+
+/// The connection that registered the preload script, kept open while the session
+/// lives (a DevTools client's scripts go with its connection).
+#[must_use = "the preload script may go when this is dropped"]
+pub struct Injected {
+    _bidi: Option<Bidi>,
+    _cdp: Option<Cdp>,
+}
+
+/// Registers `source` to run before the page's scripts in every document the session
+/// loads from now on.
+pub async fn install(client: &Client, browser: Browser, source: &str) -> anyhow::Result<Injected> {
+    let caps = client.capabilities();
+    let has_bidi = caps
+        .and_then(|c| c.get(ttfx_webdriver::bidi::WEB_SOCKET_URL))
+        .is_some_and(Value::is_string);
+    if has_bidi {
+        let (bidi, _events) = Bidi::attach(caps, &[]).await?;
+        bidi.call(
+            "script.addPreloadScript",
+            json!({ "functionDeclaration": format!("() => {{\n{source}\n}}") }),
+        )
+        .await
+        .context("BiDi script.addPreloadScript")?;
+        return Ok(Injected {
+            _bidi: Some(bidi),
+            _cdp: None,
+        });
+    }
+    if browser == Browser::Chromium {
+        let (cdp, _events) = Cdp::attach(caps).await?;
+        cdp.call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": source }),
+        )
+        .await
+        .context("DevTools Page.addScriptToEvaluateOnNewDocument")?;
+        return Ok(Injected {
+            _bidi: None,
+            _cdp: Some(cdp),
+        });
+    }
+    bail!(
+        "--inject: the {} session offers no WebDriver BiDi (webSocketUrl), so the probe \
+         cannot run before the page's scripts",
+        browser.name()
+    )
+}
+
+const KEY: &str = "window[Symbol.for('ttfx.inject')]";
+
+/// What `take()` returns.
+#[derive(Debug, Deserialize)]
+struct Taken {
+    calls: Vec<Value>,
+    runs: Vec<(u32, f64, String, String)>,
+    #[serde(rename = "submitAt")]
+    submit_at: Option<f64>,
+}
+
+/// A measured request in the page, as it started.
+#[derive(Debug, Clone)]
+struct Started {
+    key: u32,
+    /// `request_start` on the page clock.
+    start: f64,
+    transport: String,
+    url: String,
+}
+
+/// One page load: the calls replayed so far, the runs started and the reports made.
+#[derive(Default)]
+struct PageState {
+    runs: Runs,
+    started: Vec<Started>,
+    reports: HashMap<u32, String>,
+    failed: HashMap<u32, String>,
+}
+
+impl PageState {
+    fn absorb(&mut self, taken: Taken) {
+        for (key, start, transport, url) in taken.runs {
+            self.started.push(Started {
+                key,
+                start,
+                transport,
+                url,
+            });
+        }
+        for call in &taken.calls {
+            let key = call
+                .get(0)
+                .and_then(Value::as_u64)
+                .and_then(|k| u32::try_from(k).ok());
+            match ttfx_analysis::replay::apply(&mut self.runs, call) {
+                Ok(Some(report)) => {
+                    if let Some(key) = key {
+                        self.reports.insert(key, report);
+                    }
+                }
+                Ok(None) => {}
+                // A run whose calls fail is kept out of the choice, with its reason.
+                Err(e) => {
+                    if let Some(key) = key {
+                        self.failed.entry(key).or_insert(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stream of a turn submitted at `submit_at`: the first run started since, in
+    /// order of start, that streamed (or, with `--match`, the first). `None` while an
+    /// earlier run is still open.
+    fn choose(&self, submit_at: f64, by_match: bool) -> Option<(Started, Run, u32)> {
+        let mut after: Vec<&Started> = self
+            .started
+            .iter()
+            .filter(|s| s.start >= submit_at)
+            .collect();
+        after.sort_by(|a, b| a.start.total_cmp(&b.start));
+        for (i, s) in after.iter().enumerate() {
+            if self.failed.contains_key(&s.key) {
+                continue;
+            }
+            let report = self.reports.get(&s.key)?;
+            let Ok(run) = parse_run(report) else { continue };
+            if by_match || streamed(&run) {
+                return Some(((*s).clone(), run, (i + 1) as u32));
+            }
+        }
+        None
+    }
+
+    fn describe_open(&self, submit_at: f64) -> String {
+        let list: Vec<String> = self
+            .started
+            .iter()
+            .filter(|s| s.start >= submit_at)
+            .map(|s| {
+                let state = if let Some(e) = self.failed.get(&s.key) {
+                    format!("failed: {e}")
+                } else if self.reports.contains_key(&s.key) {
+                    "ended without streaming".to_owned()
+                } else {
+                    "still open".to_owned()
+                };
+                format!("{} {} ({state})", s.transport, without_query(&s.url))
+            })
+            .collect();
+        if list.is_empty() {
+            "no request was made after the submit".to_owned()
+        } else {
+            format!("requests after the submit: {}", list.join("; "))
+        }
+    }
+}
+
+fn without_query(url: &str) -> &str {
+    url.split(['?', '#']).next().unwrap_or(url)
+}
+
+fn parse_run(report: &str) -> anyhow::Result<Run> {
+    let file = ReportFile::from_json(report).context("a replayed report")?;
+    file.into_runs()
+        .into_iter()
+        .next()
+        .context("a replayed report held no run")
+}
+
+/// A response streamed: two or more chunks (events, messages), with tokens found.
+fn streamed(run: &Run) -> bool {
+    let chunks = run
+        .timeline
+        .chunk_summary
+        .as_ref()
+        .map_or(run.timeline.chunks.len(), |s| s.chunks as usize);
+    chunks >= 2 && run.timeline.milestones.get(Milestone::FirstToken).is_some()
+}
+
+/// What `reply()` returns.
+#[derive(Debug, Deserialize)]
+struct Reply {
+    found: bool,
+    element: Option<String>,
+    share: Option<f64>,
+    #[serde(rename = "firstDom")]
+    first_dom: Option<f64>,
+    #[serde(rename = "firstPaint")]
+    first_paint: Option<f64>,
+}
+
+/// Fields a prompt is typed into when `--type` names none: the first one shown.
+const PROMPT_FIELDS: &str = "textarea, input[type=text], input[type=search], input:not([type]), \
+     [contenteditable=''], [contenteditable='true']";
+
+/// How often the page's recording is read while a turn waits.
+const POLL: Duration = Duration::from_millis(50);
+/// How long after its stream is chosen the reply's DOM may still be growing (a frame or
+/// two of a framework's batched render).
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// One pass through the flow: a Run per turn, ids `{id}-t{turn}`, labelled `label`.
+pub async fn run_flow(
+    client: &Client,
+    scenario: &InjectScenario,
+    prompt: &str,
+    timeout: Duration,
+    id: &str,
+    label: &str,
+) -> anyhow::Result<Vec<Run>> {
+    let mut page = PageState::default();
+    let mut field: Option<Element> = None;
+    let mut armed = false;
+    let mut turn = 0u32;
+    let mut out = Vec::new();
+    for step in &scenario.flow.steps {
+        match step {
+            Step::Open(url) => {
+                client
+                    .goto(url)
+                    .await
+                    .with_context(|| format!("cannot load {}", without_query(url)))?;
+                wait_ready(client).await?;
+                page = PageState::default();
+                field = None;
+                armed = false;
+            }
+            Step::Type { text, into } => {
+                if !armed {
+                    arm(client).await?;
+                    armed = true;
+                }
+                let element = find_field(client, into.as_deref()).await?;
+                let text = if scenario.typed_prompt { prompt } else { text };
+                element
+                    .send_keys(text)
+                    .await
+                    .context("cannot type the prompt")?;
+                field = Some(element);
+            }
+            Step::Submit(target) => {
+                if !armed {
+                    arm(client).await?;
+                    armed = true;
+                }
+                match target {
+                    Some(css) => client
+                        .find(Locator::Css(css))
+                        .await
+                        .with_context(|| format!("no element `{css}` to submit with"))?
+                        .click()
+                        .await
+                        .with_context(|| format!("cannot click `{css}`"))?,
+                    None => {
+                        let element = match field.take() {
+                            Some(e) => e,
+                            None => find_field(client, None).await?,
+                        };
+                        element
+                            .send_keys(&Key::Enter.to_string())
+                            .await
+                            .context("cannot press Enter in the prompt's field")?;
+                        field = Some(element);
+                    }
+                }
+            }
+            Step::WaitReply => {
+                turn += 1;
+                let run = wait_turn(client, &mut page, scenario, timeout, turn)
+                    .await
+                    .with_context(|| format!("turn {turn}"))?;
+                let turn_id = if scenario.flow.turns() > 1 {
+                    format!("{id}-t{turn}")
+                } else {
+                    id.to_owned()
+                };
+                out.push(
+                    Run::new(Some(turn_id), Some(label.to_owned()), run.timeline)
+                        .map_err(|e| anyhow::anyhow!("turn {turn}: {e}"))?,
+                );
+                armed = false;
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn wait_ready(client: &Client) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        let state = client
+            .execute(
+                &format!("return {{ probe: !!{KEY}, ready: document.readyState }};"),
+                vec![],
+            )
+            .await
+            .context("cannot read the page's state")?;
+        if state["probe"] == json!(true) && state["ready"] != json!("loading") {
+            return Ok(());
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            bail!(
+                "the injected probe is not in the page after 10 s (document {}); the preload \
+                 script did not run",
+                state["ready"]
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn arm(client: &Client) -> anyhow::Result<()> {
+    client
+        .execute(&format!("{KEY}.arm(); return true;"), vec![])
+        .await
+        .context("cannot arm the injected probe")?;
+    Ok(())
+}
+
+async fn find_field(client: &Client, css: Option<&str>) -> anyhow::Result<Element> {
+    let selector = css.unwrap_or(PROMPT_FIELDS);
+    let found = client
+        .find_all(Locator::Css(selector))
+        .await
+        .with_context(|| format!("cannot look for `{selector}`"))?;
+    for element in found {
+        if element.is_displayed().await.unwrap_or(false) {
+            return Ok(element);
+        }
+    }
+    match css {
+        Some(css) => bail!("no visible element `{css}` to type the prompt into (--type)"),
+        None => bail!(
+            "no visible textarea, text input or contenteditable element to type the prompt \
+             into: name it with --type CSS"
+        ),
+    }
+}
+
+async fn take(client: &Client) -> anyhow::Result<Taken> {
+    let value = client
+        .execute(&format!("return {KEY}.take();"), vec![])
+        .await
+        .context("cannot read the injected probe's recording")?;
+    serde_json::from_value(value).context("the injected probe's recording")
+}
+
+async fn wait_turn(
+    client: &Client,
+    page: &mut PageState,
+    scenario: &InjectScenario,
+    timeout: Duration,
+    turn: u32,
+) -> anyhow::Result<Run> {
+    let deadline = Instant::now() + timeout;
+    let by_match = scenario.match_url.is_some();
+    let mut submit_at: Option<f64> = None;
+    let (chosen, run, seen) = loop {
+        let taken = take(client).await?;
+        submit_at = taken.submit_at.or(submit_at);
+        page.absorb(taken);
+        // Until the page saw the click or key press, nothing counts as after it.
+        if let Some(at) = submit_at
+            && let Some(choice) = page.choose(at, by_match)
+        {
+            break choice;
+        }
+        if Instant::now() > deadline {
+            let how = if by_match {
+                "no request matching --match ended"
+            } else {
+                "no streamed response ended"
+            };
+            match submit_at {
+                Some(at) => bail!(
+                    "{how} within {} s of the submit; {}",
+                    timeout.as_secs_f64(),
+                    page.describe_open(at)
+                ),
+                None => bail!(
+                    "the page saw no click or Enter key press within {} s (check --submit)",
+                    timeout.as_secs_f64()
+                ),
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    tokio::time::sleep(SETTLE).await;
+    let first_byte = run
+        .timeline
+        .milestones
+        .get(Milestone::FirstByte)
+        .unwrap_or(0.0);
+    let reply: Reply = serde_json::from_value(
+        client
+            .execute(
+                &format!("return {KEY}.reply(arguments[0], performance.now(), arguments[1]);"),
+                vec![json!(chosen.start + first_byte), json!(scenario.reply)],
+            )
+            .await
+            .context("cannot ask the page for the reply's element")?,
+    )
+    .context("the page's answer about the reply")?;
+    let mut timeline = run.timeline;
+    if reply.found {
+        if let Some(at) = reply.first_dom {
+            timeline
+                .milestones
+                .set(Milestone::FirstDom, at - chosen.start);
+        }
+        if let Some(at) = reply.first_paint {
+            timeline
+                .milestones
+                .set(Milestone::FirstPaint, at - chosen.start);
+            timeline.paint_method = Some(PaintMethod::RafEstimate);
+        }
+    }
+    timeline.selection = Some(Selection {
+        stream: if by_match {
+            StreamChoice::Match
+        } else {
+            StreamChoice::FirstStreamingAfterSubmit
+        },
+        requests_seen: seen,
+        reply: if scenario.reply.is_some() {
+            ReplyChoice::Selector
+        } else {
+            ReplyChoice::Growth
+        },
+        reply_element: reply.element.filter(|_| reply.found),
+        reply_share: reply.share.filter(|_| reply.found),
+        flow_turn: (scenario.flow.turns() > 1).then_some(turn),
+    });
+    Ok(Run { timeline, ..run })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_preload_source_names_a_missing_bundle_and_carries_the_pattern() {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = InjectScenario {
+            flow: Flow::single("http://x/", "hi", None, None),
+            match_url: Some("/v1/chat".into()),
+            reply: None,
+            typed_prompt: true,
+        };
+        let err = format!("{:#}", preload_source(dir.path(), &scenario).unwrap_err());
+        assert!(err.contains("cargo xtask probe-pkg"), "{err}");
+        std::fs::write(dir.path().join(BUNDLE), "(()=>{})();").unwrap();
+        let source = preload_source(dir.path(), &scenario).unwrap();
+        assert!(source.starts_with("globalThis.__ttfxInjectConfig = {\"match\":\"/v1/chat\"};"));
+        assert!(source.ends_with("(()=>{})();"));
+    }
+}

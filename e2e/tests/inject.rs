@@ -1,0 +1,266 @@
+//! `ttfx run --url URL --inject`: chat UIs that do not load the probe, measured as
+//! shipped. The runner adds the probe before the page's scripts (WebDriver BiDi), types
+//! and submits the prompt, finds the stream and the reply, and makes the reports
+//! itself. Real `ttfx serve`, real browsers (Chromium, Firefox), pages from
+//! `e2e/chat-uis/`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use anyhow::Context;
+use serde_json::Value;
+use ttfx_e2e::{ServeProcess, paths};
+
+/// Injected at the server: first token 400 ms after the request arrives, 20 tokens at
+/// 50 tok/s.
+const DELAYS: &str = "ttft_ms=400&tokens_per_second=50&output_tokens=20&seed=5";
+const TTFT_MS: f64 = 400.0;
+
+/// How far above the injected TTFT a measured one may lie: two 60 Hz frames of a busy
+/// main thread (the page's fetch call and its read both wait for it) plus twice the
+/// 4.9 ms loopback maximum of the first-byte bench, plus a 1 ms timer tick (Firefox's
+/// clock). The same bound as the voice turn's stages.
+const ABOVE_MS: f64 = 45.0;
+
+fn fixture(name: &str) -> PathBuf {
+    paths::workspace_root().join("e2e/chat-uis").join(name)
+}
+
+fn ttfx_run(args: &[&str]) -> anyhow::Result<Output> {
+    Ok(Command::new(paths::ttfx_bin()?)
+        .arg("run")
+        .arg("--probe-pkg")
+        .arg(paths::probe_pkg()?)
+        .args(args)
+        .output()?)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `ttfx run ARGS --json FILE`, which must exit 0; its stdout and batch.
+fn run_ok(args: &[&str]) -> anyhow::Result<(String, Value)> {
+    let dir = tempfile::tempdir()?;
+    let json = dir.path().join("batch.json");
+    let mut full = args.to_vec();
+    let path = json.to_string_lossy().into_owned();
+    full.extend(["--json", path.as_str()]);
+    let out = ttfx_run(&full)?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    anyhow::ensure!(out.status.code() == Some(0), "{stdout}\n{stderr}");
+    let batch = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    Ok((stdout, batch))
+}
+
+fn milestone(run: &Value, name: &str) -> Option<f64> {
+    run["timeline"]["milestones"][name].as_f64()
+}
+
+/// What every measured turn of the fetch page must show.
+fn check_turn(run: &Value, browser: &str) -> anyhow::Result<()> {
+    let id = run["id"].as_str().unwrap_or("?");
+    let ttft = milestone(run, "first_visible_token").context("first_visible_token")?;
+    anyhow::ensure!(
+        (TTFT_MS..TTFT_MS + ABOVE_MS).contains(&ttft),
+        "{browser} {id}: ttft_visible {ttft} ms outside [{TTFT_MS}, +{ABOVE_MS})"
+    );
+    // The reply's text appeared after its first token arrived, and painted after that.
+    let dom = milestone(run, "first_dom").context("first_dom")?;
+    let paint = milestone(run, "first_paint").context("first_paint")?;
+    anyhow::ensure!(
+        dom >= ttft && paint >= dom,
+        "{browser} {id}: first_visible_token {ttft} ≤ first_dom {dom} ≤ first_paint {paint}"
+    );
+    // The click or Enter came first; the page sends in the same task, so the UI's own
+    // delay is below one frame of a busy main thread (the same two-frame margin).
+    let submit = milestone(run, "submit").context("submit")?;
+    let delay = run["metrics"]["submit_delay_ms"]["value"]
+        .as_f64()
+        .context("submit_delay_ms")?;
+    anyhow::ensure!(
+        submit <= 0.0 && (delay + submit).abs() < 1e-9 && delay < ABOVE_MS,
+        "{browser} {id}: submit {submit}, submit_delay_ms {delay}"
+    );
+    // Every token the server sent was read.
+    let tokens = run["metrics"]["output_tokens"]["value"]
+        .as_f64()
+        .context("output_tokens")?;
+    anyhow::ensure!(tokens == 20.0, "{browser} {id}: {tokens} output tokens");
+    let timeline = &run["timeline"];
+    anyhow::ensure!(
+        timeline["environment"]["analysis"] == "runner",
+        "{browser} {id}: analysis {}",
+        timeline["environment"]["analysis"]
+    );
+    anyhow::ensure!(
+        timeline["request"]["dialect"] == "openai-chat",
+        "{browser} {id}: dialect {}",
+        timeline["request"]["dialect"]
+    );
+    Ok(())
+}
+
+/// A fetch chat page under the strictest CSP, measured in Chromium and Firefox: the
+/// stream is the second request after the submit (the first does not stream), the reply
+/// the element whose text grew.
+#[test]
+fn a_page_without_the_probe_is_measured_as_shipped_under_a_strict_csp() -> anyhow::Result<()> {
+    let server = ServeProcess::start(
+        &paths::ttfx_bin()?,
+        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
+    )?;
+    let url = format!("{}?{DELAYS}", server.url);
+    for browser in ["chromium", "firefox"] {
+        let (stdout, batch) = run_ok(&[
+            "--url",
+            &url,
+            "--inject",
+            "--browser",
+            browser,
+            "--runs",
+            "3",
+            "--warmup",
+            "1",
+        ])
+        .with_context(|| browser.to_owned())?;
+        let runs = batch["runs"].as_array().context("runs")?;
+        assert_eq!(runs.len(), 3, "{browser}: {stdout}");
+        for run in runs {
+            check_turn(run, browser)?;
+            let selection = &run["timeline"]["selection"];
+            assert_eq!(selection["stream"], "first_streaming_after_submit");
+            assert_eq!(selection["requests_seen"], 2, "{browser}: {selection}");
+            assert_eq!(selection["reply"], "growth");
+            assert_eq!(selection["reply_element"], "div.reply", "{browser}");
+            assert!(selection["reply_share"].as_f64().unwrap_or(0.0) >= 0.9);
+        }
+        assert!(
+            stdout.contains("the first streamed response after the submit: POST ")
+                && stdout
+                    .contains("div.reply, holding 100 % of the text the page added — 3 of 3 runs"),
+            "{browser}: {stdout}"
+        );
+    }
+    Ok(())
+}
+
+/// A flow file of two turns, one sent with the button and one with Enter, the reply
+/// named by --reply: both turns of both passes are measured, in order.
+#[test]
+fn every_turn_of_a_flow_is_measured() -> anyhow::Result<()> {
+    let server = ServeProcess::start(
+        &paths::ttfx_bin()?,
+        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
+    )?;
+    let dir = tempfile::tempdir()?;
+    let flow = dir.path().join("flow.toml");
+    std::fs::write(
+        &flow,
+        r##"
+[[step]]
+type = "Hello there"
+into = "#prompt"
+[[step]]
+submit = "#send"
+[[step]]
+wait = "reply"
+[[step]]
+type = "And then?"
+[[step]]
+submit = "enter"
+[[step]]
+wait = "reply"
+"##,
+    )?;
+    let url = format!("{}?{DELAYS}", server.url);
+    let (stdout, batch) = run_ok(&[
+        "--url",
+        &url,
+        "--inject",
+        "--flow",
+        &flow.to_string_lossy(),
+        "--reply",
+        ".reply",
+        "--runs",
+        "2",
+        // One pass of the flow warms the tab (its first request pays for the page's
+        // first compile of its stream code, up to 60 ms here); the bound is a warm tab's.
+        "--warmup",
+        "1",
+    ])?;
+    let runs = batch["runs"].as_array().context("runs")?;
+    assert_eq!(runs.len(), 4, "{stdout}");
+    for (i, run) in runs.iter().enumerate() {
+        check_turn(run, "chromium")?;
+        let selection = &run["timeline"]["selection"];
+        let turn = i % 2 + 1;
+        assert_eq!(selection["flow_turn"], turn, "{selection}");
+        assert!(
+            run["id"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with(&format!("-t{turn}")),
+            "{}",
+            run["id"]
+        );
+        assert_eq!(selection["reply"], "selector");
+        assert_eq!(selection["reply_element"], "div.reply");
+    }
+    assert!(
+        stdout.contains("div.reply, the --reply element — 4 of 4 runs"),
+        "{stdout}"
+    );
+    Ok(())
+}
+
+/// What inject mode cannot do is one clear line and exit 2: WebKit (no BiDi, no
+/// DevTools), and a stream that never comes (--match naming nothing the page requests).
+#[test]
+fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
+    let out = ttfx_run(&[
+        "--url",
+        "http://127.0.0.1:9/",
+        "--inject",
+        "--browser",
+        "webkit",
+    ])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("WebKitWebDriver has neither WebDriver BiDi"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+
+    let out = ttfx_run(&["--target", "sim/default", "--inject"])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--inject measures a page"), "{stderr}");
+
+    let server = ServeProcess::start(
+        &paths::ttfx_bin()?,
+        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
+    )?;
+    let url = format!("{}?{DELAYS}", server.url);
+    let out = ttfx_run(&[
+        "--url",
+        &url,
+        "--inject",
+        "--match",
+        "/nothing-like-this",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--timeout-s",
+        "3",
+    ])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no request matching --match ended within 3 s of the submit; no request was made after the submit"),
+        "{stderr}"
+    );
+    Ok(())
+}
