@@ -207,7 +207,8 @@ mod tests {
                 "request",
                 "POST",
                 "http://x/v1/chat/completions?key=secret",
-                1.7e12
+                1.7e12,
+                "xhr"
             ]),
             json!([
                 1,
@@ -240,6 +241,7 @@ mod tests {
             timeline["request"]["url"],
             json!("http://x/v1/chat/completions")
         );
+        assert_eq!(timeline["request"]["transport"], json!("xhr"));
         assert!(!report.to_string().contains("secret"));
     }
 
