@@ -164,7 +164,8 @@ async function instrumented({ url, init = {} }) {
   const original = window.fetch;
   const probe = new ttfx.Probe({ label: "instrumented" });
   const before = (window.__ttfx || []).length;
-  const handle = probe.instrumentFetch({ match: "/sim/" });
+  const started = [];
+  const handle = probe.instrumentFetch({ match: "/sim/", onStart: (run) => started.push({ transport: run.transport, url: run.url, requestStart: run.requestStart }) });
   const wrapped = window.fetch !== original;
   const app = await direct({ url, init });
   const unmatched = await fetch("./harness.html").then((r) => r.status);
@@ -172,7 +173,132 @@ async function instrumented({ url, init = {} }) {
     await new Promise((r) => setTimeout(r, 10));
   }
   const restored = handle.restore();
-  return { wrapped, restored, back: window.fetch === original, app, unmatched, reports: window.__ttfx.slice(before) };
+  return { wrapped, restored, back: window.fetch === original, app, unmatched, started, reports: window.__ttfx.slice(before) };
+}
+
+// The transport tests' app: it reads a stream with the browser's own EventSource,
+// XMLHttpRequest or WebSocket, exactly as an app would, while the probe instruments that
+// API; it returns what the app received, how the API looked to it, and the probe's runs.
+const TRANSPORTS = { eventsource: ["EventSource", "instrumentEventSource"], xhr: ["XMLHttpRequest", "instrumentXhr"], websocket: ["WebSocket", "instrumentWebSocket"] };
+
+async function transport({ kind, url, match, responseType = "", replies = 1, create = {}, options = {}, quietMs = 2000, types = null }) {
+  const [api, instrument] = TRANSPORTS[kind];
+  const original = window[api];
+  const originalOpen = XMLHttpRequest.prototype.open;
+  const probe = new ttfx.Probe({ label: "transport-" + kind, ...options });
+  const element = document.createElement("p");
+  document.body.append(element);
+  const runs = [];
+  const handle = probe[instrument]({ match, quietMs, watch: () => element, onStart: (run) => runs.push(run) });
+  const out = { wrapped: window[api] !== original || XMLHttpRequest.prototype.open !== originalOpen };
+  const show = (text) => (element.textContent += text);
+  // When the app first saw data (page clock): the probe's first_byte must not be later.
+  let appFirst = null;
+  const saw = () => (appFirst = appFirst === null ? performance.now() : appFirst);
+  const delta = (data, read) => {
+    try {
+      return read(JSON.parse(data)) || "";
+    } catch (_) {
+      return "";
+    }
+  };
+  if (kind === "eventsource") {
+    const source = new EventSource(url);
+    if (types) {
+      // Named events (an Anthropic stream): the app listens to each type it knows.
+      out.received = await new Promise((resolve) => {
+        const received = [];
+        for (const type of types) {
+          source.addEventListener(type, (e) => {
+            saw();
+            received.push([e.type, e.data, e.lastEventId]);
+            if (type === "content_block_delta") show(delta(e.data, (v) => v.delta.text));
+            if (type === "message_stop") {
+              source.close();
+              resolve(received);
+            }
+          });
+        }
+        source.onerror = () => {
+          out.appError = "error event, readyState " + source.readyState;
+          source.close();
+          resolve(received);
+        };
+      });
+    }
+    out.looksNative = source instanceof EventSource && source instanceof original && EventSource.OPEN === 1 && source.OPEN === 1 && EventSource.name === "EventSource";
+    if (!types) out.received = await new Promise((resolve) => {
+      const received = [];
+      source.onmessage = (e) => {
+        saw();
+        received.push(e.data);
+        if (e.data === "[DONE]") {
+          source.close();
+          resolve(received);
+        } else show(delta(e.data, (v) => v.choices[0].delta.content));
+      };
+      source.onerror = () => {
+        out.appError = "error event, readyState " + source.readyState;
+        source.close();
+        resolve(received);
+      };
+    });
+  } else if (kind === "xhr") {
+    const xhr = new XMLHttpRequest();
+    out.looksNative = XMLHttpRequest === original && Object.getPrototypeOf(xhr) === original.prototype;
+    out.progressEvents = 0;
+    out.readyStateChanges = 0;
+    xhr.open("GET", url);
+    xhr.responseType = responseType;
+    await new Promise((resolve) => {
+      xhr.onreadystatechange = () => {
+        out.readyStateChanges += 1;
+        if (xhr.readyState >= 3 && (responseType !== "" || xhr.responseText.length > 0)) saw();
+      };
+      xhr.onprogress = () => {
+        out.progressEvents += 1;
+        if (responseType === "" && element.textContent === "" && xhr.responseText.includes("content")) show("…");
+      };
+      xhr.onloadend = resolve;
+      xhr.send();
+    });
+    out.status = xhr.status;
+    out.body = responseType === "arraybuffer" ? new TextDecoder().decode(xhr.response) : xhr.responseText;
+  } else {
+    const socket = new WebSocket(url);
+    socket.binaryType = "arraybuffer";
+    out.looksNative = socket instanceof WebSocket && socket instanceof original && WebSocket.OPEN === 1 && socket.OPEN === 1 && WebSocket.name === "WebSocket";
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve;
+      socket.onerror = () => reject(new Error("the test's WebSocket did not open"));
+    });
+    const received = [];
+    for (let reply = 0; reply < replies; reply++) {
+      await new Promise((resolve) => {
+        socket.onmessage = (e) => {
+          saw();
+          if (typeof e.data !== "string") return received.push({ binary: [...new Uint8Array(e.data)] });
+          received.push(e.data);
+          show(delta(e.data, (v) => v.delta));
+          if (e.data.includes('"response.done"')) resolve();
+          else if (create.done === false && received.length === create.tokens + 1) resolve();
+        };
+        socket.send(JSON.stringify({ type: "response.create", binary: reply === 0, ...create }));
+      });
+    }
+    // A reply without an end message: wait for the probe's quiet end before closing.
+    if (create.done === false) await new Promise((r) => setTimeout(r, quietMs + 300));
+    socket.close();
+    out.received = received;
+  }
+  out.text = element.textContent;
+  out.reports = await Promise.all(runs.map((run) => run.finished()));
+  out.runs = runs.map((run) => ({ transport: run.transport, url: run.url, requestStart: run.requestStart }));
+  if (appFirst !== null && runs.length > 0) out.appFirst = appFirst - runs[0].requestStart;
+  out.restored = handle.restore();
+  out.back = window[api] === original && XMLHttpRequest.prototype.open === originalOpen;
+  element.remove();
+  return out;
 }
 
 // One request of the A/B below, read and rendered the way a chat app does. Returns, for
@@ -408,5 +534,5 @@ async function frameMarks({ count = 10 }) {
   return { marks, region: { x: r.x, y: r.y, width: r.width, height: r.height } };
 }
 
-window.harness = { paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
+window.harness = { transport, paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

@@ -110,6 +110,120 @@ async fn stream(Query(p): Query<Params>) -> Response {
     )
 }
 
+/// The visible text of token `i` in the transport tests' streams: ASCII, a two-byte and a
+/// four-byte character, so a decoding that splits or re-encodes UTF-8 wrongly shows.
+pub fn token(i: usize) -> String {
+    match i % 3 {
+        0 => format!("tok{i} "),
+        1 => format!("é{i} "),
+        _ => format!("🙂{i} "),
+    }
+}
+
+/// The `data` of each event `/chat_sse?tokens=N` sends, in order: N OpenAI chat deltas,
+/// one token each, then `[DONE]`.
+pub fn chat_sse_data(tokens: usize) -> Vec<String> {
+    let mut data: Vec<String> = (0..tokens)
+        .map(|i| {
+            serde_json::json!({ "object": "chat.completion.chunk",
+                "choices": [{ "index": 0, "delta": { "content": token(i) } }] })
+            .to_string()
+        })
+        .collect();
+    data.push("[DONE]".to_owned());
+    data
+}
+
+/// The events `/chat_sse?tokens=N&format=anthropic` sends, as (type, data, id): an
+/// Anthropic Messages stream, every event named and numbered (EventSource apps listen to
+/// named types with addEventListener, and see the ids as `lastEventId`).
+pub fn anthropic_sse_events(tokens: usize) -> Vec<(String, String, String)> {
+    let mut events = vec![
+        (
+            "message_start",
+            serde_json::json!({ "type": "message_start", "message": { "id": "msg_1",
+            "type": "message", "role": "assistant", "content": [], "model": "sim",
+            "usage": { "input_tokens": 5, "output_tokens": 1 } } }),
+        ),
+        (
+            "content_block_start",
+            serde_json::json!({ "type": "content_block_start", "index": 0,
+            "content_block": { "type": "text", "text": "" } }),
+        ),
+    ];
+    for i in 0..tokens {
+        events.push((
+            "content_block_delta",
+            serde_json::json!({ "type": "content_block_delta",
+            "index": 0, "delta": { "type": "text_delta", "text": token(i) } }),
+        ));
+    }
+    events.push((
+        "content_block_stop",
+        serde_json::json!({ "type": "content_block_stop", "index": 0 }),
+    ));
+    events.push((
+        "message_delta",
+        serde_json::json!({ "type": "message_delta",
+        "delta": { "stop_reason": "end_turn" }, "usage": { "output_tokens": tokens } }),
+    ));
+    events.push((
+        "message_stop",
+        serde_json::json!({ "type": "message_stop" }),
+    ));
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(k, (t, d))| (t.to_owned(), d.to_string(), format!("e{k}")))
+        .collect()
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatSseParams {
+    tokens: usize,
+    /// Pause before the first event (the headers go at once).
+    ttft_ms: u64,
+    /// Pause between events.
+    gap_ms: u64,
+    /// `anthropic` for [`anthropic_sse_events`]; else OpenAI chat ([`chat_sse_data`]).
+    format: Option<String>,
+}
+
+/// `/chat_sse?tokens=N&ttft_ms=T&gap_ms=G`: `text/event-stream` by GET (EventSource can
+/// only GET), the headers at once, the first event T ms later, then one every G ms.
+async fn chat_sse(Query(p): Query<ChatSseParams>) -> Response {
+    let texts: Vec<String> = if p.format.as_deref() == Some("anthropic") {
+        anthropic_sse_events(p.tokens)
+            .into_iter()
+            .map(|(t, d, id)| format!("event: {t}\nid: {id}\ndata: {d}\n\n"))
+            .collect()
+    } else {
+        chat_sse_data(p.tokens)
+            .into_iter()
+            .map(|d| format!("data: {d}\n\n"))
+            .collect()
+    };
+    let events: Vec<(u64, bytes::Bytes)> = texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let pause = if i == 0 { p.ttft_ms } else { p.gap_ms };
+            (pause, bytes::Bytes::from(text))
+        })
+        .collect();
+    let body = futures_util::stream::unfold(events.into_iter(), |mut rest| async move {
+        let (pause, event) = rest.next()?;
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        Some((Ok::<_, std::convert::Infallible>(event), rest))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-store")
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(Body::from_stream(body))
+        .unwrap_or_default()
+}
+
 /// Where ttfx-core keeps its conformance vectors: recorded streams of every dialect.
 pub fn vectors_dir() -> std::path::PathBuf {
     crate::paths::workspace_root().join("crates/ttfx-core/testdata/decode")
@@ -231,6 +345,7 @@ pub async fn start() -> anyhow::Result<ByteServer> {
     let app = Router::new()
         .route("/bytes", get(stream))
         .route("/large", get(large))
+        .route("/chat_sse", get(chat_sse))
         .route("/vector", get(vector))
         .route("/collect", post(collect).options(collect_preflight))
         .with_state(beacons.clone());

@@ -17,6 +17,7 @@ pub mod paths;
 pub mod screencast;
 pub mod serve;
 pub mod site;
+pub mod ws_server;
 
 pub use browser::{Browser, CHROMIUM_ARGS, Chromedriver};
 pub use serve::ServeProcess;

@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 
 use anyhow::Context;
 use serde_json::Value;
+use ttfx_e2e::chat_uis::{ChatUi, Kind};
 use ttfx_e2e::{ServeProcess, paths};
 
 /// Injected at the server: first token 400 ms after the request arrives, 20 tokens at
@@ -59,6 +60,11 @@ fn milestone(run: &Value, name: &str) -> Option<f64> {
 
 /// What every measured turn of the fetch page must show.
 fn check_turn(run: &Value, browser: &str) -> anyhow::Result<()> {
+    check_turn_of(run, browser, "openai-chat")
+}
+
+/// What every measured turn must show, its stream read in `dialect`.
+fn check_turn_of(run: &Value, browser: &str, dialect: &str) -> anyhow::Result<()> {
     let id = run["id"].as_str().unwrap_or("?");
     let ttft = milestone(run, "first_visible_token").context("first_visible_token")?;
     anyhow::ensure!(
@@ -94,7 +100,7 @@ fn check_turn(run: &Value, browser: &str) -> anyhow::Result<()> {
         timeline["environment"]["analysis"]
     );
     anyhow::ensure!(
-        timeline["request"]["dialect"] == "openai-chat",
+        timeline["request"]["dialect"] == dialect,
         "{browser} {id}: dialect {}",
         timeline["request"]["dialect"]
     );
@@ -262,5 +268,51 @@ fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
         stderr.contains("no request matching --match ended within 3 s of the submit; no request was made after the submit"),
         "{stderr}"
     );
+    Ok(())
+}
+
+/// The four chat UIs built differently (e2e/chat-uis: EventSource, XMLHttpRequest, a
+/// Realtime-style WebSocket, React with the official `openai` client over fetch), each
+/// served apart from its API, none loading the probe: each measured with --inject in
+/// Chromium and Firefox, on its own transport, within the injected delay's bound.
+#[test]
+fn chat_uis_on_every_transport_are_measured_with_inject() -> anyhow::Result<()> {
+    for kind in Kind::ALL {
+        let ui = ChatUi::serve(kind)?;
+        let url = ui.page_url("default", DELAYS);
+        let (transport, dialect) = match kind {
+            Kind::EventSource => ("eventsource", "openai-chat"),
+            Kind::Xhr => ("xhr", "openai-chat"),
+            Kind::WebSocket => ("websocket", "openai-realtime"),
+            Kind::ReactOpenAi => ("fetch", "openai-chat"),
+        };
+        for browser in ["chromium", "firefox"] {
+            let what = format!("{} in {browser}", kind.folder());
+            let (stdout, batch) = run_ok(&[
+                "--url",
+                &url,
+                "--inject",
+                "--browser",
+                browser,
+                "--runs",
+                "2",
+                "--warmup",
+                "1",
+            ])
+            .with_context(|| what.clone())?;
+            let runs = batch["runs"].as_array().context("runs")?;
+            anyhow::ensure!(runs.len() == 2, "{what}: {stdout}");
+            for run in runs {
+                check_turn_of(run, &what, dialect)?;
+                let request = &run["timeline"]["request"];
+                anyhow::ensure!(request["transport"] == transport, "{what}: {request}");
+                let selection = &run["timeline"]["selection"];
+                anyhow::ensure!(
+                    selection["reply_element"] == "li.message.assistant",
+                    "{what}: {selection}"
+                );
+            }
+        }
+    }
     Ok(())
 }

@@ -841,6 +841,443 @@ async fn instrument_fetch_measures_plain_fetch_calls_and_restores(
             .is_some(),
         "{out}"
     );
+    // onStart saw the run as it started; the report names its transport.
+    let started = out["started"].as_array().cloned().unwrap_or_default();
+    assert_eq!(started.len(), 1, "{out}");
+    assert_eq!(started[0]["transport"], "fetch", "{out}");
+    assert!(
+        started[0]["url"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("/sim/"),
+        "{out}"
+    );
+    assert!(started[0]["requestStart"].as_f64().is_some(), "{out}");
+    assert_eq!(
+        reports[0]["run"]["timeline"]["request"]["transport"], "fetch",
+        "{out}"
+    );
+    Ok(())
+}
+
+/// The checks every transport's report passes: the transport named, the milestones from
+/// the first message no earlier than the server's injected delay (the server waits that
+/// long after it got the request, which comes after `request_start`), `first_byte` no
+/// later than the app itself first saw data (`app_first`, the same page clock: the
+/// probe's clock is taken first, not a task later), and one visible token decoded per
+/// token sent. The app's own time is the upper bound, not a fixed loopback bound: on a
+/// loaded machine an XHR's headers and first text reached the page 160 ms late, probe
+/// and app alike.
+fn check_transport_report(
+    report: &Value,
+    transport: &str,
+    ttft: f64,
+    tokens: u64,
+    app_first: Option<f64>,
+) {
+    let timeline = &report["run"]["timeline"];
+    assert_eq!(timeline["request"]["transport"], transport, "{report}");
+    let m = |n| milestone(report, n).unwrap_or_else(|| panic!("no {n} in {report}"));
+    for name in ["first_byte", "first_token", "first_visible_token", "done"] {
+        let at = m(name);
+        assert!(at >= ttft, "{name} {at} < injected {ttft}: {report}");
+    }
+    let app_first = app_first.unwrap_or_else(|| panic!("the app saw no data: {report}"));
+    assert!(
+        m("first_byte") <= app_first,
+        "first_byte {} after the app saw data at {app_first}: {report}",
+        m("first_byte")
+    );
+    assert!(m("first_byte") <= m("first_token"), "{report}");
+    assert!(milestone(report, "error").is_none(), "{report}");
+    let visible: u64 = timeline["chunks"].as_array().map_or(0, |c| {
+        c.iter().filter_map(|c| c["visible_tokens"].as_u64()).sum()
+    });
+    assert_eq!(
+        visible, tokens,
+        "one visible token per delta sent: {report}"
+    );
+}
+
+/// An app's EventSource, measured: it receives exactly the server's events (the probe
+/// listens beside it and re-encodes what it saw for the decoder), the constructor is the
+/// probe's subclass yet looks native, and `restore()` puts the original back.
+async fn eventsource_streams_are_measured_and_the_app_gets_every_event(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let (tokens, ttft) = (12usize, 150.0);
+    let url = format!("http://{bytes}/chat_sse?tokens={tokens}&ttft_ms={ttft}&gap_ms=15");
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "eventsource", "url": url, "match": "/chat_sse" }),
+    )
+    .await?;
+    assert_eq!(out["appError"], Value::Null, "{out}");
+    assert_eq!(
+        out["received"],
+        json!(byte_server::chat_sse_data(tokens)),
+        "{out}"
+    );
+    assert_eq!(out["looksNative"], true, "{out}");
+    assert_eq!(
+        (out["restored"].clone(), out["back"].clone()),
+        (json!(true), json!(true)),
+        "{out}"
+    );
+    let text: String = (0..tokens).map(byte_server::token).collect();
+    assert_eq!(out["text"], text.as_str(), "{out}");
+    assert_eq!(out["runs"][0]["transport"], "eventsource", "{out}");
+    assert_eq!(out["runs"][0]["url"], url.as_str(), "{out}");
+    let reports = out["reports"].as_array().cloned().unwrap_or_default();
+    assert_eq!(reports.len(), 1, "{out}");
+    let report = &reports[0];
+    check_transport_report(
+        report,
+        "eventsource",
+        ttft,
+        tokens as u64,
+        out["appFirst"].as_f64(),
+    );
+    let timeline = &report["run"]["timeline"];
+    assert_eq!(timeline["request"]["dialect"], "openai-chat", "{report}");
+    assert_eq!(timeline["request"]["status"], 200, "{report}");
+    // The app closed after [DONE]: the stream is complete, not truncated.
+    assert!(milestone(report, "headers").is_some(), "{report}");
+    assert!(milestone(report, "first_dom").is_some(), "{report}");
+    Ok(())
+}
+
+/// Named event types an app listens to with addEventListener (an Anthropic stream over
+/// EventSource) reach the probe too, with their type and id, so the dialect is found and
+/// every token decoded; the app gets each event as sent.
+async fn eventsource_named_events_are_measured_when_the_app_listens_to_them(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let (tokens, ttft) = (8usize, 100.0);
+    let url = format!(
+        "http://{bytes}/chat_sse?tokens={tokens}&ttft_ms={ttft}&gap_ms=10&format=anthropic"
+    );
+    let types = [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ];
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "eventsource", "url": url, "match": "/chat_sse", "types": types }),
+    )
+    .await?;
+    assert_eq!(out["appError"], Value::Null, "{out}");
+    let expected: Vec<Value> = byte_server::anthropic_sse_events(tokens)
+        .into_iter()
+        .map(|(t, d, id)| json!([t, d, id]))
+        .collect();
+    assert_eq!(out["received"], json!(expected), "{out}");
+    let report = &out["reports"][0];
+    check_transport_report(
+        report,
+        "eventsource",
+        ttft,
+        tokens as u64,
+        out["appFirst"].as_f64(),
+    );
+    let timeline = &report["run"]["timeline"];
+    assert_eq!(timeline["request"]["dialect"], "anthropic", "{report}");
+    assert!(
+        !timeline["anomalies"].to_string().contains("truncated"),
+        "message_stop reached the decoder: {report}"
+    );
+    Ok(())
+}
+
+/// An app's XMLHttpRequest, measured from `responseText` as it grows: the app's text and
+/// events are the browser's own, the report decodes every token; a non-text
+/// `responseType` is left unread by the probe and reported `not_streamed`.
+async fn xhr_streams_are_measured_and_the_app_gets_the_exact_text(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let (tokens, ttft, gap) = (20usize, 150.0, 15);
+    let url = format!("http://{bytes}/chat_sse?tokens={tokens}&ttft_ms={ttft}&gap_ms={gap}");
+    let body: String = byte_server::chat_sse_data(tokens)
+        .iter()
+        .map(|d| format!("data: {d}\n\n"))
+        .collect();
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "xhr", "url": url, "match": "/chat_sse" }),
+    )
+    .await?;
+    assert_eq!(out["status"], 200, "{out}");
+    assert_eq!(out["body"], body.as_str(), "{out}");
+    assert_eq!(out["looksNative"], true, "{out}");
+    assert_eq!(
+        (out["restored"].clone(), out["back"].clone()),
+        (json!(true), json!(true)),
+        "{out}"
+    );
+    let reports = out["reports"].as_array().cloned().unwrap_or_default();
+    assert_eq!(reports.len(), 1, "{out}");
+    let report = &reports[0];
+    check_transport_report(report, "xhr", ttft, tokens as u64, out["appFirst"].as_f64());
+    let timeline = &report["run"]["timeline"];
+    assert_eq!(timeline["request"]["dialect"], "openai-chat", "{report}");
+    assert_eq!(
+        chunk_bytes(timeline),
+        body.len() as u64,
+        "every byte, once: {report}"
+    );
+    // How often the engine let the page see the text grow (docs/probe.md, Transports).
+    let chunks = timeline["chunks"].as_array().map_or(0, Vec::len);
+    println!(
+        "{}: {} events {gap} ms apart reached the probe in {chunks} chunks; the app saw {} progress and {} readystatechange events",
+        engine.name(),
+        tokens + 1,
+        out["progressEvents"],
+        out["readyStateChanges"]
+    );
+
+    let buffer = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "xhr", "url": url, "match": "/chat_sse", "responseType": "arraybuffer" }),
+    )
+    .await?;
+    assert_eq!(buffer["body"], body.as_str(), "{buffer}");
+    let report = &buffer["reports"][0];
+    assert_eq!(
+        report["run"]["timeline"]["request"]["transport"], "xhr",
+        "{report}"
+    );
+    assert!(
+        report["run"]["timeline"]["anomalies"]
+            .to_string()
+            .contains("not_streamed"),
+        "{report}"
+    );
+    assert_eq!(chunk_bytes(&report["run"]["timeline"]), 0, "{report}");
+    assert!(milestone(report, "headers").is_some(), "{report}");
+    Ok(())
+}
+
+/// An app's WebSocket speaking OpenAI Realtime, measured: one run per reply, from the
+/// app's send() to `response.done`; the app gets every message, text and binary, exactly
+/// as sent; the binary one is an anomaly, not decoded.
+async fn websocket_replies_are_measured_one_run_each_and_the_app_gets_every_message(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let ws = ttfx_e2e::ws_server::start().await?;
+    let (tokens, ttft) = (10usize, 150.0);
+    let url = format!("ws://{ws}/v1/realtime");
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "websocket", "url": url, "match": "/v1/realtime", "replies": 2,
+                "create": { "tokens": tokens, "ttft_ms": ttft, "gap_ms": 15 } }),
+    )
+    .await?;
+    let mut expected: Vec<Value> = Vec::new();
+    for reply in 0..2 {
+        for (k, m) in ttfx_e2e::ws_server::realtime_messages(reply, tokens)
+            .into_iter()
+            .enumerate()
+        {
+            expected.push(json!(m));
+            if reply == 0 && k == 1 {
+                expected.push(json!({ "binary": ttfx_e2e::ws_server::BINARY }));
+            }
+        }
+    }
+    assert_eq!(out["received"], json!(expected), "{out}");
+    assert_eq!(out["looksNative"], true, "{out}");
+    assert_eq!(
+        (out["restored"].clone(), out["back"].clone()),
+        (json!(true), json!(true)),
+        "{out}"
+    );
+    let text: String = (0..tokens)
+        .map(byte_server::token)
+        .collect::<String>()
+        .repeat(2);
+    assert_eq!(out["text"], text.as_str(), "{out}");
+    let reports = out["reports"].as_array().cloned().unwrap_or_default();
+    assert_eq!(reports.len(), 2, "one run per reply: {out}");
+    for (i, report) in reports.iter().enumerate() {
+        // The app's first sight of data is the first reply's.
+        let app_first = if i == 0 {
+            out["appFirst"].as_f64()
+        } else {
+            milestone(report, "first_byte")
+        };
+        check_transport_report(report, "websocket", ttft, tokens as u64, app_first);
+        let timeline = &report["run"]["timeline"];
+        assert_eq!(
+            timeline["request"]["dialect"], "openai-realtime",
+            "{report}"
+        );
+        assert_eq!(
+            timeline["server"]["usage"]["completion_tokens"], tokens,
+            "{report}"
+        );
+        assert!(
+            milestone(report, "headers").is_none(),
+            "no headers on a socket: {report}"
+        );
+        let binary = timeline["anomalies"].to_string().contains("binary_message");
+        assert_eq!(
+            binary,
+            i == 0,
+            "the binary message is in the first reply: {report}"
+        );
+        assert!(
+            !timeline["anomalies"].to_string().contains("quiet_end"),
+            "ended by response.done: {report}"
+        );
+    }
+    Ok(())
+}
+
+/// Every instrument function checks its options as `instrumentFetch` does, with an Error
+/// naming the key, and installs nothing when they are wrong.
+async fn every_instrument_function_checks_its_options_alike(engine: Engine) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let out: Value = f
+        .client
+        .execute(
+            "const probe = new window.harness.ttfx.Probe();
+             const originals = [window.fetch, window.EventSource, window.WebSocket, XMLHttpRequest.prototype.open];
+             const errors = {};
+             for (const name of ['instrumentFetch', 'instrumentEventSource', 'instrumentXhr', 'instrumentWebSocket']) {
+               errors[name] = [{ match: 5 }, { match: 'x', watch: 'p' }, { match: 'x', onStart: 1 }, { match: 'x', quietMs: -1 }, undefined]
+                 .map((o) => { try { probe[name](o); return 'no error'; } catch (e) { return e.message; } });
+             }
+             const after = [window.fetch, window.EventSource, window.WebSocket, XMLHttpRequest.prototype.open];
+             return { errors, untouched: originals.every((v, i) => v === after[i]) };",
+            vec![],
+        )
+        .await?;
+    assert_eq!(out["untouched"], true, "{out}");
+    let expected = json!([
+        "ttfx: match must be a string, a RegExp or a function",
+        "ttfx: watch must be an Element or a function",
+        "ttfx: onStart must be a function",
+        "ttfx: quietMs must be a number of ms above 0 and at most 600000, got -1",
+        "ttfx: match must be a string, a RegExp or a function",
+    ]);
+    for name in [
+        "instrumentFetch",
+        "instrumentEventSource",
+        "instrumentXhr",
+        "instrumentWebSocket",
+    ] {
+        assert_eq!(out["errors"][name], expected, "{name}: {out}");
+    }
+    Ok(())
+}
+
+/// A WebSocket reply without `response.done` ends `quietMs` after its last message, with
+/// a `quiet_end` anomaly; the app still gets every message.
+async fn a_websocket_reply_without_an_end_message_ends_when_quiet(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let ws = ttfx_e2e::ws_server::start().await?;
+    let (tokens, quiet) = (4usize, 300.0);
+    let out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "websocket", "url": format!("ws://{ws}/v1/realtime"), "match": "/v1/realtime",
+                "quietMs": quiet, "create": { "tokens": tokens, "ttft_ms": 50, "gap_ms": 15, "done": false, "binary": false } }),
+    )
+    .await?;
+    let mut expected = ttfx_e2e::ws_server::realtime_messages(0, tokens);
+    expected.pop();
+    assert_eq!(out["received"], json!(expected), "{out}");
+    let report = &out["reports"][0];
+    let timeline = &report["run"]["timeline"];
+    assert!(
+        timeline["anomalies"].to_string().contains("quiet_end"),
+        "{report}"
+    );
+    // The run ends at its last message, not quietMs later.
+    let last = timeline["chunks"]
+        .as_array()
+        .and_then(|c| c.last())
+        .and_then(|c| c["at_ms"].as_f64());
+    assert_eq!(milestone(report, "done"), last, "{report}");
+    Ok(())
+}
+
+/// Whatever fails inside the probe, every transport's app gets exactly the server's data:
+/// the analysis panics on the first batch (`__faultInjection`), each in a fresh page.
+async fn every_transport_passes_the_apps_data_through_when_the_probe_fails_inside(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let ws = ttfx_e2e::ws_server::start().await?;
+    let tokens = 6usize;
+    let sse = format!("http://{bytes}/chat_sse?tokens={tokens}&ttft_ms=20&gap_ms=5");
+    let body: String = byte_server::chat_sse_data(tokens)
+        .iter()
+        .map(|d| format!("data: {d}\n\n"))
+        .collect();
+    let fault = json!({ "__faultInjection": "decoder-panic" });
+    for kind in ["eventsource", "xhr", "websocket"] {
+        page::open_harness(&f.client, &format!("{}harness.html", f.server.url)).await?;
+        let (url, matching) = if kind == "websocket" {
+            (format!("ws://{ws}/v1/realtime"), "/v1/realtime")
+        } else {
+            (sse.clone(), "/chat_sse")
+        };
+        let out = page::call(
+            &f.client,
+            "transport",
+            json!({ "kind": kind, "url": url, "match": matching, "options": fault, "replies": 2,
+                    "create": { "tokens": tokens, "ttft_ms": 20, "gap_ms": 5 } }),
+        )
+        .await?;
+        match kind {
+            "eventsource" => assert_eq!(
+                out["received"],
+                json!(byte_server::chat_sse_data(tokens)),
+                "{out}"
+            ),
+            "xhr" => assert_eq!(out["body"], body.as_str(), "{out}"),
+            _ => {
+                let mut expected = Vec::new();
+                for reply in 0..2 {
+                    for (k, m) in ttfx_e2e::ws_server::realtime_messages(reply, tokens)
+                        .into_iter()
+                        .enumerate()
+                    {
+                        expected.push(json!(m));
+                        if reply == 0 && k == 1 {
+                            expected.push(json!({ "binary": ttfx_e2e::ws_server::BINARY }));
+                        }
+                    }
+                }
+                assert_eq!(out["received"], json!(expected), "{out}");
+            }
+        }
+        assert_eq!(out["appError"], Value::Null, "{kind}: {out}");
+        let anomalies = out["reports"][0]["run"]["timeline"]["anomalies"].to_string();
+        assert!(anomalies.contains("probe_fault"), "{kind}: {out}");
+        let alive: Value = f.client.execute("return 6 * 7", vec![]).await?;
+        assert_eq!(alive, 42);
+    }
     Ok(())
 }
 
@@ -1413,6 +1850,13 @@ engines!(a_byob_reader_reads_the_exact_bytes_and_the_probe_sees_every_byte);
 engines!(keys_in_headers_and_query_never_reach_the_report);
 engines!(the_beacon_carries_a_bounded_field_report_without_the_pages_query);
 engines!(instrument_fetch_measures_plain_fetch_calls_and_restores);
+engines!(eventsource_streams_are_measured_and_the_app_gets_every_event);
+engines!(xhr_streams_are_measured_and_the_app_gets_the_exact_text);
+engines!(websocket_replies_are_measured_one_run_each_and_the_app_gets_every_message);
+engines!(a_websocket_reply_without_an_end_message_ends_when_quiet);
+engines!(every_instrument_function_checks_its_options_alike);
+engines!(eventsource_named_events_are_measured_when_the_app_listens_to_them);
+engines!(every_transport_passes_the_apps_data_through_when_the_probe_fails_inside);
 engines!(the_plain_example_page_streams_and_reports);
 engines!(a_voice_run_reports_text_and_audio_on_one_clock);
 engines!(the_text_build_leaves_the_voice_api_out_and_the_voice_build_has_both);

@@ -1,6 +1,6 @@
 // Compiled with `tsc --strict` against the package's text build (e2e test
 // `package_types`): the README's use must type-check, and misuse must not.
-import init, { Probe, now, version, type ProbeOptions, type RunReport } from "ttfx-probe";
+import init, { Probe, now, version, type ProbeOptions, type ProbeRun, type RunReport, type Transport } from "ttfx-probe";
 
 await init();
 const options: ProbeOptions = {
@@ -22,6 +22,14 @@ const method: "element_timing" | "interaction_contentful_paint" | "raf_estimate"
 const started: number | undefined = run.requestStart;
 const handle = probe.instrumentFetch({ match: /\/v1\/chat/, watch: () => document.querySelector("p") });
 const restored: boolean = handle.restore();
+// The other transports take the same options, and onStart sees the run's transport.
+const transports: Transport[] = [];
+const onStart = (r: ProbeRun) => transports.push(r.transport ?? "fetch");
+probe.instrumentEventSource({ match: "/v1/stream", onStart }).restore();
+probe.instrumentXhr({ match: (url) => url.endsWith("/chat"), onStart }).restore();
+probe.instrumentWebSocket({ match: "/v1/realtime", quietMs: 1500, onStart }).restore();
+const transport: Transport | undefined = report.run.timeline.request.transport;
+console.log(transports, transport);
 const clock: number = now();
 const probeVersion: string = version();
 console.log(response, firstToken, method, started, restored, clock, probeVersion);
@@ -44,5 +52,7 @@ new Probe({ pagePath: 42 });
 report.run.timeline.milestones.first_pixel;
 // @ts-expect-error: match is a string, RegExp or predicate
 probe.instrumentFetch({ match: 42 });
+// @ts-expect-error: quietMs is a number
+probe.instrumentWebSocket({ match: "/v1/realtime", quietMs: "2s" });
 // @ts-expect-error: the text build leaves the voice API out
 void run.includeAudio;

@@ -73,6 +73,9 @@ impl PageObservations {
         if self.request.method.is_some() {
             timeline.request.method = self.request.method;
         }
+        if self.request.transport.is_some() {
+            timeline.request.transport = self.request.transport;
+        }
         if let Some(url) = self.request.url {
             // The query may hold a key: it never reaches a report.
             timeline.request.url = Some(url_without_query(&url).to_owned());
@@ -215,9 +218,11 @@ impl Runs {
         method: Option<String>,
         url: Option<String>,
         start_unix_ms: Option<f64>,
+        transport: Option<String>,
     ) -> Result<(), String> {
         let page = self.page(run)?;
         page.request.method = method;
+        page.request.transport = transport;
         page.request.url = url.map(|u| url_without_query(&u).to_owned());
         page.request_start_unix_ms = start_unix_ms;
         Ok(())
@@ -468,16 +473,18 @@ impl Analysis {
     }
 
     /// The request as sent: its method, its URL (the report keeps it without the query,
-    /// which may hold a key) and `request_start` on the wall clock.
+    /// which may hold a key), `request_start` on the wall clock, and the transport the
+    /// probe measured (`fetch`, `eventsource`, `xhr`, `websocket`; none from older fronts).
     pub fn request(
         &mut self,
         run: u32,
         method: Option<String>,
         url: Option<String>,
         start_unix_ms: Option<f64>,
+        transport: Option<String>,
     ) -> Result<(), JsError> {
         self.runs
-            .request(run, method, url, start_unix_ms)
+            .request(run, method, url, start_unix_ms, transport)
             .map_err(js)
     }
 

@@ -125,7 +125,13 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, String> {
             a.opt_string(2)?,
             a.opt_string(3)?.as_deref(),
         )?,
-        "request" => runs.request(run, a.opt_string(0)?, a.opt_string(1)?, a.opt_f64(2)?)?,
+        "request" => runs.request(
+            run,
+            a.opt_string(0)?,
+            a.opt_string(1)?,
+            a.opt_f64(2)?,
+            a.opt_string(3)?,
+        )?,
         "headers" => {
             let status = a
                 .opt_u32(1)?
@@ -201,7 +207,8 @@ mod tests {
                 "request",
                 "POST",
                 "http://x/v1/chat/completions?key=secret",
-                1.7e12
+                1.7e12,
+                "xhr"
             ]),
             json!([
                 1,
@@ -234,6 +241,7 @@ mod tests {
             timeline["request"]["url"],
             json!("http://x/v1/chat/completions")
         );
+        assert_eq!(timeline["request"]["transport"], json!("xhr"));
         assert!(!report.to_string().contains("secret"));
     }
 

@@ -200,6 +200,11 @@ pub struct RequestInfo {
     /// The stream dialect the decoder used (given or detected).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialect: Option<String>,
+    /// How the browser probe received the stream: `fetch`, `eventsource`, `xhr` or
+    /// `websocket` (docs/probe.md, Transports). Absent in documents written before it
+    /// existed, and where the reader was not the probe: read as `fetch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
 }
 
 /// The fields of a `PerformanceResourceTiming` entry that matter here, converted to ms

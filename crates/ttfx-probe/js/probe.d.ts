@@ -1,7 +1,7 @@
 // Types of ttfx-probe's front (probe.js): the part a page loads before it measures.
 // The analysis it loads later (analysis/) and the voice build (voice/) have their own.
 
-export type Dialect = "auto" | "openai-chat" | "openai-responses" | "anthropic" | "ollama" | "llamacpp" | "openai-speech" | "pcm16" | "wav" | "text";
+export type Dialect = "auto" | "openai-chat" | "openai-responses" | "openai-realtime" | "anthropic" | "ollama" | "llamacpp" | "openai-speech" | "pcm16" | "wav" | "text";
 
 export interface ProbeOptions {
   /** The stream's dialect (default "auto"). */
@@ -40,7 +40,15 @@ export interface InstrumentOptions {
   match: string | RegExp | ((url: string) => boolean);
   /** Element to time the reply's render in, or a function called at each request's start. */
   watch?: Element | (() => Element | null);
+  /** Called synchronously with each measured run as it starts (`transport`, `url` and
+   *  `requestStart` set); a throw is ignored. */
+  onStart?: (run: ProbeRun) => void;
+  /** WebSocket runs: end after this many ms without a message (default 2000). */
+  quietMs?: number;
 }
+
+/** How a measured request was made. */
+export type Transport = "fetch" | "eventsource" | "xhr" | "websocket";
 
 export type MilestoneName = "speech_start" | "speech_end" | "stt_first_partial" | "stt_final" | "submit" | "request_start" | "headers" | "first_byte" | "first_event" | "first_token" | "first_visible_token" | "first_dom" | "first_paint" | "first_sentence" | "tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out" | "last_token" | "done" | "aborted" | "error";
 
@@ -66,7 +74,9 @@ export interface Timeline {
     /** Where the analysis ran: a Worker, the main thread in idle time, or `ttfx run` (inject mode). */
     analysis?: "worker" | "main_thread" | "runner" };
   server: { timings?: ServerTiming[]; usage?: { prompt_tokens?: number; completion_tokens?: number; reasoning_tokens?: number; cached_prompt_tokens?: number } };
-  request: { method?: string; url?: string; status?: number; content_type?: string; dialect?: string };
+  request: { method?: string; url?: string; status?: number; content_type?: string; dialect?: string;
+    /** How the probe received the stream; absent (older reports) means fetch. */
+    transport?: Transport };
   resource_timing?: { request_start_ms?: number; response_start_ms?: number; response_end_ms?: number; encoded_body_size?: number };
   anomalies?: Anomaly[];
   request_start_unix_ms?: number;
@@ -139,6 +149,12 @@ export class Probe {
   start(label?: string): ProbeRun;
   /** Wraps `window.fetch` so matching requests are measured with no app change. */
   instrumentFetch(options: InstrumentOptions): FetchHandle;
+  /** Replaces `EventSource` with a subclass measuring matching streams (docs/probe.md, Transports). */
+  instrumentEventSource(options: InstrumentOptions): FetchHandle;
+  /** Patches `XMLHttpRequest.prototype.open`/`send` to measure matching requests. */
+  instrumentXhr(options: InstrumentOptions): FetchHandle;
+  /** Replaces `WebSocket` with a subclass measuring each reply to an app `send()`. */
+  instrumentWebSocket(options: InstrumentOptions): FetchHandle;
 }
 
 /** One measured request. */
@@ -147,6 +163,10 @@ export class ProbeRun {
   readonly id: string;
   /** `request_start` on the page clock once `fetch` was called. */
   readonly requestStart: number | undefined;
+  /** How the request is made, once it started. */
+  readonly transport: Transport | undefined;
+  /** The request's absolute URL, once it started. */
+  readonly url: string | undefined;
   /** `fetch(input, init)`, measured. The Response's body yields exactly the server's
    *  bytes; a failed fetch rejects with the page's own error. */
   fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;

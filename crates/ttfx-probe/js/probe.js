@@ -19,7 +19,7 @@ export const VERSION = "0.1.0";
 // ttfx_core::report::SCHEMA_VERSION, for the fault report built here (src/front.rs checks it).
 const SCHEMA_VERSION = 1;
 // ttfx_core::decode::DialectKind's names; a ttfx-probe unit test checks the list.
-const DIALECTS = ["auto", "openai-chat", "openai-responses", "anthropic", "ollama", "llamacpp", "openai-speech", "pcm16", "wav", "text"];
+const DIALECTS = ["auto", "openai-chat", "openai-responses", "openai-realtime", "anthropic", "ollama", "llamacpp", "openai-speech", "pcm16", "wav", "text"];
 
 // The probe's clock.
 export const now = () => performance.now();
@@ -756,33 +756,24 @@ export class Probe {
 
   // Wraps `window.fetch` so matching requests are measured with no app change.
   instrumentFetch(options) {
-    if (disabled) throw new Error("ttfx: the probe is switched off: " + disabled);
-    const match = options && options.match;
-    const test = typeof match === "string" ? (url) => url.includes(match) : match instanceof RegExp ? (url) => match.test(url) : typeof match === "function" ? (url) => match(url) === true : null;
-    if (!test) throw new Error("ttfx: match must be a string, a RegExp or a function");
-    const watch = options.watch;
-    if (watch !== undefined && watch !== null && typeof watch !== "function" && !isElement(watch)) throw new Error("ttfx: watch must be an Element or a function");
+    const o = instrumentOptions(options);
     const original = globalThis.fetch;
     let active = true;
     const probe = this;
     const wrapper = function (input, init) {
-      let measured = false;
+      if (!(active && matches(o, inputUrl(input)))) return original.apply(this, arguments);
+      let run;
       try {
-        measured = active && !disabled && test(inputUrl(input));
-      } catch (_) {
-        measured = false;
-      }
-      if (!measured) return original.apply(this, arguments);
-      try {
-        const run = probe.start();
-        const element = typeof watch === "function" ? watch() : watch;
+        run = probe.start();
+        const element = typeof o.watch === "function" ? o.watch() : o.watch;
         if (isElement(element)) run.watch(element);
-        const pending = run.fetch(input, init);
-        if (typeof options.onStart === "function") try { options.onStart(run); } catch (_) {}
-        return pending;
       } catch (_) {
         return original.apply(this, arguments);
       }
+      // run.fetch sets request_start, url and transport before its first await.
+      const pending = run.fetch(input, init);
+      started(o, run);
+      return pending;
     };
     globalThis.fetch = wrapper;
     return new FetchHandle(() => {
@@ -792,6 +783,350 @@ export class Probe {
       return true;
     });
   }
+
+  // A run of another transport, started at `at` (its request's start on the page clock).
+  launch(o, transport, at, method, url) {
+    const run = this.start();
+    run.start = at;
+    const element = typeof o.watch === "function" ? o.watch() : o.watch;
+    if (isElement(element)) run.watch(element);
+    run.opened(transport, method, url, null);
+    started(o, run);
+    return run;
+  }
+
+  // Measures the EventSources the page makes for matching URLs: `EventSource` becomes a
+  // subclass, so instances, `instanceof`, `onmessage` and the constants are the browser's.
+  instrumentEventSource(options) {
+    const o = instrumentOptions(options);
+    const Original = globalThis.EventSource;
+    if (typeof Original !== "function") throw new Error("ttfx: this global scope has no EventSource");
+    const probe = this;
+    const taps = new WeakMap();
+    let active = true;
+    const Wrapped = class EventSource extends Original {
+      constructor(url) {
+        // The request starts in the constructor: take the clock before it.
+        const at = performance.now();
+        super(...arguments);
+        try {
+          if (active && matches(o, this.url)) taps.set(this, tapEventSource(this, probe.launch(o, "eventsource", at, "GET", this.url)));
+        } catch (_) {
+          // Not measured; the app's EventSource is untouched.
+        }
+      }
+      // A named event type the app listens to is listened to by the probe too (first).
+      addEventListener(type) {
+        const tap = taps.get(this);
+        if (tap) tap.listen(String(type));
+        return super.addEventListener(...arguments);
+      }
+      close() {
+        const tap = taps.get(this);
+        if (tap) tap.stop("end", performance.now());
+        return super.close(...arguments);
+      }
+    };
+    return swap("EventSource", Original, Wrapped, ["CONNECTING", "OPEN", "CLOSED"], () => (active = false));
+  }
+
+  // Measures XMLHttpRequests to matching URLs: `open` and `send` are patched on the
+  // prototype, so instances stay native.
+  instrumentXhr(options) {
+    const o = instrumentOptions(options);
+    const X = globalThis.XMLHttpRequest;
+    if (typeof X !== "function") throw new Error("ttfx: this global scope has no XMLHttpRequest");
+    const proto = X.prototype;
+    const { open, send } = proto;
+    const probe = this;
+    const taps = new WeakMap();
+    let active = true;
+    const patchedOpen = function (method, url, async) {
+      const result = open.apply(this, arguments);
+      try {
+        let tap = taps.get(this);
+        // open() on a request in flight ends it, with no event.
+        if (tap) tap.stop("cancel", performance.now());
+        const href = new URL(String(url), globalThis.location && location.href).href;
+        // A synchronous request blocks the page and delivers its body at once: not a stream.
+        const measured = active && !(arguments.length > 2 && !async) && matches(o, href);
+        if (measured && !tap) taps.set(this, (tap = tapXhr(this, probe, o)));
+        if (tap) tap.arm(measured ? [String(method).toUpperCase(), href] : null);
+      } catch (_) {
+        // Not measured.
+      }
+      return result;
+    };
+    const patchedSend = function () {
+      const tap = active && !disabled ? taps.get(this) : null;
+      const at = performance.now();
+      const result = send.apply(this, arguments);
+      try {
+        if (tap) tap.begin(at);
+      } catch (_) {
+        // Not measured.
+      }
+      return result;
+    };
+    proto.open = patchedOpen;
+    proto.send = patchedSend;
+    return new FetchHandle(() => {
+      active = false;
+      const mine = proto.open === patchedOpen && proto.send === patchedSend;
+      if (mine) Object.assign(proto, { open, send });
+      return mine;
+    });
+  }
+
+  // Measures WebSockets to matching URLs: a run from an app `send()` on an idle socket to
+  // a `response.done` message, `quietMs` without a message, or the socket's close.
+  instrumentWebSocket(options) {
+    const o = instrumentOptions(options);
+    const Original = globalThis.WebSocket;
+    if (typeof Original !== "function") throw new Error("ttfx: this global scope has no WebSocket");
+    const probe = this;
+    const taps = new WeakMap();
+    let active = true;
+    const Wrapped = class WebSocket extends Original {
+      constructor(url) {
+        super(...arguments);
+        try {
+          if (active && matches(o, this.url)) taps.set(this, tapSocket(this, probe, o));
+        } catch (_) {
+          // Not measured.
+        }
+      }
+      send() {
+        const at = performance.now();
+        const result = super.send(...arguments);
+        const tap = taps.get(this);
+        try {
+          if (tap && active && !disabled && this.readyState === 1) tap.sent(at);
+        } catch (_) {
+          // Not measured.
+        }
+        return result;
+      }
+    };
+    return swap("WebSocket", Original, Wrapped, ["CONNECTING", "OPEN", "CLOSING", "CLOSED"], () => (active = false));
+  }
+}
+
+// The options every instrument function takes: `match` (substring, RegExp or predicate
+// on the absolute URL), `watch` (an Element or a function returning one), `onStart`
+// (called with each measured run as it starts), `quietMs` (WebSocket runs).
+function instrumentOptions(options) {
+  if (disabled) throw new Error("ttfx: the probe is switched off: " + disabled);
+  const match = options && options.match;
+  const test = typeof match === "string" ? (url) => url.includes(match) : match instanceof RegExp ? (url) => match.test(url) : typeof match === "function" ? (url) => match(url) === true : null;
+  if (!test) throw new Error("ttfx: match must be a string, a RegExp or a function");
+  const { watch, onStart, quietMs = 2000 } = options;
+  if (watch !== undefined && watch !== null && typeof watch !== "function" && !isElement(watch)) throw new Error("ttfx: watch must be an Element or a function");
+  if (onStart !== undefined && onStart !== null && typeof onStart !== "function") throw new Error("ttfx: onStart must be a function");
+  if (typeof quietMs !== "number" || !(quietMs > 0 && quietMs <= 600000)) throw new Error(`ttfx: quietMs must be a number of ms above 0 and at most 600000, got ${quietMs}`);
+  return { test, watch, onStart, quietMs };
+}
+
+// Whether a URL is measured; a match function that throws measures nothing.
+function matches(o, url) {
+  try {
+    return !disabled && o.test(url);
+  } catch (_) {
+    return false;
+  }
+}
+
+// The app's onStart, told of a run; what it throws is ignored.
+function started(o, run) {
+  try {
+    if (o.onStart) o.onStart(run);
+  } catch (_) {
+    // The app's callback: nothing of it reaches the run or the app.
+  }
+}
+
+// Puts `Wrapped` at globalThis[name] with the original's constants and name as its own, and
+// returns the handle that puts the original back where nobody replaced it since.
+function swap(name, Original, Wrapped, constants, stop) {
+  // Its own name too: a minifier renames the class.
+  Object.defineProperty(Wrapped, "name", { value: name });
+  for (const key of constants) Object.defineProperty(Wrapped, key, { value: Original[key], enumerable: true });
+  globalThis[name] = Wrapped;
+  return new FetchHandle(() => {
+    stop();
+    if (globalThis[name] !== Wrapped) return false;
+    globalThis[name] = Original;
+    return true;
+  });
+}
+
+const encoder = typeof TextEncoder === "function" ? new TextEncoder() : null;
+const addListener = (target, type, fn) => EventTarget.prototype.addEventListener.call(target, type, fn);
+
+// One message as one SSE event: every decoder then sees one event per message, with
+// the data exactly as dispatched (its lines as `data:` lines).
+const sseEvent = (data, head = "") => head + "data: " + String(data).split(/\r\n|\r|\n/).join("\ndata: ") + "\n\n";
+
+// The body of a transport that hands over messages, not bytes: each message is copied
+// into the run's batch as UTF-8 with its arrival time, as a fetch chunk is.
+function feed(run) {
+  const later = laterQueue(run);
+  const tap = {
+    over: false,
+    add(at, text) {
+      if (!tap.over) later.copy(at, encoder.encode(text));
+    },
+    // Ends the run with `name` (end, cancel, fail) once; every copied message goes first.
+    stop(name, at, ...args) {
+      if (tap.over) return;
+      tap.over = true;
+      later.push(name, at, ...args);
+      later.close();
+    },
+    push: later.push,
+  };
+  return tap;
+}
+
+// EventSource: `headers` at `open`, each event the probe sees re-encoded as SSE, the end
+// at the app's close() or the error that ends the connection. One run per EventSource:
+// a reconnection is not measured.
+function tapEventSource(source, run) {
+  const tap = feed(run);
+  const types = new Set(["open", "error"]);
+  let lastId = "";
+  let open = false;
+  const onEvent = (event) => {
+    if (tap.over) return;
+    const at = performance.now();
+    run.guard(() => {
+      let head = event.type === "message" ? "" : `event: ${event.type}\n`;
+      if (event.lastEventId !== lastId) head += `id: ${(lastId = event.lastEventId)}\n`;
+      tap.add(at, sseEvent(event.data, head));
+    });
+  };
+  tap.listen = (type) => {
+    if (types.has(type) || tap.over) return;
+    types.add(type);
+    addListener(source, type, onEvent);
+  };
+  tap.listen("message");
+  addListener(source, "open", () => {
+    if (open || tap.over) return;
+    open = true;
+    const at = performance.now();
+    run.guard(() => run.send("headers", at - run.start, 200, "text/event-stream", null));
+  });
+  addListener(source, "error", () => {
+    // CONNECTING: the stream ended and the browser reconnects; CLOSED: it gave up.
+    if (open) tap.stop("end", performance.now());
+    else tap.stop("fail", performance.now(), "EventSource failed: no connection, or not a 200 text/event-stream response");
+  });
+  return tap;
+}
+
+// XMLHttpRequest: `headers` at HEADERS_RECEIVED, the new part of `responseText` at each
+// readystatechange and progress event, the end at load, error, timeout or abort.
+function tapXhr(xhr, probe, o) {
+  let tap = null;
+  let next = null;
+  const textual = () => xhr.responseType === "" || xhr.responseType === "text";
+  const onEvent = (event) => {
+    const t = tap;
+    if (!t || t.over) return;
+    const at = performance.now();
+    const run = t.run;
+    run.guard(() => {
+      const type = event.type;
+      if (!t.headers && xhr.readyState >= 2 && xhr.status !== 0) {
+        t.headers = true;
+        run.send("headers", at - run.start, xhr.status, xhr.getResponseHeader("content-type"), xhr.getResponseHeader("server-timing"));
+        if (!textual()) run.send("anomaly", at - run.start, "not_streamed", `responseType "${xhr.responseType}": the probe does not read the body, so it has no chunks`);
+      }
+      if (xhr.readyState >= 3 && textual()) {
+        const text = xhr.responseText;
+        if (text.length > t.seen) {
+          t.add(at, text.slice(t.seen));
+          t.seen = text.length;
+        }
+      }
+      if (type === "load") t.stop("end", at);
+      else if (type === "abort") t.stop("cancel", at);
+      else if (type === "error") t.stop("fail", at, "XMLHttpRequest error (network or CORS)");
+      else if (type === "timeout") t.stop("fail", at, `XMLHttpRequest timed out (timeout ${xhr.timeout} ms)`);
+    });
+  };
+  for (const type of ["readystatechange", "progress", "load", "abort", "error", "timeout"]) addListener(xhr, type, onEvent);
+  return {
+    arm(request) {
+      next = request;
+    },
+    stop(name, at) {
+      if (tap) tap.stop(name, at);
+      tap = null;
+    },
+    begin(at) {
+      if (!next) return;
+      const [method, url] = next;
+      next = null;
+      const run = probe.launch(o, "xhr", at, method, url);
+      tap = Object.assign(feed(run), { run, seen: 0, headers: false });
+    },
+  };
+}
+
+// WebSocket: the probe's message listener is the socket's first. A run starts at an app
+// send() while none is in progress; each text message is one SSE event; a binary one an
+// anomaly with its size.
+function tapSocket(socket, probe, o) {
+  let tap = null;
+  let timer = null;
+  let last = 0;
+  const stop = (name, at, ...args) => {
+    clearTimeout(timer);
+    if (tap) tap.stop(name, at, ...args);
+    tap = null;
+  };
+  // Ends a run quiet for quietMs, at its last message; one timer, re-armed only when it fires.
+  const quiet = () => {
+    const idle = performance.now() - last;
+    if (!tap) return;
+    if (idle < o.quietMs) timer = setTimeout(quiet, o.quietMs - idle);
+    else {
+      tap.push("note", last, "quiet_end", `no message for ${o.quietMs} ms and no response.done: the run ends at its last message`);
+      stop("end", last);
+    }
+  };
+  addListener(socket, "message", (event) => {
+    const t = tap;
+    if (!t) return;
+    const at = performance.now();
+    last = at;
+    t.run.guard(() => {
+      const data = event.data;
+      if (typeof data !== "string") {
+        t.push("note", at, "binary_message", `a binary message of ${data.size === undefined ? data.byteLength : data.size} bytes, not decoded`);
+        return;
+      }
+      t.add(at, sseEvent(data));
+      // OpenAI Realtime's end of a reply: a string test first, no JSON.parse per message.
+      if (data.includes('"response.done"') && /"type"\s*:\s*"response\.done"/.test(data)) stop("end", at);
+    });
+  });
+  addListener(socket, "close", (event) => {
+    const at = performance.now();
+    if (event.wasClean) stop("end", at);
+    else stop("fail", at, `WebSocket closed uncleanly (code ${event.code})`);
+  });
+  return {
+    sent(at) {
+      if (tap) return;
+      const run = probe.launch(o, "websocket", at, null, socket.url);
+      tap = Object.assign(feed(run), { run });
+      last = at;
+      timer = setTimeout(quiet, o.quietMs);
+    },
+  };
 }
 
 // Returned by `instrumentFetch`; `restore()` stops measuring and puts the original fetch
@@ -872,13 +1207,20 @@ export class ProbeRun {
   }
 
   begin(input, init) {
-    this.url = inputUrl(input);
+    this.opened("fetch", inputMethod(input, init), inputUrl(input), inputSignal(input, init));
+  }
+
+  // The request is sent (at this.start): what the analysis needs first, and the page's
+  // clocks beside the stream.
+  opened(transport, method, url, signal) {
+    this.transport = transport;
+    this.url = url;
     const probe = this.probe;
     const o = probe.options;
     const [engine, engineVersion, userAgent, isolated, resolution] = probe.environment;
     probe.inFlight += 1;
     this.send("begin", o.dialect, this.id, this.label, o.fault);
-    this.send("request", inputMethod(input, init), this.url, performance.timeOrigin + this.start);
+    this.send("request", method, url, performance.timeOrigin + this.start, transport);
     this.send("environment", engine, engineVersion, userAgent, isolated, resolution, probe.inFlight);
     if (probe.host.state === "unloaded") idle(() => probe.host.load(), 2000);
     this.hidden = [];
@@ -887,7 +1229,6 @@ export class ProbeRun {
       this.onVisibility();
       document.addEventListener("visibilitychange", this.onVisibility);
     }
-    const signal = inputSignal(input, init);
     if (signal) {
       if (signal.aborted) this.send("abort", 0);
       else {
@@ -927,8 +1268,14 @@ export class ProbeRun {
     this.finishLater();
   }
   bodyError(at, detail) {
-    this.send("networkError", at - this.start, "body stream errored: " + detail);
+    this.fail(at, "body stream errored: " + detail);
+  }
+  fail(at, detail) {
+    this.send("networkError", at - this.start, detail);
     this.finishLater();
+  }
+  note(at, cls, detail) {
+    this.send("anomaly", at - this.start, cls, detail);
   }
   cancel(at) {
     this.send("abort", at - this.start);
@@ -1030,7 +1377,8 @@ export class ProbeRun {
   // The request's Resource Timing entry: it appears only after the body ends, so poll for
   // it (5 × 20 ms). Its absence (aborted streams) is not a failure.
   async resourceTiming() {
-    if (!globalThis.performance || typeof performance.getEntriesByName !== "function" || !this.url) return null;
+    // A WebSocket's messages have no entry.
+    if (!globalThis.performance || typeof performance.getEntriesByName !== "function" || !this.url || this.transport === "websocket") return null;
     for (let i = 0; i < 5; i++) {
       const entries = timed("task", () => performance.getEntriesByName(this.url, "resource").filter((e) => e.startTime >= this.start - 1));
       if (entries.length > 0) return entries[entries.length - 1];
@@ -1054,7 +1402,7 @@ export class ProbeRun {
           chunks: [],
           environment: {},
           server: {},
-          request: {},
+          request: this.transport ? { transport: this.transport } : {},
           anomalies: [{ at_ms: 0, class: "probe_fault", detail: "the probe stopped itself; the app's request was not affected: " + disabled }],
         },
         metrics: {},

@@ -295,8 +295,8 @@ pub struct DecodeArgs {
     /// The captured response body (raw bytes as they came over the wire).
     pub file: PathBuf,
 
-    /// auto, a dialect (openai-chat, openai-responses, anthropic, ollama, llamacpp,
-    /// openai-speech, wav, pcm16, text), or sse / ndjson to print the raw frames.
+    /// auto, a dialect (openai-chat, openai-responses, openai-realtime, anthropic, ollama,
+    /// llamacpp, openai-speech, wav, pcm16, text), or sse / ndjson to print the raw frames.
     #[arg(long, default_value = "auto")]
     pub dialect: crate::decode_cmd::DecodeMode,
 

@@ -98,6 +98,13 @@ pub fn dialect_of_sse(event: &SseEvent) -> Option<DialectKind> {
         return Some(DialectKind::OpenAiChat);
     }
     let value = json::parse(data)?;
+    // Realtime server events carry an `event_id` beside their `type`; Responses events,
+    // whose type names Realtime shares (`response.output_text.delta`), carry none.
+    if value.get("event_id").and_then(Value::as_str).is_some()
+        && value.get("type").and_then(Value::as_str).is_some()
+    {
+        return Some(DialectKind::OpenAiRealtime);
+    }
     if let Some(kind) = value
         .get("type")
         .and_then(Value::as_str)
@@ -123,6 +130,20 @@ fn dialect_of_type(event_type: &str) -> Option<DialectKind> {
         | "content_block_stop"
         | "message_delta"
         | "message_stop" => Some(DialectKind::Anthropic),
+        // Names only Realtime uses (its end, its audio and transcript deltas, its
+        // session events), for a stream whose events lack `event_id`.
+        "response.done"
+        | "response.text.delta"
+        | "response.audio.delta"
+        | "response.audio_transcript.delta"
+        | "response.output_audio.delta"
+        | "response.output_audio_transcript.delta" => Some(DialectKind::OpenAiRealtime),
+        t if t.starts_with("session.")
+            || t.starts_with("conversation.")
+            || t.starts_with("input_audio_buffer.") =>
+        {
+            Some(DialectKind::OpenAiRealtime)
+        }
         t if t.starts_with("response.") => Some(DialectKind::OpenAiResponses),
         t if t.starts_with("speech.audio.") => Some(DialectKind::OpenAiSpeech),
         _ => None,
@@ -195,5 +216,45 @@ mod tests {
             Some(DialectKind::OpenAiSpeech)
         );
         assert_eq!(dialect_of_sse(&ev("ping", r#"{"type":"ping"}"#)), None);
+    }
+
+    #[test]
+    fn realtime_is_told_from_responses_by_event_id_and_its_own_names() {
+        let ev = |t: &str, d: &str| SseEvent {
+            event_type: t.into(),
+            data: d.into(),
+            last_event_id: String::new(),
+        };
+        // The same type: Responses has no event_id, Realtime has one.
+        let delta = r#"{"type":"response.output_text.delta","delta":"a","sequence_number":3}"#;
+        assert_eq!(
+            dialect_of_sse(&ev("message", delta)),
+            Some(DialectKind::OpenAiResponses)
+        );
+        let delta = r#"{"type":"response.output_text.delta","event_id":"ev_1","delta":"a"}"#;
+        assert_eq!(
+            dialect_of_sse(&ev("message", delta)),
+            Some(DialectKind::OpenAiRealtime)
+        );
+        // A Responses stream named in the SSE event field stays Responses.
+        assert_eq!(
+            dialect_of_sse(&ev("response.created", r#"{"type":"response.created"}"#)),
+            Some(DialectKind::OpenAiResponses)
+        );
+        for data in [
+            r#"{"type":"session.created","session":{}}"#,
+            r#"{"type":"response.audio_transcript.delta","delta":"a"}"#,
+            r#"{"type":"response.done","response":{}}"#,
+        ] {
+            assert_eq!(
+                dialect_of_sse(&ev("message", data)),
+                Some(DialectKind::OpenAiRealtime),
+                "{data}"
+            );
+        }
+        assert_eq!(
+            dialect_of_sse(&ev("message", r#"{"type":"response.completed"}"#)),
+            Some(DialectKind::OpenAiResponses)
+        );
     }
 }

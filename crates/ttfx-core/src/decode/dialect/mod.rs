@@ -18,6 +18,7 @@ pub mod anthropic;
 pub mod llamacpp;
 pub mod ollama;
 pub mod openai_chat;
+pub mod openai_realtime;
 pub mod openai_responses;
 pub mod raw;
 pub mod tts;
@@ -30,6 +31,9 @@ pub enum DialectKind {
     OpenAiChat,
     /// OpenAI Responses API.
     OpenAiResponses,
+    /// OpenAI Realtime API server events (JSON messages over a WebSocket, one SSE event
+    /// each as the probe hands them over).
+    OpenAiRealtime,
     /// Anthropic Messages.
     Anthropic,
     /// Ollama `/api/chat` and `/api/generate` (NDJSON).
@@ -56,9 +60,10 @@ pub enum Framing {
 }
 
 impl DialectKind {
-    pub const ALL: [DialectKind; 9] = [
+    pub const ALL: [DialectKind; 10] = [
         DialectKind::OpenAiChat,
         DialectKind::OpenAiResponses,
+        DialectKind::OpenAiRealtime,
         DialectKind::Anthropic,
         DialectKind::Ollama,
         DialectKind::LlamaCpp,
@@ -73,6 +78,7 @@ impl DialectKind {
         match self {
             DialectKind::OpenAiChat => "openai-chat",
             DialectKind::OpenAiResponses => "openai-responses",
+            DialectKind::OpenAiRealtime => "openai-realtime",
             DialectKind::Anthropic => "anthropic",
             DialectKind::Ollama => "ollama",
             DialectKind::LlamaCpp => "llamacpp",
@@ -87,6 +93,7 @@ impl DialectKind {
         match self {
             DialectKind::OpenAiChat
             | DialectKind::OpenAiResponses
+            | DialectKind::OpenAiRealtime
             | DialectKind::Anthropic
             | DialectKind::LlamaCpp
             | DialectKind::OpenAiSpeech => Framing::Sse,
@@ -154,6 +161,7 @@ pub fn sse_dialect(kind: DialectKind) -> Option<Box<dyn SseDialect>> {
     Some(match kind {
         DialectKind::OpenAiChat => Box::new(openai_chat::OpenAiChat::default()),
         DialectKind::OpenAiResponses => Box::new(openai_responses::OpenAiResponses::default()),
+        DialectKind::OpenAiRealtime => Box::new(openai_realtime::OpenAiRealtime::default()),
         DialectKind::Anthropic => Box::new(anthropic::Anthropic::default()),
         DialectKind::LlamaCpp => Box::new(llamacpp::LlamaCpp::default()),
         DialectKind::OpenAiSpeech => Box::new(tts::OpenAiSpeech::default()),
