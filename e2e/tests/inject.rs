@@ -23,6 +23,17 @@ const TTFT_MS: f64 = 400.0;
 /// clock). The same bound as the voice turn's stages.
 const ABOVE_MS: f64 = 45.0;
 
+/// One test at a time: each drives a browser at full speed on a 2-core machine, and the
+/// timing bounds are for a browser that does not share the machine with another test's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    // A test that failed while holding it leaves it poisoned; the next still runs alone.
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn fixture(name: &str) -> PathBuf {
     paths::workspace_root().join("e2e/chat-uis").join(name)
 }
@@ -60,13 +71,21 @@ fn milestone(run: &Value, name: &str) -> Option<f64> {
 
 /// What every measured turn of the fetch page must show.
 fn check_turn(run: &Value, browser: &str) -> anyhow::Result<()> {
-    check_turn_of(run, browser, "openai-chat")
+    check_turn_of(run, browser, "openai-chat")?;
+    // This page sends in the click's or key press's own task, so the UI's own delay is
+    // below the two-frame margin.
+    let delay = run["metrics"]["submit_delay_ms"]["value"]
+        .as_f64()
+        .context("submit_delay_ms")?;
+    anyhow::ensure!(delay < ABOVE_MS, "{browser}: submit_delay_ms {delay}");
+    Ok(())
 }
 
 /// What every measured turn must show, its stream read in `dialect`.
 fn check_turn_of(run: &Value, browser: &str, dialect: &str) -> anyhow::Result<()> {
     let id = run["id"].as_str().unwrap_or("?");
     let ttft = milestone(run, "first_visible_token").context("first_visible_token")?;
+    eprintln!("{browser} {id}: ttft_visible {ttft:.1} ms");
     anyhow::ensure!(
         (TTFT_MS..TTFT_MS + ABOVE_MS).contains(&ttft),
         "{browser} {id}: ttft_visible {ttft} ms outside [{TTFT_MS}, +{ABOVE_MS})"
@@ -78,14 +97,14 @@ fn check_turn_of(run: &Value, browser: &str, dialect: &str) -> anyhow::Result<()
         dom >= ttft && paint >= dom,
         "{browser} {id}: first_visible_token {ttft} ≤ first_dom {dom} ≤ first_paint {paint}"
     );
-    // The click or Enter came first; the page sends in the same task, so the UI's own
-    // delay is below one frame of a busy main thread (the same two-frame margin).
+    // The click or Enter came first, and the UI's own delay is the distance to the request
+    // (a page that connects its WebSocket at the first send shows the handshake here).
     let submit = milestone(run, "submit").context("submit")?;
     let delay = run["metrics"]["submit_delay_ms"]["value"]
         .as_f64()
         .context("submit_delay_ms")?;
     anyhow::ensure!(
-        submit <= 0.0 && (delay + submit).abs() < 1e-9 && delay < ABOVE_MS,
+        submit <= 0.0 && (delay + submit).abs() < 1e-9,
         "{browser} {id}: submit {submit}, submit_delay_ms {delay}"
     );
     // Every token the server sent was read.
@@ -112,6 +131,7 @@ fn check_turn_of(run: &Value, browser: &str, dialect: &str) -> anyhow::Result<()
 /// the element whose text grew.
 #[test]
 fn a_page_without_the_probe_is_measured_as_shipped_under_a_strict_csp() -> anyhow::Result<()> {
+    let _alone = alone();
     let server = ServeProcess::start(
         &paths::ttfx_bin()?,
         &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
@@ -155,6 +175,7 @@ fn a_page_without_the_probe_is_measured_as_shipped_under_a_strict_csp() -> anyho
 /// named by --reply: both turns of both passes are measured, in order.
 #[test]
 fn every_turn_of_a_flow_is_measured() -> anyhow::Result<()> {
+    let _alone = alone();
     let server = ServeProcess::start(
         &paths::ttfx_bin()?,
         &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
@@ -224,6 +245,7 @@ wait = "reply"
 /// DevTools), and a stream that never comes (--match naming nothing the page requests).
 #[test]
 fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
+    let _alone = alone();
     let out = ttfx_run(&[
         "--url",
         "http://127.0.0.1:9/",
@@ -277,6 +299,7 @@ fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
 /// Chromium and Firefox, on its own transport, within the injected delay's bound.
 #[test]
 fn chat_uis_on_every_transport_are_measured_with_inject() -> anyhow::Result<()> {
+    let _alone = alone();
     for kind in Kind::ALL {
         let ui = ChatUi::serve(kind)?;
         let url = ui.page_url("default", DELAYS);

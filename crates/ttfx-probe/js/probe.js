@@ -891,7 +891,10 @@ export class Probe {
       constructor(url) {
         super(...arguments);
         try {
-          if (active && matches(o, this.url)) taps.set(this, tapSocket(this, probe, o));
+          // Every socket is tapped (a message outside a run returns at once), and `match`
+          // is asked when a run would start, at a send: a socket opened before a page
+          // measures (inject mode arms a turn after the page's load) is still measured.
+          if (active) taps.set(this, tapSocket(this, probe, o));
         } catch (_) {
           // Not measured.
         }
@@ -1120,7 +1123,7 @@ function tapSocket(socket, probe, o) {
   });
   return {
     sent(at) {
-      if (tap) return;
+      if (tap || !matches(o, socket.url)) return;
       const run = probe.launch(o, "websocket", at, null, socket.url);
       tap = Object.assign(feed(run), { run });
       last = at;

@@ -73,7 +73,10 @@ fn selections(runs: &[Run]) -> String {
             }
             StreamChoice::Match => "the first request after the submit matching --match",
         };
-        let over = String::new();
+        let over = request
+            .transport
+            .as_deref()
+            .map_or(String::new(), |t| format!(" over {t}"));
         count(
             &mut streams,
             format!(
