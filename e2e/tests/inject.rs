@@ -171,6 +171,49 @@ fn a_page_without_the_probe_is_measured_as_shipped_under_a_strict_csp() -> anyho
     Ok(())
 }
 
+/// Where a session has no WebDriver BiDi socket, Chromium gets the probe through the
+/// DevTools protocol (`--inject-via devtools`: the session asks for no socket), and
+/// measures the same; Firefox has no DevTools protocol, which is one line and exit 2.
+#[test]
+fn chromium_without_bidi_gets_the_probe_through_the_devtools_protocol() -> anyhow::Result<()> {
+    let _alone = alone();
+    let server = ServeProcess::start(
+        &paths::ttfx_bin()?,
+        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
+    )?;
+    let url = format!("{}?{DELAYS}", server.url);
+    let (stdout, batch) = run_ok(&[
+        "--url",
+        &url,
+        "--inject",
+        "--inject-via",
+        "devtools",
+        "--runs",
+        "2",
+    ])?;
+    let runs = batch["runs"].as_array().context("runs")?;
+    assert_eq!(runs.len(), 2, "{stdout}");
+    for run in runs {
+        check_turn(run, "chromium (devtools)")?;
+    }
+    let out = ttfx_run(&[
+        "--url",
+        &url,
+        "--inject",
+        "--inject-via",
+        "devtools",
+        "--browser",
+        "firefox",
+    ])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--inject-via devtools needs Chromium"),
+        "{stderr}"
+    );
+    Ok(())
+}
+
 /// A flow file of two turns, one sent with the button and one with Enter, the reply
 /// named by --reply: both turns of both passes are measured, in order.
 #[test]

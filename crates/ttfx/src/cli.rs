@@ -159,6 +159,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub inject: bool,
 
+    /// With --inject: how the probe is added: bidi (WebDriver BiDi
+    /// `script.addPreloadScript`), devtools (Chromium's
+    /// `Page.addScriptToEvaluateOnNewDocument`), or auto (BiDi where the session has it,
+    /// else the DevTools protocol).
+    #[arg(long, value_enum, default_value = "auto", requires = "inject")]
+    pub inject_via: crate::run_cmd::InjectVia,
+
     /// With --inject: measure only requests whose URL contains this text (or matches
     /// /a regular expression/), and take the first one after the submit as the stream.
     #[arg(long = "match", value_name = "URL_PATTERN", requires = "inject")]

@@ -31,6 +31,17 @@ use super::flow::{Flow, Step};
 /// The bundle's file in the probe package (`cargo xtask probe-pkg`).
 pub const BUNDLE: &str = "inject.js";
 
+/// How the preload script is registered (`--inject-via`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InjectVia {
+    /// WebDriver BiDi where the session has a socket, else the DevTools protocol.
+    Auto,
+    /// WebDriver BiDi `script.addPreloadScript` (Chromium, Firefox).
+    Bidi,
+    /// The DevTools protocol's `Page.addScriptToEvaluateOnNewDocument` (Chromium).
+    Devtools,
+}
+
 /// What inject mode measures.
 #[derive(Debug, Clone)]
 pub struct InjectScenario {
@@ -39,6 +50,7 @@ pub struct InjectScenario {
     pub match_url: Option<String>,
     /// `--reply`: the reply's element.
     pub reply: Option<String>,
+    pub via: InjectVia,
     /// The flow is `--type`/`--submit`'s one turn: it types each run's prompt
     /// (`--prompt`, cycled), not a flow file's text.
     pub typed_prompt: bool,
@@ -74,12 +86,26 @@ pub struct Injected {
 
 /// Registers `source` to run before the page's scripts in every document the session
 /// loads from now on.
-pub async fn install(client: &Client, browser: Browser, source: &str) -> anyhow::Result<Injected> {
+pub async fn install(
+    client: &Client,
+    browser: Browser,
+    via: InjectVia,
+    source: &str,
+) -> anyhow::Result<Injected> {
     let caps = client.capabilities();
     let has_bidi = caps
         .and_then(|c| c.get(ttfx_webdriver::bidi::WEB_SOCKET_URL))
         .is_some_and(Value::is_string);
-    if has_bidi {
+    if via == InjectVia::Bidi && !has_bidi {
+        bail!(
+            "--inject-via bidi: the {} session offers no WebDriver BiDi socket (webSocketUrl)",
+            browser.name()
+        );
+    }
+    if via == InjectVia::Devtools && browser != Browser::Chromium {
+        bail!("--inject-via devtools needs Chromium: only it speaks the DevTools protocol");
+    }
+    if has_bidi && via != InjectVia::Devtools {
         let (bidi, _events) = Bidi::attach(caps, &[]).await?;
         bidi.call(
             "script.addPreloadScript",
@@ -94,6 +120,10 @@ pub async fn install(client: &Client, browser: Browser, source: &str) -> anyhow:
     }
     if browser == Browser::Chromium {
         let (cdp, _events) = Cdp::attach(caps).await?;
+        // Scripts to evaluate on new documents are kept by the Page domain.
+        cdp.call("Page.enable", json!({}))
+            .await
+            .context("DevTools Page.enable")?;
         cdp.call(
             "Page.addScriptToEvaluateOnNewDocument",
             json!({ "source": source }),
@@ -511,6 +541,7 @@ mod tests {
             flow: Flow::single("http://x/", "hi", None, None),
             match_url: Some("/v1/chat".into()),
             reply: None,
+            via: InjectVia::Auto,
             typed_prompt: true,
         };
         let err = format!("{:#}", preload_source(dir.path(), &scenario).unwrap_err());

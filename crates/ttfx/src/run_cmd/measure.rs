@@ -167,7 +167,12 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
             endpoint.session(
                 &ctx.browser_args,
                 &ctx.firefox_prefs,
-                ctx.preload.is_some(),
+                // A BiDi socket unless the DevTools protocol is asked for.
+                ctx.preload.is_some()
+                    && ctx
+                        .inject
+                        .as_ref()
+                        .is_some_and(|i| i.via != super::inject::InjectVia::Devtools),
                 ctx.timeout,
             ),
         )
@@ -183,7 +188,16 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
         workers.push(tokio::spawn(async move {
             let result = match &ctx.preload {
-                Some(source) => match super::inject::install(&client, ctx.browser, source).await {
+                Some(source) => match super::inject::install(
+                    &client,
+                    ctx.browser,
+                    ctx.inject
+                        .as_ref()
+                        .map_or(super::inject::InjectVia::Auto, |i| i.via),
+                    source,
+                )
+                .await
+                {
                     // Held while the session works: the preload script may go with it.
                     Ok(_injected) => worker(w, &client, &ctx, &queue, &progress).await,
                     Err(e) => Err(e.context("--inject")),

@@ -22,6 +22,7 @@ mod scenario;
 mod site;
 
 pub use driver::Browser;
+pub use inject::InjectVia;
 
 /// The first SIGINT (Ctrl-C) or SIGTERM, by name.
 async fn stop_signal() -> &'static str {

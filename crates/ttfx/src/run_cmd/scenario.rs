@@ -376,6 +376,7 @@ impl Scenario {
                 ),
             };
             Some(super::inject::InjectScenario {
+                via: args.inject_via,
                 typed_prompt: args.flow.is_none(),
                 flow,
                 match_url: args.match_url.clone().filter(|m| !m.is_empty()),
