@@ -38,6 +38,17 @@ fn fixture(name: &str) -> PathBuf {
     paths::workspace_root().join("e2e/chat-uis").join(name)
 }
 
+/// The fetch chat page under a strict CSP, served with its simulator (same origin), and
+/// its URL with the injected delays.
+fn fetch_page() -> anyhow::Result<(ServeProcess, String)> {
+    let server = ServeProcess::start(
+        &paths::ttfx_bin()?,
+        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
+    )?;
+    let url = format!("{}?{DELAYS}", server.url);
+    Ok((server, url))
+}
+
 fn ttfx_run(args: &[&str]) -> anyhow::Result<Output> {
     Ok(Command::new(paths::ttfx_bin()?)
         .arg("run")
@@ -132,11 +143,7 @@ fn check_turn_of(run: &Value, browser: &str, dialect: &str) -> anyhow::Result<()
 #[test]
 fn a_page_without_the_probe_is_measured_as_shipped_under_a_strict_csp() -> anyhow::Result<()> {
     let _alone = alone();
-    let server = ServeProcess::start(
-        &paths::ttfx_bin()?,
-        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
-    )?;
-    let url = format!("{}?{DELAYS}", server.url);
+    let (_server, url) = fetch_page()?;
     for browser in ["chromium", "firefox"] {
         let (stdout, batch) = run_ok(&[
             "--url",
@@ -177,11 +184,7 @@ fn a_page_without_the_probe_is_measured_as_shipped_under_a_strict_csp() -> anyho
 #[test]
 fn chromium_without_bidi_gets_the_probe_through_the_devtools_protocol() -> anyhow::Result<()> {
     let _alone = alone();
-    let server = ServeProcess::start(
-        &paths::ttfx_bin()?,
-        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
-    )?;
-    let url = format!("{}?{DELAYS}", server.url);
+    let (_server, url) = fetch_page()?;
     let (stdout, batch) = run_ok(&[
         "--url",
         &url,
@@ -219,10 +222,7 @@ fn chromium_without_bidi_gets_the_probe_through_the_devtools_protocol() -> anyho
 #[test]
 fn every_turn_of_a_flow_is_measured() -> anyhow::Result<()> {
     let _alone = alone();
-    let server = ServeProcess::start(
-        &paths::ttfx_bin()?,
-        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
-    )?;
+    let (_server, url) = fetch_page()?;
     let dir = tempfile::tempdir()?;
     let flow = dir.path().join("flow.toml");
     std::fs::write(
@@ -243,7 +243,6 @@ submit = "enter"
 wait = "reply"
 "##,
     )?;
-    let url = format!("{}?{DELAYS}", server.url);
     let (stdout, batch) = run_ok(&[
         "--url",
         &url,
@@ -309,11 +308,7 @@ fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--inject measures a page"), "{stderr}");
 
-    let server = ServeProcess::start(
-        &paths::ttfx_bin()?,
-        &["--dist", &fixture("fetch-strict-csp").to_string_lossy()],
-    )?;
-    let url = format!("{}?{DELAYS}", server.url);
+    let (_server, url) = fetch_page()?;
     let out = ttfx_run(&[
         "--url",
         &url,

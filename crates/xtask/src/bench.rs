@@ -75,8 +75,22 @@ fn all() -> anyhow::Result<()> {
         "probe package, up front: the front a chat page loads before it measures \
          (#15: at most 12 KB gzip)",
         &pkg,
-        &["voice", "analysis"],
+        &["voice", "analysis", "inject.js"],
     )?;
+    // Not up front: only `ttfx run --inject` adds it, to a page that has no probe.
+    let inject = pkg.join("inject.js");
+    println!(
+        "\n## `ttfx run --inject`'s preload script (the front, every transport, a recording \
+         analysis; never loaded by a page that embeds the probe): {}",
+        inject.display()
+    );
+    println!("{:<52} {:>10} {:>10}", "file", "raw B", "gzip -9 B");
+    println!(
+        "{:<52} {:>10} {:>10}",
+        "inject.js",
+        std::fs::metadata(&inject)?.len(),
+        gzip_size(&inject)?
+    );
     size_table(
         "probe package, the analysis loaded lazily into a Worker (`analysis/`; #15: at \
          most 70 KB gzip)",
