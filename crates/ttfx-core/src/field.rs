@@ -99,6 +99,9 @@ pub struct FieldRun {
     /// The stream's dialect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialect: Option<String>,
+    /// How the probe received the stream (`fetch`, `eventsource`, `xhr`, `websocket`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
     /// Milestone name → ms since `request_start`.
     pub milestones: Milestones,
     /// Metric name ([`SCALARS`]) → value, in [`SCALARS`]' order; absent metrics are left
@@ -269,6 +272,7 @@ impl FieldReport {
                 sample_rate: context.sample_rate,
                 request_start_unix_ms: t.request_start_unix_ms,
                 dialect: cut(&t.request.dialect, NAME_TEXT, false),
+                transport: cut(&t.request.transport, NAME_TEXT, false),
                 milestones: t.milestones.clone(),
                 metrics,
                 gaps,
@@ -338,6 +342,7 @@ impl FieldReport {
             ("engine", &r.engine, NAME_TEXT),
             ("engine_version", &r.engine_version, SHORT_TEXT),
             ("dialect", &r.dialect, NAME_TEXT),
+            ("transport", &r.transport, NAME_TEXT),
         ];
         for (field, value, max) in strings {
             if value.as_deref().is_some_and(|v| json_text_len(v) > max) {
@@ -405,6 +410,7 @@ impl FieldReport {
                 url: r.target.clone(),
                 status: r.http_status,
                 dialect: r.dialect.clone(),
+                transport: r.transport.clone(),
                 ..RequestInfo::default()
             },
             request_start_unix_ms: r.request_start_unix_ms,
@@ -626,6 +632,7 @@ mod tests {
                 sample_rate: 1.2345678901234567e-300,
                 request_start_unix_ms: Some(longest),
                 dialect: text(NAME_TEXT),
+                transport: text(NAME_TEXT),
                 milestones,
                 metrics: SCALAR_NAMES
                     .iter()
@@ -659,7 +666,8 @@ mod tests {
 
     #[test]
     fn a_field_report_becomes_a_run_with_its_milestones_and_bins() {
-        let original = long_run(2_000);
+        let mut original = long_run(2_000);
+        original.timeline.request.transport = Some("eventsource".into());
         let field = FieldReport::of_run(
             &original,
             &FieldContext {
@@ -680,6 +688,8 @@ mod tests {
             Some("https://api.example.com/v1/chat/completions")
         );
         assert_eq!(t.environment.engine.as_deref(), Some("chromium"));
+        assert_eq!(field.run.transport.as_deref(), Some("eventsource"));
+        assert_eq!(t.request.transport.as_deref(), Some("eventsource"));
         // No chunk one by one: the report's bins and totals as the summary.
         assert!(t.chunks.is_empty());
         let summary = t.chunk_summary.as_ref().unwrap();

@@ -83,9 +83,11 @@ ALTER TABLE runs ADD COLUMN stage_playout_ms REAL;
 ALTER TABLE runs ADD COLUMN interrupt_ms REAL;
 ";
 
-/// Version 3: the UI's own delay between the user's submit and the request (#20).
+/// Version 3 (#20): the UI's own delay between the user's submit and the request, and
+/// the transport the stream came over.
 const MIGRATION_3: &str = "
 ALTER TABLE runs ADD COLUMN submit_delay_ms REAL;
+ALTER TABLE runs ADD COLUMN transport TEXT;
 ";
 
 /// The metric columns, in the migrations' order: the per-request metrics of
@@ -144,7 +146,7 @@ const fn dim(name: &'static str, kind: DimKind) -> Dimension {
 }
 
 /// Every dimension column, in the order listings show them.
-pub const DIMENSIONS: [Dimension; 14] = [
+pub const DIMENSIONS: [Dimension; 15] = [
     dim("label", DimKind::Text),
     dim("target", DimKind::Text),
     dim("page_path", DimKind::Text),
@@ -157,6 +159,7 @@ pub const DIMENSIONS: [Dimension; 14] = [
     dim("cross_origin_isolated", DimKind::Bool),
     dim("hidden", DimKind::Bool),
     dim("dialect", DimKind::Text),
+    dim("transport", DimKind::Text),
     dim("sample_rate", DimKind::Real),
     dim("source", DimKind::Text),
 ];
@@ -353,6 +356,7 @@ fn values(row: &Row) -> Result<Vec<Value>, serde_json::Error> {
                 .map_or(Value::Null, |b| Value::Integer(i64::from(b))),
             "hidden" => Value::Integer(i64::from(r.hidden)),
             "dialect" => text(r.dialect.as_ref()),
+            "transport" => text(r.transport.as_ref()),
             "sample_rate" => Value::Real(r.sample_rate),
             "source" => Value::Text(row.source.as_str().to_owned()),
             _ => Value::Null,
