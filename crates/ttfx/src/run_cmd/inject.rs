@@ -168,7 +168,8 @@ struct Started {
 struct PageState {
     runs: Runs,
     started: Vec<Started>,
-    reports: HashMap<u32, String>,
+    /// Each finished run's report, read once as it comes.
+    reports: HashMap<u32, Run>,
     failed: HashMap<u32, String>,
 }
 
@@ -187,18 +188,17 @@ impl PageState {
                 .get(0)
                 .and_then(Value::as_u64)
                 .and_then(|k| u32::try_from(k).ok());
-            match ttfx_analysis::replay::apply(&mut self.runs, call) {
-                Ok(Some(report)) => {
-                    if let Some(key) = key {
-                        self.reports.insert(key, report);
-                    }
+            let replayed = ttfx_analysis::replay::apply(&mut self.runs, call)
+                .and_then(|report| report.map(|r| parse_run(&r)).transpose());
+            let Some(key) = key else { continue };
+            match replayed {
+                Ok(Some(run)) => {
+                    self.reports.insert(key, run);
                 }
                 Ok(None) => {}
                 // A run whose calls fail is kept out of the choice, with its reason.
                 Err(e) => {
-                    if let Some(key) = key {
-                        self.failed.entry(key).or_insert(e);
-                    }
+                    self.failed.entry(key).or_insert(e);
                 }
             }
         }
@@ -218,10 +218,9 @@ impl PageState {
             if self.failed.contains_key(&s.key) {
                 continue;
             }
-            let report = self.reports.get(&s.key)?;
-            let Ok(run) = parse_run(report) else { continue };
-            if by_match || streamed(&run) {
-                return Some(((*s).clone(), run, (i + 1) as u32));
+            let run = self.reports.get(&s.key)?;
+            if by_match || streamed(run) {
+                return Some(((*s).clone(), run.clone(), (i + 1) as u32));
             }
         }
         None
@@ -255,12 +254,12 @@ fn without_query(url: &str) -> &str {
     url.split(['?', '#']).next().unwrap_or(url)
 }
 
-fn parse_run(report: &str) -> anyhow::Result<Run> {
-    let file = ReportFile::from_json(report).context("a replayed report")?;
+fn parse_run(report: &str) -> Result<Run, String> {
+    let file = ReportFile::from_json(report).map_err(|e| format!("a replayed report: {e}"))?;
     file.into_runs()
         .into_iter()
         .next()
-        .context("a replayed report held no run")
+        .ok_or_else(|| "a replayed report held no run".to_owned())
 }
 
 /// A response streamed: two or more chunks (events, messages), with tokens found.
