@@ -76,6 +76,18 @@ fn run_ok(args: &[&str]) -> anyhow::Result<(String, Value)> {
     Ok((stdout, batch))
 }
 
+/// `ttfx run ARGS`, which must exit 2 with stderr saying `says`; its stderr.
+fn refused(args: &[&str], says: &str) -> anyhow::Result<String> {
+    let out = ttfx_run(args)?;
+    let stderr = text(&out.stderr);
+    anyhow::ensure!(
+        out.status.code() == Some(2) && stderr.contains(says),
+        "expected exit 2 saying `{says}`, got {:?}: {stderr}",
+        out.status.code()
+    );
+    Ok(stderr)
+}
+
 fn milestone(run: &Value, name: &str) -> Option<f64> {
     run["timeline"]["milestones"][name].as_f64()
 }
@@ -199,21 +211,18 @@ fn chromium_without_bidi_gets_the_probe_through_the_devtools_protocol() -> anyho
     for run in runs {
         check_turn(run, "chromium (devtools)")?;
     }
-    let out = ttfx_run(&[
-        "--url",
-        &url,
-        "--inject",
-        "--inject-via",
-        "devtools",
-        "--browser",
-        "firefox",
-    ])?;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("--inject-via devtools needs Chromium"),
-        "{stderr}"
-    );
+    refused(
+        &[
+            "--url",
+            &url,
+            "--inject",
+            "--inject-via",
+            "devtools",
+            "--browser",
+            "firefox",
+        ],
+        "--inject-via devtools needs Chromium",
+    )?;
     Ok(())
 }
 
@@ -288,46 +297,40 @@ wait = "reply"
 #[test]
 fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
     let _alone = alone();
-    let out = ttfx_run(&[
-        "--url",
-        "http://127.0.0.1:9/",
-        "--inject",
-        "--browser",
-        "webkit",
-    ])?;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("WebKitWebDriver has neither WebDriver BiDi"),
-        "{stderr}"
-    );
+    let stderr = refused(
+        &[
+            "--url",
+            "http://127.0.0.1:9/",
+            "--inject",
+            "--browser",
+            "webkit",
+        ],
+        "WebKitWebDriver has neither WebDriver BiDi",
+    )?;
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 
-    let out = ttfx_run(&["--target", "sim/default", "--inject"])?;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--inject measures a page"), "{stderr}");
+    refused(
+        &["--target", "sim/default", "--inject"],
+        "--inject measures a page",
+    )?;
 
     let (_server, url) = fetch_page()?;
-    let out = ttfx_run(&[
-        "--url",
-        &url,
-        "--inject",
-        "--match",
-        "/nothing-like-this",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--timeout-s",
-        "3",
-    ])?;
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("no request matching --match ended within 3 s of the submit; no request was made after the submit"),
-        "{stderr}"
-    );
+    refused(
+        &[
+            "--url",
+            &url,
+            "--inject",
+            "--match",
+            "/nothing-like-this",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--timeout-s",
+            "3",
+        ],
+        "no request matching --match ended within 3 s of the submit; no request was made after the submit",
+    )?;
     Ok(())
 }
 
