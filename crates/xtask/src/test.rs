@@ -81,12 +81,34 @@ pub fn run() -> anyhow::Result<()> {
     for line in missing.lines() {
         println!("xtask test: {line}");
     }
+    // Disk is a CI limit too: a fresh run's target folder once outgrew a CI machine's disk.
+    let target = paths::target();
+    println!(
+        "xtask test: target folder                    {:.1} GB ({})",
+        folder_bytes(&target) as f64 / 1e9,
+        target.display()
+    );
     // The closing line CI reads: every test that ran, across all stages.
     println!("{passed} passed, {failed} failed");
     if broken > 0 {
         bail!("{broken} stage(s) failed");
     }
     Ok(())
+}
+
+/// Bytes of the files under `dir`, symbolic links not followed (0 for what cannot be read).
+fn folder_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => folder_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
 }
 
 fn cargo() -> Command {
@@ -203,4 +225,22 @@ fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
             .env("CHROMEDRIVER", setup::CHROMEDRIVER),
     )
     .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folder_bytes;
+
+    #[test]
+    fn folder_bytes_sums_files_in_nested_folders() -> std::io::Result<()> {
+        let dir = std::env::temp_dir().join(format!("xtask-folder-bytes-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("a/b"))?;
+        std::fs::write(dir.join("top"), [0u8; 10])?;
+        std::fs::write(dir.join("a/b/deep"), [0u8; 32])?;
+        let bytes = folder_bytes(&dir);
+        std::fs::remove_dir_all(&dir)?;
+        assert_eq!(bytes, 42);
+        assert_eq!(folder_bytes(&dir), 0, "a missing folder counts as empty");
+        Ok(())
+    }
 }
