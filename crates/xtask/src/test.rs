@@ -1,7 +1,7 @@
 //! `cargo xtask test`: every check and test, one summary line per stage.
 //!
-//! Stages run in order and all of them run even after a failure, so one report shows
-//! everything that is wrong; the command fails if any stage fails or a test stage ran no
+//! Stages run in order and all of them run even after a failure, as does every test
+//! binary within a stage (`--no-fail-fast`), so one report shows everything that is wrong; the command fails if any stage fails or a test stage ran no
 //! test at all.
 
 use std::process::Command;
@@ -165,13 +165,20 @@ fn native_tests() -> anyhow::Result<Option<TestCounts>> {
     // The e2e crate needs the built page and probe package: its own stage runs it.
     let mut counts = cmd::run_tests(
         cargo()
-            .args(["test", "--locked"])
+            .args(["test", "--locked", "--no-fail-fast"])
             .args(NATIVE)
             .args(["--exclude", "ttfx-e2e"]),
     )?;
     // The lab page's plain `#[test]`s (formatting, targets, import, summaries) touch no
     // DOM: they run natively, where the wasm runner would skip them.
-    let lab = cmd::run_tests(cargo().args(["test", "--locked", "-p", "ttfx-lab", "--lib"]))?;
+    let lab = cmd::run_tests(cargo().args([
+        "test",
+        "--locked",
+        "--no-fail-fast",
+        "-p",
+        "ttfx-lab",
+        "--lib",
+    ]))?;
     counts.passed += lab.passed;
     counts.failed += lab.failed;
     counts.ignored += lab.ignored;
@@ -184,7 +191,7 @@ fn wasm_tests() -> anyhow::Result<Option<TestCounts>> {
     crate::webdriver_json::write()?;
     cmd::run_tests(
         cargo()
-            .args(["test", "--locked"])
+            .args(["test", "--locked", "--no-fail-fast"])
             .args(WASM)
             .env("CHROMEDRIVER", setup::CHROMEDRIVER)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
@@ -214,7 +221,7 @@ fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
     // folder, WebKitWebDriver in /usr/bin); WebKit gets its own Xvfb per browser.
     cmd::run_tests(
         cargo()
-            .args(["test", "--locked", "-p", "ttfx-e2e"])
+            .args(["test", "--locked", "--no-fail-fast", "-p", "ttfx-e2e"])
             .env("TTFX_E2E_MISSING", &missing)
             .env("TTFX_BIN", ttfx)
             .env("TTFX_DIST", paths::lab_dist())
