@@ -71,6 +71,14 @@ async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
     // The estimate cannot read below zero, so no run may be earlier than the largest
     // latency the page saw. The median of the runs must hold the tight bounds.
     let worst_early = -(device.max_output_latency_ms.unwrap_or(0.0) + CLOCK_RESOLUTION_MS);
+    // The mirror case: the estimate may also read above the stream's real latency, when
+    // the sound server has drained the stream's buffer ahead of it (Firefox's
+    // outputLatency is one figure for the whole stream, ~31 ms here); the frame is then
+    // heard sooner than the probe said (+8.0 ms once in a CI run, where the same page's other
+    // runs were +1.2 and −1.7 ms).
+    // The real latency cannot be below zero, so no run may be later than the latency
+    // the probe added, on top of the tight bound.
+    let worst_late = late_bound + device.max_output_latency_ms.unwrap_or(0.0);
     let mut diffs = Vec::new();
     let mut render_clock = false;
     for i in 0..RUNS {
@@ -90,8 +98,8 @@ async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
             s.skew_ms
         );
         assert!(
-            (worst_early..=late_bound).contains(&s.probe_minus_truth_ms),
-            "first_audio_out − truth {:+.2} ms, outside [{worst_early:.2}, {late_bound:.2}] ms: \
+            (worst_early..=worst_late).contains(&s.probe_minus_truth_ms),
+            "first_audio_out − truth {:+.2} ms, outside [{worst_early:.2}, {worst_late:.2}] ms: \
              {s:?}",
             s.probe_minus_truth_ms
         );
