@@ -6,7 +6,11 @@ use anyhow::bail;
 
 /// The workspace root (the folder holding the root `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // `cargo test` sets CARGO_MANIFEST_DIR when it runs a test binary: this checkout's.
+    // The compile-time one may name another checkout sharing the target folder (a CI
+    // clone whose test binaries cargo then reuses for this tree).
+    let here = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     here.parent().map(PathBuf::from).unwrap_or(here)
 }
 
