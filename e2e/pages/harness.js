@@ -181,7 +181,7 @@ async function instrumented({ url, init = {} }) {
 // API; it returns what the app received, how the API looked to it, and the probe's runs.
 const TRANSPORTS = { eventsource: ["EventSource", "instrumentEventSource"], xhr: ["XMLHttpRequest", "instrumentXhr"], websocket: ["WebSocket", "instrumentWebSocket"] };
 
-async function transport({ kind, url, match, responseType = "", replies = 1, create = {}, options = {}, quietMs = 2000, types = null }) {
+async function transport({ kind, url, match, responseType = "", timeout = 0, replies = 1, create = {}, options = {}, quietMs = 2000, types = null }) {
   const [api, instrument] = TRANSPORTS[kind];
   const original = window[api];
   const originalOpen = XMLHttpRequest.prototype.open;
@@ -250,6 +250,9 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
     out.readyStateChanges = 0;
     xhr.open("GET", url);
     xhr.responseType = responseType;
+    xhr.timeout = timeout;
+    // How the request ended for the app: load, error, timeout or abort.
+    for (const type of ["load", "error", "timeout", "abort"]) xhr.addEventListener(type, () => (out.ended = type));
     await new Promise((resolve) => {
       xhr.onreadystatechange = () => {
         out.readyStateChanges += 1;
@@ -282,6 +285,11 @@ async function transport({ kind, url, match, responseType = "", replies = 1, cre
           show(delta(e.data, (v) => v.delta));
           if (e.data.includes('"response.done"')) resolve();
           else if (create.done === false && received.length === create.tokens + 1) resolve();
+        };
+        // A server that goes away mid-reply: the app sees the browser's close event.
+        socket.onclose = (e) => {
+          out.close = { code: e.code, wasClean: e.wasClean };
+          resolve();
         };
         socket.send(JSON.stringify({ type: "response.create", binary: reply === 0, ...create }));
       });

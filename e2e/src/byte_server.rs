@@ -187,10 +187,14 @@ struct ChatSseParams {
     gap_ms: u64,
     /// `anthropic` for [`anthropic_sse_events`]; else OpenAI chat ([`chat_sse_data`]).
     format: Option<String>,
+    /// After this many events the body errors: the connection is cut mid-body, without
+    /// the chunked encoding's last chunk, so the browser sees a network error.
+    cut_after: Option<usize>,
 }
 
-/// `/chat_sse?tokens=N&ttft_ms=T&gap_ms=G`: `text/event-stream` by GET (EventSource can
-/// only GET), the headers at once, the first event T ms later, then one every G ms.
+/// `/chat_sse?tokens=N&ttft_ms=T&gap_ms=G[&cut_after=K]`: `text/event-stream` by GET
+/// (EventSource can only GET), the headers at once, the first event T ms later, then one
+/// every G ms; with `cut_after`, the connection is cut after K events.
 async fn chat_sse(Query(p): Query<ChatSseParams>) -> Response {
     let texts: Vec<String> = if p.format.as_deref() == Some("anthropic") {
         anthropic_sse_events(p.tokens)
@@ -211,11 +215,21 @@ async fn chat_sse(Query(p): Query<ChatSseParams>) -> Response {
             (pause, bytes::Bytes::from(text))
         })
         .collect();
-    let body = futures_util::stream::unfold(events.into_iter(), |mut rest| async move {
-        let (pause, event) = rest.next()?;
-        tokio::time::sleep(Duration::from_millis(pause)).await;
-        Some((Ok::<_, std::convert::Infallible>(event), rest))
-    });
+    let cut_after = p.cut_after.unwrap_or(usize::MAX);
+    let body =
+        futures_util::stream::unfold(events.into_iter().enumerate(), move |mut rest| async move {
+            let (i, (pause, event)) = rest.next()?;
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+            // An error from the body stream makes hyper drop the connection mid-body.
+            let item = if i < cut_after {
+                Ok(event)
+            } else {
+                Err(std::io::Error::other(
+                    "cut_after: the test cuts the connection",
+                ))
+            };
+            Some((item, rest))
+        });
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-store")

@@ -52,6 +52,10 @@ struct Create {
     /// Whether the reply ends with `response.done` (else it just stops).
     #[serde(default = "yes")]
     done: bool,
+    /// After this many text messages the server drops the TCP connection without a
+    /// close frame: the browser's close event is unclean (code 1006).
+    #[serde(default)]
+    drop_after: Option<usize>,
 }
 
 fn yes() -> bool {
@@ -71,6 +75,10 @@ async fn serve(stream: tokio::net::TcpStream) -> anyhow::Result<()> {
             messages.pop();
         }
         for (k, text) in messages.into_iter().enumerate() {
+            if create.drop_after == Some(k) {
+                // Dropping the stream closes the socket with no close handshake.
+                return Ok(());
+            }
             let pause = if k == 0 {
                 create.ttft_ms
             } else {

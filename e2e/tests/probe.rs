@@ -1281,6 +1281,137 @@ async fn every_transport_passes_the_apps_data_through_when_the_probe_fails_insid
     Ok(())
 }
 
+/// A stream that fails reaches the app as the browser's own event, and the report says
+/// how it failed, on every transport: an EventSource refused before it opens, an
+/// XMLHttpRequest whose connection is cut mid-body, one that times out, and a WebSocket
+/// whose server goes away without a close frame.
+async fn every_transports_failures_reach_the_app_as_the_browser_gives_them_and_are_reported(
+    engine: Engine,
+) -> anyhow::Result<()> {
+    let f = Fixture::new(engine).await?;
+    let bytes = byte_server::start().await?.addr;
+    let ws = ttfx_e2e::ws_server::start().await?;
+    let failure = |out: &Value| out["reports"][0]["run"]["timeline"]["failure"].clone();
+    let detail = |out: &Value| failure(out)["detail"].as_str().unwrap_or("").to_owned();
+
+    // An EventSource refused before it opens (a 404 without CORS headers): the app's
+    // error event finds it CLOSED, and the report a network failure with no first byte.
+    let refused = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "eventsource", "url": format!("http://{bytes}/no_such_stream"),
+                "match": "/no_such_stream" }),
+    )
+    .await?;
+    assert_eq!(
+        refused["appError"], "error event, readyState 2",
+        "{refused}"
+    );
+    assert_eq!(refused["received"], json!([]), "{refused}");
+    assert_eq!(failure(&refused)["class"], "network", "{refused}");
+    assert!(
+        detail(&refused).starts_with("EventSource failed"),
+        "{refused}"
+    );
+    let report = &refused["reports"][0];
+    assert!(milestone(report, "error").is_some(), "{refused}");
+    assert_eq!(milestone(report, "first_byte"), None, "{refused}");
+
+    // An XMLHttpRequest cut after 4 of 13 events: the app's request ends with the
+    // browser's error event, and so does the run. WebKit ends a cut body as if complete
+    // (`load`), as it does a fetch body (above); the probe, which only listens, reports
+    // what it can tell: a stream that ended before `[DONE]`.
+    let cut = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "xhr", "match": "/chat_sse",
+                "url": format!("http://{bytes}/chat_sse?tokens=10&ttft_ms=20&gap_ms=60&cut_after=4") }),
+    )
+    .await?;
+    if engine == Engine::WebKit && cut["ended"] == "load" {
+        missing(
+            engine,
+            "every_transports_failures_reach_the_app_as_the_browser_gives_them_and_are_reported",
+            "an XMLHttpRequest error on a connection cut mid-body",
+            "the engine ends the request with `load`",
+        );
+        assert_eq!(failure(&cut)["class"], "decode", "{cut}");
+    } else {
+        assert_eq!(cut["ended"], "error", "{cut}");
+        assert_eq!(failure(&cut)["class"], "network", "{cut}");
+        assert_eq!(
+            detail(&cut),
+            "XMLHttpRequest error (network or CORS)",
+            "{cut}"
+        );
+    }
+    assert!(
+        milestone(&cut["reports"][0], "first_token").is_some(),
+        "{cut}"
+    );
+
+    // An XMLHttpRequest whose own timeout (150 ms) fires before the first byte (3 s):
+    // the app gets `timeout`, and the run fails then, within the loopback bound.
+    let timeout = 150.0;
+    let timed_out = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "xhr", "match": "/chat_sse", "timeout": timeout,
+                "url": format!("http://{bytes}/chat_sse?tokens=3&ttft_ms=3000&gap_ms=10") }),
+    )
+    .await?;
+    assert_eq!(timed_out["ended"], "timeout", "{timed_out}");
+    assert_eq!(failure(&timed_out)["class"], "network", "{timed_out}");
+    assert_eq!(
+        detail(&timed_out),
+        "XMLHttpRequest timed out (timeout 150 ms)",
+        "{timed_out}"
+    );
+    let error = milestone(&timed_out["reports"][0], "error")
+        .unwrap_or_else(|| panic!("no error milestone: {timed_out}"));
+    let step = clock_step(&f.client).await?;
+    assert!(
+        error >= timeout - step && error < timeout + LOOPBACK_BOUND_MS,
+        "error at {error}, the timeout {timeout} ms (clock step {step} ms): {timed_out}"
+    );
+
+    // A WebSocket whose server drops the connection after 3 messages, with no close
+    // frame: the app gets those messages and an unclean close (1006); the run fails
+    // with its code, after the tokens it saw.
+    let tokens = 6;
+    let dropped = page::call(
+        &f.client,
+        "transport",
+        json!({ "kind": "websocket", "url": format!("ws://{ws}/v1/realtime"), "match": "/v1/realtime",
+                "create": { "tokens": tokens, "ttft_ms": 20, "gap_ms": 5, "drop_after": 3 } }),
+    )
+    .await?;
+    assert_eq!(
+        dropped["close"],
+        json!({ "code": 1006, "wasClean": false }),
+        "{dropped}"
+    );
+    let sent = ttfx_e2e::ws_server::realtime_messages(0, tokens);
+    // The first reply carries a binary message after its first delta (ws_server).
+    let expected = json!([
+        sent[0],
+        sent[1],
+        { "binary": ttfx_e2e::ws_server::BINARY },
+        sent[2]
+    ]);
+    assert_eq!(dropped["received"], expected, "{dropped}");
+    assert_eq!(failure(&dropped)["class"], "network", "{dropped}");
+    assert_eq!(
+        detail(&dropped),
+        "WebSocket closed uncleanly (code 1006)",
+        "{dropped}"
+    );
+    let report = &dropped["reports"][0];
+    let m = |n| milestone(report, n).unwrap_or_else(|| panic!("no {n} in {dropped}"));
+    assert!(m("first_token") <= m("error"), "{dropped}");
+    Ok(())
+}
+
 async fn the_plain_example_page_streams_and_reports(engine: Engine) -> anyhow::Result<()> {
     let f = Fixture::new(engine).await?;
     f.client
@@ -1857,6 +1988,7 @@ engines!(a_websocket_reply_without_an_end_message_ends_when_quiet);
 engines!(every_instrument_function_checks_its_options_alike);
 engines!(eventsource_named_events_are_measured_when_the_app_listens_to_them);
 engines!(every_transport_passes_the_apps_data_through_when_the_probe_fails_inside);
+engines!(every_transports_failures_reach_the_app_as_the_browser_gives_them_and_are_reported);
 engines!(the_plain_example_page_streams_and_reports);
 engines!(a_voice_run_reports_text_and_audio_on_one_clock);
 engines!(the_text_build_leaves_the_voice_api_out_and_the_voice_build_has_both);
