@@ -6,12 +6,20 @@ use anyhow::bail;
 
 /// The workspace root (the folder holding the root `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
-    // `cargo test` sets CARGO_MANIFEST_DIR when it runs a test binary: this checkout's.
-    // The compile-time one may name another checkout sharing the target folder (a CI
-    // clone whose test binaries cargo then reuses for this tree).
+    // `cargo test` sets CARGO_MANIFEST_DIR when it runs a test binary: the manifest of
+    // the package under test (e2e's, or ttfx's, whose tests use this crate too) in this
+    // checkout. The compile-time one may name another checkout sharing the target folder
+    // (a CI clone whose test binaries cargo then reuses for this tree). The root is the
+    // nearest folder above it whose Cargo.toml is a workspace's, as cargo finds it.
     let here = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
-    here.parent().map(PathBuf::from).unwrap_or(here)
+    here.ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|toml| toml.lines().any(|line| line.trim() == "[workspace]"))
+        })
+        .map(PathBuf::from)
+        .unwrap_or(here)
 }
 
 fn target_dir() -> PathBuf {
@@ -148,4 +156,18 @@ pub fn chat_ui_node_modules() -> anyhow::Result<PathBuf> {
         );
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_workspace_root_holds_the_workspace_manifest_and_every_crate() {
+        let root = super::workspace_root();
+        assert!(root.join("e2e/Cargo.toml").is_file(), "{}", root.display());
+        assert!(
+            root.join("crates/ttfx-core/testdata/decode").is_dir(),
+            "{}",
+            root.display()
+        );
+    }
 }
