@@ -218,6 +218,14 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_concurrent: u32,
 
+    /// How long a request body may go without a byte, from its headers to its first byte
+    /// and between two, before the request fails (400): a client that stops mid-body
+    /// would otherwise hold its connection, and at /sim and /proxy one of the
+    /// --max-concurrent places, for as long as it stays connected.
+    #[arg(long, value_name = "MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub body_timeout_ms: u64,
+
     /// Collect the probe's beacons and run reports at POST /collect into this SQLite
     /// file (created if missing), and answer /field/… queries over it (docs/field.md).
     #[arg(long, value_name = "FILE.db")]

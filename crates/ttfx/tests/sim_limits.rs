@@ -488,6 +488,73 @@ async fn past_max_concurrent_requests_get_503_with_retry_after_until_a_stream_en
     drop(streams);
 }
 
+/// A client that stops sending its body mid-way holds its place at /sim until
+/// `--body-timeout-ms` after its last byte; then it gets 400 naming the timeout, and the
+/// place is free again.
+#[tokio::test]
+async fn a_request_body_that_stops_is_refused_after_the_body_timeout_and_frees_its_place() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let timeout_ms = 400;
+    let server = ServeProcess::start(
+        ttfx(),
+        &[
+            "--max-concurrent",
+            "1",
+            "--body-timeout-ms",
+            &timeout_ms.to_string(),
+        ],
+    )
+    .unwrap();
+    let url = url::Url::parse(&server.url).unwrap();
+    let addr = format!(
+        "{}:{}",
+        url.host_str().unwrap(),
+        url.port_or_known_default().unwrap()
+    );
+    // 10 bytes of a 100-byte body, in the same write as the headers; then nothing.
+    let mut stalled = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stalled
+        .write_all(
+            format!(
+                "POST /sim/default/v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\n\
+                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"model\":"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let sent = Instant::now();
+    let client = reqwest::Client::new();
+    let short = format!(
+        "{}sim/default/v1/chat/completions?ttft_ms=0&output_tokens=2",
+        server.url
+    );
+    // While it waits for the rest, the stalled request holds the only place.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused = client.post(&short).send().await.unwrap();
+    assert_eq!(refused.status(), 503, "the stalled request holds its place");
+
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stalled.read_to_end(&mut answer))
+        .await
+        .expect("no answer to the stalled request within 30 s")
+        .unwrap();
+    let waited = sent.elapsed();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("timeout"), "names the timeout: {answer}");
+    // The server's timer starts after it has read the first 10 bytes, so after `sent`;
+    // tokio's timers never fire early.
+    assert!(
+        waited >= Duration::from_millis(timeout_ms),
+        "answered {waited:?} after the last byte, before the {timeout_ms} ms timeout"
+    );
+    let response = client.post(&short).send().await.unwrap();
+    assert_eq!(response.status(), 200, "the place is free again");
+    assert!(response.text().await.unwrap().contains("[DONE]"));
+}
+
 /// A multipart/form-data body with one `file` part of `file` bytes and a `model` field.
 fn upload_form(boundary: &str, file: usize) -> Vec<u8> {
     let mut body = format!(

@@ -113,6 +113,11 @@ async fn serve(
     } else {
         app
     };
+    // Every route's request body, the collector's included: the timeout resets at each
+    // frame, so a slow upload that keeps sending (a streamed transcription) goes on.
+    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+        std::time::Duration::from_millis(args.body_timeout_ms),
+    ));
     let listener = bind(args.addr).await?;
     let local = listener
         .local_addr()
