@@ -380,3 +380,64 @@ fn chat_uis_on_every_transport_are_measured_with_inject() -> anyhow::Result<()> 
     }
     Ok(())
 }
+
+/// Two chat UIs compared as shipped: `--against` between two pages, both injected, the
+/// queue A B A B …. The XMLHttpRequest UI against the WebSocket one (each on its own API
+/// server, the same injected delays) in Chromium: each page's runs are its own, on its
+/// own transport, within the delay's bound; each gets its table, and the crossover
+/// follows.
+#[test]
+fn two_chat_uis_are_compared_as_shipped_with_against() -> anyhow::Result<()> {
+    let _alone = alone();
+    let (xhr, ws) = (ChatUi::serve(Kind::Xhr)?, ChatUi::serve(Kind::WebSocket)?);
+    let (a, b) = (
+        xhr.page_url("default", DELAYS),
+        ws.page_url("default", DELAYS),
+    );
+    let dir = tempfile::tempdir()?;
+    let json = dir.path().join("compare.json");
+    let out = ttfx_run(&[
+        "--url",
+        &a,
+        "--against",
+        &b,
+        "--inject",
+        "--runs",
+        "2",
+        "--warmup",
+        "1",
+        "--json",
+        &json.to_string_lossy(),
+    ])?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    anyhow::ensure!(out.status.code() == Some(0), "{stdout}\n{stderr}");
+    let read = |path: PathBuf| -> anyhow::Result<Value> {
+        Ok(serde_json::from_str(&std::fs::read_to_string(&path)?)?)
+    };
+    let pages = [
+        (read(json.clone())?, "xhr", "openai-chat"),
+        (
+            read(dir.path().join("compare.against.json"))?,
+            "websocket",
+            "openai-realtime",
+        ),
+    ];
+    for (batch, transport, dialect) in &pages {
+        let runs = batch["runs"].as_array().context("runs")?;
+        anyhow::ensure!(runs.len() == 2, "{transport}: {stdout}");
+        for run in runs {
+            check_turn_of(run, &format!("{transport} page"), dialect)?;
+            let request = &run["timeline"]["request"];
+            anyhow::ensure!(request["transport"] == *transport, "{request}");
+        }
+    }
+    for url in [&a, &b] {
+        let page = url.split('?').next().unwrap_or(url);
+        anyhow::ensure!(
+            stdout.contains(&format!("ttfx run: {page}")),
+            "no table for {page}: {stdout}"
+        );
+    }
+    anyhow::ensure!(stdout.contains("crossover"), "{stdout}");
+    Ok(())
+}

@@ -119,6 +119,13 @@ impl Flow {
         Ok(flow)
     }
 
+    /// Whether the only page the flow opens is `url`, as its first step: a flow file
+    /// without `open` steps, given one page's URL.
+    pub fn opens_only(&self, url: &str) -> bool {
+        let opens = self.steps.iter().filter(|s| matches!(s, Step::Open(_)));
+        matches!(self.steps.first(), Some(Step::Open(u)) if u == url) && opens.count() == 1
+    }
+
     /// Every wait follows a submit of its own turn; a flow measures at least one turn.
     fn check(&self) -> anyhow::Result<()> {
         let mut submitted = false;

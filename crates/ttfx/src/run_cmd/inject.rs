@@ -45,7 +45,8 @@ pub enum InjectVia {
 /// What inject mode measures.
 #[derive(Debug, Clone)]
 pub struct InjectScenario {
-    pub flow: Flow,
+    /// Each target page's flow, in the order of the targets (`--url`, then `--against`).
+    pub flows: Vec<Flow>,
     /// `--match`: a substring of the URL, or /a regular expression/.
     pub match_url: Option<String>,
     /// `--reply`: the reply's element.
@@ -298,6 +299,7 @@ const SETTLE: Duration = Duration::from_millis(200);
 pub async fn run_flow(
     client: &Client,
     scenario: &InjectScenario,
+    flow: &Flow,
     prompt: &str,
     timeout: Duration,
     id: &str,
@@ -308,7 +310,7 @@ pub async fn run_flow(
     let mut armed = false;
     let mut turn = 0u32;
     let mut out = Vec::new();
-    for step in &scenario.flow.steps {
+    for step in &flow.steps {
         match step {
             Step::Open(url) => {
                 client
@@ -361,10 +363,10 @@ pub async fn run_flow(
             }
             Step::WaitReply => {
                 turn += 1;
-                let run = wait_turn(client, &mut page, scenario, timeout, turn)
+                let run = wait_turn(client, &mut page, scenario, flow, timeout, turn)
                     .await
                     .with_context(|| format!("turn {turn}"))?;
-                let turn_id = if scenario.flow.turns() > 1 {
+                let turn_id = if flow.turns() > 1 {
                     format!("{id}-t{turn}")
                 } else {
                     id.to_owned()
@@ -444,6 +446,7 @@ async fn wait_turn(
     client: &Client,
     page: &mut PageState,
     scenario: &InjectScenario,
+    flow: &Flow,
     timeout: Duration,
     turn: u32,
 ) -> anyhow::Result<Run> {
@@ -524,7 +527,7 @@ async fn wait_turn(
         },
         reply_element: reply.element.filter(|_| reply.found),
         reply_share: reply.share.filter(|_| reply.found),
-        flow_turn: (scenario.flow.turns() > 1).then_some(turn),
+        flow_turn: (flow.turns() > 1).then_some(turn),
     });
     Ok(Run { timeline, ..run })
 }
@@ -537,7 +540,7 @@ mod tests {
     fn the_preload_source_names_a_missing_bundle_and_carries_the_pattern() {
         let dir = tempfile::tempdir().unwrap();
         let scenario = InjectScenario {
-            flow: Flow::single("http://x/", "hi", None, None),
+            flows: vec![Flow::single("http://x/", "hi", None, None)],
             match_url: Some("/v1/chat".into()),
             reply: None,
             via: InjectVia::Auto,

@@ -344,6 +344,7 @@ async fn runs_of(
             super::inject::run_flow(
                 client,
                 inject,
+                &inject.flows[job.target],
                 &job.prompt,
                 ctx.timeout,
                 &job.request_id,

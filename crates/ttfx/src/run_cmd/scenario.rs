@@ -265,6 +265,14 @@ impl Scenario {
         let upstreams = upstreams.as_ref();
         let mut targets = vec![Target::parse_with(&target_text, api, api_path, upstreams)?];
         if let Some(against) = args.against.clone().or(file.against) {
+            // In inject mode both targets are pages: a plain URL names one, as --url does.
+            let against = if args.inject
+                && (against.starts_with("http://") || against.starts_with("https://"))
+            {
+                format!("page:{against}")
+            } else {
+                against
+            };
             let b = Target::parse_with(&against, api, api_path, upstreams)?;
             if b.label() == targets[0].label() {
                 bail!(
@@ -346,11 +354,14 @@ impl Scenario {
         let mut browser_args = file.browser_args;
         browser_args.extend(args.browser_arg.iter().cloned());
         let inject = if args.inject {
-            let url = match targets.as_slice() {
-                [Target::Page { url, .. }] => url.clone(),
-                [_] => bail!("--inject measures a page: give it with --url URL"),
-                _ => bail!("--inject measures one page: --against is not supported with it"),
-            };
+            let mut urls = Vec::new();
+            for (i, target) in targets.iter().enumerate() {
+                match target {
+                    Target::Page { url, .. } => urls.push(url.clone()),
+                    _ if i == 0 => bail!("--inject measures a page: give it with --url URL"),
+                    _ => bail!("--inject compares two pages: give --against a page's URL"),
+                }
+            }
             if args.browser == crate::run_cmd::Browser::Webkit {
                 bail!("{}", super::inject::WEBKIT_REFUSAL);
             }
@@ -359,26 +370,36 @@ impl Scenario {
                     "--inject measures the page's own voice, if any: --voice and --voice-turn drive the runner's page"
                 );
             }
-            let flow = match &args.flow {
-                Some(path) => {
-                    if args.type_into.is_some() || args.submit.is_some() {
-                        bail!(
-                            "give --type and --submit in the flow file's steps, not beside --flow"
-                        );
+            if args.flow.is_some() && (args.type_into.is_some() || args.submit.is_some()) {
+                bail!("give --type and --submit in the flow file's steps, not beside --flow");
+            }
+            // Each page gets its own flow: the same steps, opened at its own URL.
+            let mut flows = Vec::new();
+            for url in &urls {
+                flows.push(match &args.flow {
+                    Some(path) => {
+                        let flow = super::flow::Flow::read(path, url)?;
+                        if urls.len() > 1 && !flow.opens_only(url) {
+                            bail!(
+                                "flow {}: with --against, a flow may not `open` a page: each \
+                                 page's own URL opens it",
+                                path.display()
+                            );
+                        }
+                        flow
                     }
-                    super::flow::Flow::read(path, &url)?
-                }
-                None => super::flow::Flow::single(
-                    &url,
-                    &prompts[0],
-                    args.type_into.as_deref(),
-                    args.submit.as_deref(),
-                ),
-            };
+                    None => super::flow::Flow::single(
+                        url,
+                        &prompts[0],
+                        args.type_into.as_deref(),
+                        args.submit.as_deref(),
+                    ),
+                });
+            }
             Some(super::inject::InjectScenario {
                 via: args.inject_via,
                 typed_prompt: args.flow.is_none(),
-                flow,
+                flows,
                 match_url: args.match_url.clone().filter(|m| !m.is_empty()),
                 reply: args.reply.clone().filter(|r| !r.is_empty()),
             })
@@ -416,6 +437,76 @@ fn read_file(path: &Path) -> anyhow::Result<ScenarioFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ttfx run ARGS`, parsed as the command line is, then made a scenario.
+    fn scenario_of(args: &[&str]) -> anyhow::Result<Scenario> {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["ttfx", "run"].iter().chain(args))?;
+        match cli.command {
+            crate::cli::Command::Run(run) => Scenario::from_args(&run),
+            other => panic!("not a run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn inject_mode_compares_two_pages_each_with_its_own_flow() {
+        let s = scenario_of(&[
+            "--url",
+            "http://a.test/chat",
+            "--against",
+            "http://b.test/",
+            "--inject",
+        ])
+        .unwrap();
+        assert!(s.targets.iter().all(Target::is_page), "{:?}", s.targets);
+        let flows = &s.inject.as_ref().unwrap().flows;
+        assert_eq!(flows.len(), 2);
+        assert!(flows[0].opens_only("http://a.test/chat"), "{flows:?}");
+        assert!(flows[1].opens_only("http://b.test/"), "{flows:?}");
+
+        // A flow file without `open` steps serves both pages; one that opens a page
+        // would measure that page twice.
+        let dir = tempfile::tempdir().unwrap();
+        let steps = dir.path().join("steps.toml");
+        std::fs::write(
+            &steps,
+            "[[step]]\ntype = \"hi\"\n[[step]]\nsubmit = \"enter\"\n[[step]]\nwait = \"reply\"\n",
+        )
+        .unwrap();
+        let with_steps = [
+            "--url",
+            "http://a.test/chat",
+            "--against",
+            "http://b.test/",
+            "--inject",
+            "--flow",
+            steps.to_str().unwrap(),
+        ];
+        let flows = scenario_of(&with_steps).unwrap().inject.unwrap().flows;
+        assert!(flows[1].opens_only("http://b.test/"), "{flows:?}");
+        let opens = dir.path().join("opens.toml");
+        std::fs::write(&opens, "[[step]]\nopen = \"http://a.test/chat\"\n[[step]]\ntype = \"hi\"\n[[step]]\nsubmit = \"enter\"\n[[step]]\nwait = \"reply\"\n").unwrap();
+        let mut with_open = with_steps;
+        with_open[6] = opens.to_str().unwrap();
+        let e = format!("{:#}", scenario_of(&with_open).unwrap_err());
+        assert!(
+            e.contains("with --against, a flow may not `open` a page"),
+            "{e}"
+        );
+
+        let e = format!(
+            "{:#}",
+            scenario_of(&[
+                "--url",
+                "http://a.test/",
+                "--against",
+                "sim/default",
+                "--inject"
+            ])
+            .unwrap_err()
+        );
+        assert!(e.contains("give --against a page's URL"), "{e}");
+    }
 
     #[test]
     fn sim_targets_get_the_api_path_and_keep_their_overrides() {
