@@ -78,7 +78,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     pub fn remote(url: &str, browser: Browser) -> anyhow::Result<Endpoint> {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
+        if !super::scenario::is_http(url) {
             bail!("--webdriver {url}: expected an http(s):// WebDriver URL");
         }
         if url.starts_with("https://") {

@@ -88,7 +88,7 @@ impl Target {
         };
         let text = text.trim();
         if let Some(url) = text.strip_prefix("page:") {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
+            if !is_http(url) {
                 bail!("target `{text}`: a page target is page:http(s)://…");
             }
             return Ok(Target::Page {
@@ -96,7 +96,7 @@ impl Target {
                 url: url.to_owned(),
             });
         }
-        if text.starts_with("http://") || text.starts_with("https://") {
+        if is_http(text) {
             // The query may hold a key; labels go into reports and logs, so it is dropped.
             return Ok(Target::Endpoint {
                 label: without_query(text).to_owned(),
@@ -193,6 +193,11 @@ fn without_query(url: &str) -> &str {
     url.split(['?', '#']).next().unwrap_or(url)
 }
 
+/// Whether `url` is an absolute http(s) URL: a page, an endpoint or a WebDriver server.
+pub fn is_http(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
 /// Everything one `ttfx run` does.
 #[derive(Debug)]
 pub struct Scenario {
@@ -266,9 +271,7 @@ impl Scenario {
         let mut targets = vec![Target::parse_with(&target_text, api, api_path, upstreams)?];
         if let Some(against) = args.against.clone().or(file.against) {
             // In inject mode both targets are pages: a plain URL names one, as --url does.
-            let against = if args.inject
-                && (against.starts_with("http://") || against.starts_with("https://"))
-            {
+            let against = if args.inject && is_http(&against) {
                 format!("page:{against}")
             } else {
                 against
