@@ -1,8 +1,8 @@
 //! `cargo xtask test`: every check and test, one summary line per stage.
 //!
 //! Stages run in order and all of them run even after a failure, as does every test
-//! binary within a stage (`--no-fail-fast`), so one report shows everything that is wrong; the command fails if any stage fails or a test stage ran no
-//! test at all.
+//! binary within a stage (`--no-fail-fast`), so one report shows everything that is
+//! wrong; the command fails if any stage fails or a test stage ran no test at all.
 
 use std::process::Command;
 use std::time::Instant;
@@ -118,6 +118,14 @@ fn cargo() -> Command {
     c
 }
 
+/// `cargo test` as every test stage runs it: the lock file as committed, and every test
+/// binary run even after one fails.
+fn cargo_test() -> Command {
+    let mut c = cargo();
+    c.args(["test", "--locked", "--no-fail-fast"]);
+    c
+}
+
 fn fmt() -> anyhow::Result<Option<TestCounts>> {
     cmd::run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     Ok(None)
@@ -163,22 +171,10 @@ fn clippy_wasm() -> anyhow::Result<Option<TestCounts>> {
 
 fn native_tests() -> anyhow::Result<Option<TestCounts>> {
     // The e2e crate needs the built page and probe package: its own stage runs it.
-    let mut counts = cmd::run_tests(
-        cargo()
-            .args(["test", "--locked", "--no-fail-fast"])
-            .args(NATIVE)
-            .args(["--exclude", "ttfx-e2e"]),
-    )?;
+    let mut counts = cmd::run_tests(cargo_test().args(NATIVE).args(["--exclude", "ttfx-e2e"]))?;
     // The lab page's plain `#[test]`s (formatting, targets, import, summaries) touch no
     // DOM: they run natively, where the wasm runner would skip them.
-    let lab = cmd::run_tests(cargo().args([
-        "test",
-        "--locked",
-        "--no-fail-fast",
-        "-p",
-        "ttfx-lab",
-        "--lib",
-    ]))?;
+    let lab = cmd::run_tests(cargo_test().args(["-p", "ttfx-lab", "--lib"]))?;
     counts.passed += lab.passed;
     counts.failed += lab.failed;
     counts.ignored += lab.ignored;
@@ -190,8 +186,7 @@ fn wasm_tests() -> anyhow::Result<Option<TestCounts>> {
     // with the flags in each crate's webdriver.json, written from ttfx-webdriver's list.
     crate::webdriver_json::write()?;
     cmd::run_tests(
-        cargo()
-            .args(["test", "--locked", "--no-fail-fast"])
+        cargo_test()
             .args(WASM)
             .env("CHROMEDRIVER", setup::CHROMEDRIVER)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
@@ -220,8 +215,8 @@ fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
     // Every engine's driver is found as `ttfx run` finds it (geckodriver in cargo's bin
     // folder, WebKitWebDriver in /usr/bin); WebKit gets its own Xvfb per browser.
     cmd::run_tests(
-        cargo()
-            .args(["test", "--locked", "--no-fail-fast", "-p", "ttfx-e2e"])
+        cargo_test()
+            .args(["-p", "ttfx-e2e"])
             .env("TTFX_E2E_MISSING", &missing)
             .env("TTFX_BIN", ttfx)
             .env("TTFX_DIST", paths::lab_dist())
