@@ -4,6 +4,7 @@
 
 pub mod audio_truth;
 pub mod bench;
+pub mod bounds;
 
 pub mod browser;
 pub mod byte_server;

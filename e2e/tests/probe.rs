@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 use ttfx_core::field::{FIELD_BINS, FieldReport, MAX_FIELD_REPORT_BYTES};
+use ttfx_e2e::bounds::LOOPBACK_BOUND_MS;
 use ttfx_e2e::engines::{Engine, missing};
 use ttfx_e2e::site::Site;
 use ttfx_e2e::{Browser, ServeProcess, byte_server, engines, page, paths};
@@ -115,13 +116,6 @@ async fn has_element_timing(client: &fantoccini::Client) -> anyhow::Result<bool>
 fn milestone(report: &Value, name: &str) -> Option<f64> {
     report["run"]["timeline"]["milestones"][name].as_f64()
 }
-
-/// How late a loopback milestone may be behind the server's injected delay: the server's
-/// timer (~1 ms), loopback TCP and HTTP parsing (<1 ms), Chromium's network-service to
-/// renderer hop and task queues (a few ms idle), and scheduling on a loaded 2-core machine
-/// running the server, chromedriver and the browser at once. 150 ms is far below any
-/// delay a user notices and far above the few ms measured idle (printed by the test).
-const LOOPBACK_BOUND_MS: f64 = 150.0;
 
 async fn milestones_honour_the_injected_delay_and_arrive_in_order(
     engine: Engine,

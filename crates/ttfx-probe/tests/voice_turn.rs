@@ -199,8 +199,15 @@ async fn the_detector_rule_holds_to_the_sample_offline() {
     );
 }
 
+/// How far one reading of a tone may stray on a loaded machine: the 150 ms the e2e suite
+/// allows one run (e2e/src/bounds.rs). Under load the render threads of the two contexts
+/// can underrun, and the MediaStream hop between them then adds or drops silence inside a
+/// tone; the median of three tones holds the tight bounds below.
+const LOADED_MS: f64 = 150.0;
+
 #[wasm_bindgen_test]
 async fn a_known_tone_gives_its_length_and_the_hangover_from_a_mic_stream() {
+    const TONES: usize = 3;
     let mic = Mic::new().await;
     let turn = VoiceTurn::new(&mic.stream, None, TurnOptions::default())
         .await
@@ -208,53 +215,83 @@ async fn a_known_tone_gives_its_length_and_the_hangover_from_a_mic_stream() {
     while turn.context().state() != AudioContextState::Running {
         TimeoutFuture::new(5).await;
     }
+    // 300 ms silence, then three times: 600 ms tone at −20 dBFS, 1 s silence (longer
+    // than the hangover, so each tone is its own utterance).
+    let mut pieces = vec![(0.3, 0.0)];
+    for _ in 0..TONES {
+        pieces.extend([(0.6, LOUD_RMS), (1.0, 0.0)]);
+    }
     let next = turn.next_utterance(5000.0);
-    // 300 ms silence, 600 ms tone at −20 dBFS, 1 s silence.
-    let start = mic.play(&[(0.3, 0.0), (0.6, LOUD_RMS), (1.0, 0.0)], 0.1);
-    let (tone_start, tone_end) = (start + 300.0, start + 900.0);
-    let u = next.await.unwrap();
+    let start = mic.play(&pieces, 0.1);
+    let mut utterances = vec![next.await.unwrap()];
+    for _ in 1..TONES {
+        utterances.push(turn.next_utterance(5000.0).await.unwrap());
+    }
     let settings = turn.settings();
-    let length = u.speech_end_ms - u.speech_start_ms;
-    let delay = u.detected_at_ms - u.speech_end_ms;
     let latency = settings.input_latency_ms.unwrap_or(0.0);
     let (q, base) = (quantum_ms(turn.context()), base_latency_ms(turn.context()));
-    report(
-        "mic tone",
-        format!(
-            "length {length:.2} ms (tone 600); detectedAt − speechEnd {delay:.2} ms (hangover \
-             {}, input latency {latency}); speech_start − tone start {:.2} ms, speech_end − \
-             tone end {:.2} ms (generator's render clock; includes the MediaStream hop); \
-             quantum {q:.2} ms, baseLatency {base:.2} ms; {settings:?}",
-            settings.hangover_ms,
-            u.speech_start_ms - tone_start,
-            u.speech_end_ms - tone_end,
-        ),
-    );
+    let (mut lengths, mut delays) = (Vec::new(), Vec::new());
+    for (i, u) in utterances.iter().enumerate() {
+        let tone_start = start + 300.0 + 1600.0 * i as f64;
+        let tone_end = tone_start + 600.0;
+        let (length, delay) = (
+            u.speech_end_ms - u.speech_start_ms,
+            u.detected_at_ms - u.speech_end_ms,
+        );
+        report(
+            "mic tone",
+            format!(
+                "tone {i}: length {length:.2} ms (tone 600); detectedAt − speechEnd {delay:.2} \
+                 ms (hangover {}, input latency {latency}); speech_start − tone start {:.2} \
+                 ms, speech_end − tone end {:.2} ms (generator's render clock; includes the \
+                 MediaStream hop); quantum {q:.2} ms, baseLatency {base:.2} ms; {settings:?}",
+                settings.hangover_ms,
+                u.speech_start_ms - tone_start,
+                u.speech_end_ms - tone_end,
+            ),
+        );
+        // Against the generator's own clock: the MediaStream hop adds its buffering (some
+        // quanta), the frame rounding up to 10 ms, each clock reading up to a callback.
+        let end_error = u.speech_end_ms - tone_end;
+        assert!(
+            end_error > -(settings.frame_ms + 2.0 * base + q) && end_error < LOADED_MS,
+            "tone {i}: speech_end − tone end {end_error}"
+        );
+        lengths.push(length);
+        delays.push(delay);
+    }
+    let median = |v: &[f64]| ttfx_core::stats::percentile(v, 50.0).unwrap();
     // Start and end are mapped with one clock reading, so their distance is exact in
     // frames. 600 ms is 60 whole frames: the onset lies u ∈ [0, 10) ms into a frame,
     // the start rounds down by u and the end (the same offset 60 frames on) up by
     // 10 − u, so the length reads 600 or 610 ms. One quantum more either way for the
     // MediaStream hop between the two contexts, which moves samples in quanta.
+    let length = median(&lengths);
     assert!(
         length >= 600.0 - q && length <= 600.0 + settings.frame_ms + q,
-        "length {length}"
+        "median length {length}: {lengths:?}"
+    );
+    assert!(
+        lengths.iter().all(|l| (l - 600.0).abs() < LOADED_MS),
+        "lengths {lengths:?}"
     );
     // The end is decided exactly `hangover` after it on the frame clock; the page sees
     // the decision when its message arrives. The render thread works a device callback
     // (baseLatency) ahead in bursts and `currentTime` moves with them, so mapping the
     // frame through one reading is off by up to one callback either way; the message
-    // takes a task on the main thread (20 ms allowed on a loaded machine).
+    // takes a task on the main thread (20 ms allowed for the median). No reading is
+    // earlier than the rule allows: that would be the detector deciding early.
     let expected = settings.hangover_ms + latency;
+    let (early, late) = (expected - base - q, expected + base + q);
+    let delay = median(&delays);
     assert!(
-        delay >= expected - base - q && delay <= expected + base + q + 20.0,
-        "detectedAt − speechEnd {delay}, expected {expected} (base {base}, quantum {q})"
+        delay >= early && delay <= late + 20.0,
+        "median detectedAt − speechEnd {delay}, expected {expected} (base {base}, quantum \
+         {q}): {delays:?}"
     );
-    // Against the generator's own clock: the MediaStream hop adds its buffering (some
-    // quanta), the frame rounding up to 10 ms, each clock reading up to a callback.
-    let end_error = u.speech_end_ms - tone_end;
     assert!(
-        end_error > -(settings.frame_ms + 2.0 * base + q) && end_error < 150.0,
-        "speech_end − tone end {end_error}"
+        delays.iter().all(|d| *d >= early && *d < late + LOADED_MS),
+        "detectedAt − speechEnd {delays:?}, expected {expected}"
     );
     turn.close();
     mic.close().await;

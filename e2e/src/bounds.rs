@@ -1,0 +1,72 @@
+//! How far a measured delay may lie above the delay the server injected, in the tests
+//! that drive a whole browser through `ttfx run` or a page. Two rules, each held where it
+//! is true:
+//!
+//! - the **median** of a set of runs holds the idle machine's physics
+//!   ([`BUSY_SLACK_MS`]);
+//! - **every run** holds the loaded machine's bound ([`LOOPBACK_BOUND_MS`]), because one
+//!   run on a 2-core machine that also runs the server, the driver and the browser can
+//!   lose a scheduling slice to any of them (CI saw 445.6 ms against 400 + 45 once, the
+//!   same UI's other runs within 17 ms).
+//!
+//! No run may be below the injected delay: that would be a clock error, not noise.
+
+use anyhow::ensure;
+use ttfx_core::stats::percentile;
+
+/// How late one loopback milestone may be behind the server's injected delay: the
+/// server's timer (~1 ms), loopback TCP and HTTP parsing (<1 ms), the browser's network
+/// process to renderer hop and task queues (a few ms idle), and scheduling on a loaded
+/// 2-core machine running the server, the driver and the browser at once. 150 ms is far
+/// below any delay a user notices and far above the few ms measured idle.
+pub const LOOPBACK_BOUND_MS: f64 = 150.0;
+
+/// How far the median of a set of runs may lie above the injected delay: the page's
+/// main thread may be inside one 60 Hz frame (16.7 ms) both when it sends and when the
+/// reply lands, loopback delivery to the page was at most 4.9 ms in docs/fidelity.md's
+/// first-byte bench (Chromium), both ways, and timers wake on a 1 ms tick (the
+/// simulator's; Firefox's clock): 2 × 16.7 + 2 × 4.9 + 1 = 44.2 ms.
+pub const BUSY_SLACK_MS: f64 = 45.0;
+
+/// `measured` (one value per run) against `injected`: none below it, each less than
+/// [`LOOPBACK_BOUND_MS`] above, their median less than [`BUSY_SLACK_MS`] above. `what`
+/// names them in the error, which lists every value.
+pub fn above_injected(what: &str, injected: f64, measured: &[f64]) -> anyhow::Result<()> {
+    let median = percentile(measured, 50.0);
+    let Some(median) = median.filter(|_| measured.iter().all(|m| m.is_finite())) else {
+        anyhow::bail!("{what}: no finite values in {measured:?}");
+    };
+    for &m in measured {
+        ensure!(
+            (injected..injected + LOOPBACK_BOUND_MS).contains(&m),
+            "{what}: {m:.1} ms outside [{injected}, {injected} + {LOOPBACK_BOUND_MS}) \
+             (all runs: {measured:.1?})"
+        );
+    }
+    ensure!(
+        median < injected + BUSY_SLACK_MS,
+        "{what}: median {median:.1} ms not below {injected} + {BUSY_SLACK_MS} \
+         (all runs: {measured:.1?})"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_slow_run_passes_and_a_slow_median_or_an_early_run_does_not() {
+        // CI's React run: one run 45.6 ms over, the other 12 ms over.
+        assert!(above_injected("ttft", 400.0, &[445.6, 412.0]).is_ok());
+        // Both runs slow: the median says so.
+        let slow = above_injected("ttft", 400.0, &[446.0, 450.0, 420.0]).unwrap_err();
+        assert!(slow.to_string().contains("median 446.0"), "{slow}");
+        // One run past the loaded bound, one below the injected delay.
+        assert!(above_injected("ttft", 400.0, &[550.0, 401.0, 402.0]).is_err());
+        assert!(above_injected("ttft", 400.0, &[399.9, 401.0, 402.0]).is_err());
+        // Nothing measured, or a NaN, is an error, never a pass.
+        assert!(above_injected("ttft", 400.0, &[]).is_err());
+        assert!(above_injected("ttft", 400.0, &[f64::NAN, 401.0]).is_err());
+    }
+}
