@@ -506,11 +506,12 @@ async function paintRun({ url, init = {} }) {
   const run = probe.start();
   run.watch(element);
   const response = await run.fetch(url, init);
-  await consume(response, element);
+  const writes = [];
+  await consume(response, element, { writes });
   const report = await run.finished();
   const r = box.getBoundingClientRect();
   return {
-    report, skewMs, text: element.textContent,
+    report, skewMs, text: element.textContent, domWrites: writes.length,
     requestStartUnixMs: performance.timeOrigin + run.requestStart - skewMs,
     region: { x: r.x, y: r.y, width: r.width, height: r.height },
     clockStepMs: report?.run?.timeline?.environment?.timer_resolution_ms,

@@ -76,6 +76,22 @@ pub struct PaintSample {
     /// The page clock's offset from the system clock that placed the run.
     pub skew_ms: f64,
     pub frames: usize,
+    /// The reply's text changes: one per chunk the page wrote into the box.
+    pub dom_writes: usize,
+    /// Frames since the request whose box shows ink.
+    pub inked_frames: usize,
+}
+
+impl PaintSample {
+    /// How many of the page's text changes no frame showed, if any. The screencast sends
+    /// a frame only after the last one is acknowledged, so a test process slow to ack (a
+    /// loaded machine) loses frames; when the lost one was the first with text, the truth
+    /// is a later frame and the probe looks early by a frame or more. A run that lost
+    /// frames is no witness. (Two changes inside one main-thread frame also share a
+    /// frame: such a run is set aside too, which only costs a run.)
+    pub fn lost_frames(&self) -> Option<usize> {
+        Some(self.dom_writes.saturating_sub(self.inked_frames)).filter(|lost| *lost > 0)
+    }
 }
 
 /// A screencast stamp against the frame that drew a change (see [`PaintLab::marks`]).
@@ -171,12 +187,16 @@ impl PaintLab {
         let frames = screencast.frames_since(start);
         let mut truth = None;
         let mut blank_before = None;
+        let mut inked_frames = 0;
         for frame in &frames {
-            if frame.ink(region)? >= MIN_INK {
-                truth = Some(frame.at_unix_ms);
-                break;
+            if frame.ink(region)? < MIN_INK {
+                if truth.is_none() {
+                    blank_before = Some(frame.at_unix_ms);
+                }
+                continue;
             }
-            blank_before = Some(frame.at_unix_ms);
+            inked_frames += 1;
+            truth = truth.or(Some(frame.at_unix_ms));
         }
         let Some(truth) = truth else {
             bail!(
@@ -194,6 +214,8 @@ impl PaintLab {
             truth_minus_dom_ms: truth - first_dom,
             skew_ms: out["skewMs"].as_f64().unwrap_or(f64::NAN),
             frames: frames.len(),
+            dom_writes: number(&out["domWrites"], "domWrites")? as usize,
+            inked_frames,
         })
     }
 

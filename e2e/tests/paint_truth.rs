@@ -6,6 +6,9 @@ use ttfx_e2e::paint_truth::{CLOCK_RESOLUTION_MS, FRAME_INTERVAL_MS, PaintLab, Pa
 /// Runs per paint method: a few, as one can land on an unlucky frame; the bench
 /// (`cargo xtask bench fidelity`) gives the distribution.
 const RUNS: usize = 3;
+/// Runs allowed beyond those for a screencast that lost frames (`PaintSample::lost_frames`):
+/// a loaded machine loses one now and then; more than this is a broken witness.
+const SPARE_RUNS: usize = 3;
 
 /// How late after the pixels a paint method may report: six frames (100 ms). Either
 /// method names a frame at most one or two frames after the one that carries the text
@@ -49,19 +52,35 @@ async fn first_paint_is_never_meaningfully_before_the_first_frame_that_shows_the
                 );
             }
         }
-        for i in 0..RUNS {
-            let ttft = 150 + 37 * i as u32;
+        let (mut witnessed, mut attempts) = (0, 0);
+        while witnessed < RUNS {
+            anyhow::ensure!(
+                attempts < RUNS + SPARE_RUNS,
+                "{}: the screencast lost frames in {} of {attempts} runs",
+                method.name(),
+                attempts - witnessed
+            );
+            let ttft = 150 + 37 * attempts as u32;
+            attempts += 1;
             let s = lab.run(ttft).await?;
             println!(
                 "{:<15} ttft {ttft} ms: first_paint − truth {:+7.2} ms, truth − first_dom \
-                 {:+7.2} ms, blank frame before truth {:?} ms before it, {} frames, skew {:.3} ms",
+                 {:+7.2} ms, blank frame before truth {:?} ms before it, {} frames ({} with \
+                 text, {} text changes), skew {:.3} ms",
                 s.method,
                 s.paint_minus_truth_ms,
                 s.truth_minus_dom_ms,
                 s.blank_before_unix_ms.map(|b| s.truth_unix_ms - b),
                 s.frames,
+                s.inked_frames,
+                s.dom_writes,
                 s.skew_ms,
             );
+            if let Some(lost) = s.lost_frames() {
+                println!("  set aside: no frame showed {lost} of the text changes");
+                continue;
+            }
+            witnessed += 1;
             assert_eq!(s.method, method.name(), "{s:?}");
             assert!(
                 s.paint_minus_truth_ms >= early_bound,

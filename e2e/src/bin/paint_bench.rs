@@ -67,7 +67,7 @@ async fn main() -> anyhow::Result<()> {
     for method in PaintMethod::ALL {
         lab.open(method).await?;
         let (mut diffs, mut after_dom, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
-        let mut failures = 0;
+        let (mut failures, mut lost_frames) = (0, 0);
         for i in 0..runs {
             // TTFTs spread over 198 ms (not a multiple of the frame interval), so the
             // token lands at every phase of the frame clock.
@@ -76,6 +76,14 @@ async fn main() -> anyhow::Result<()> {
                 Ok(s) => {
                     if s.method != method.name() {
                         bail!("asked for {}, the probe used {}", method.name(), s.method);
+                    }
+                    if let Some(lost) = s.lost_frames() {
+                        lost_frames += 1;
+                        eprintln!(
+                            "{} run {i}: set aside, no frame showed {lost} text changes",
+                            method.name()
+                        );
+                        continue;
                     }
                     diffs.push(s.paint_minus_truth_ms);
                     after_dom.push(s.truth_minus_dom_ms);
@@ -108,7 +116,7 @@ async fn main() -> anyhow::Result<()> {
         println!(
             "probe earlier than the truth: {earlier} of {} runs ({:.1} %); earlier by more than \
              two frames + clock resolution ({:.1} ms): {beyond} ({:.1} %); runs without a truth \
-             frame: {failures}",
+             frame: {failures}; set aside, the screencast lost frames: {lost_frames}",
             diffs.len(),
             share(earlier),
             -early_bound,
