@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use anyhow::Context;
 use serde_json::Value;
-use ttfx_e2e::bounds::above_injected;
+use ttfx_e2e::bounds::{above_injected, within};
 use ttfx_e2e::site::Site;
 use ttfx_e2e::{ServeProcess, paths};
 
@@ -648,7 +648,7 @@ fn turns_in(browser: &str) -> anyhow::Result<()> {
     assert!((500.0..5000.0).contains(&speech_ms), "{}", batch["speech"]);
     let runs = batch["runs"].as_array().context("no runs")?;
     assert_eq!(runs.len(), 3);
-    let mut server_stages: [Vec<f64>; 3] = Default::default();
+    let (mut endpointing, mut server_stages): (Vec<f64>, [Vec<f64>; 3]) = Default::default();
     for run in runs {
         let m = &run["timeline"]["milestones"];
         let at = |name: &str| {
@@ -681,11 +681,7 @@ fn turns_in(browser: &str) -> anyhow::Result<()> {
             (heard - speech_ms).abs() <= 4.0 * FRAME_MS,
             "detector {heard:.1} ms vs recording {speech_ms:.1} ms"
         );
-        let endpointing = stage("endpointing");
-        assert!(
-            (HANGOVER_MS - FRAME_MS..HANGOVER_MS + DECISION_SLACK_MS).contains(&endpointing),
-            "endpointing {endpointing:.1} ms"
-        );
+        endpointing.push(stage("endpointing"));
         for (i, name) in SERVER_STAGES.iter().enumerate() {
             server_stages[i].push(stage(name));
         }
@@ -701,6 +697,14 @@ fn turns_in(browser: &str) -> anyhow::Result<()> {
         assert!((sum - v2v).abs() < 1e-6, "{sum} vs {v2v}");
         assert!((v2v - (at("first_audio_out") - at("speech_end"))).abs() < 1e-6);
     }
+    // The detector decides a frame early at most; the slack above is for the median,
+    // a single run has the loaded machine's bound (bounds.rs).
+    within(
+        &format!("{browser} endpointing"),
+        HANGOVER_MS - FRAME_MS,
+        HANGOVER_MS + DECISION_SLACK_MS,
+        &endpointing,
+    )?;
     // Each server stage is at least its injected delay; bounds.rs says by how much more.
     for ((name, injected), ms) in SERVER_STAGES.iter().zip(INJECTED).zip(&server_stages) {
         above_injected(&format!("{browser} {name}"), injected, ms)?;
