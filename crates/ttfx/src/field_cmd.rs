@@ -37,7 +37,8 @@ pub fn run(args: FieldArgs) -> anyhow::Result<()> {
         .map(query::dimension)
         .transpose()
         .map_err(|e| anyhow!(e))?;
-    let doc = query::summary(&conn, metric, by, &slice).map_err(|e| anyhow!(e))?;
+    let doc = query::on_one_snapshot(&conn, |c| query::summary(c, metric, by, &slice))
+        .map_err(|e| anyhow!(e))?;
     if args.json {
         let text = serde_json::to_string_pretty(&doc).context("cannot write the summary")?;
         println!("{text}");

@@ -193,7 +193,7 @@ impl Shared {
         }
     }
 
-    /// Runs a query on the reading connection, off the async threads.
+    /// Runs a query on the reading connection, off the async threads, on one snapshot.
     pub async fn read<F>(&self, query: F) -> Result<serde_json::Value, query::Fail>
     where
         F: FnOnce(&Connection) -> Result<serde_json::Value, query::Fail> + Send + 'static,
@@ -204,7 +204,7 @@ impl Shared {
                 Ok(c) => c,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            query(&conn)
+            query::on_one_snapshot(&conn, query)
         })
         .await
         .unwrap_or_else(|e| Err(query::Fail::Db(format!("query stopped: {e}"))))

@@ -57,6 +57,18 @@ impl From<rusqlite::Error> for Fail {
 /// A query's JSON document, or why there is none.
 pub type Answer = Result<serde_json::Value, Fail>;
 
+/// Runs `query` on one snapshot of the database: inside one read transaction, so a
+/// document built from several statements (a summary's metrics and its run count) never
+/// mixes in rows the collector commits between them. (WAL lets the collector write while
+/// this reads; each statement outside a transaction would see its own snapshot.)
+pub fn on_one_snapshot(conn: &Connection, query: impl FnOnce(&Connection) -> Answer) -> Answer {
+    let read = conn.unchecked_transaction()?;
+    let answer = query(&read);
+    // It changed nothing: ending it only lets the next snapshot see newer rows.
+    read.finish()?;
+    answer
+}
+
 /// A metric a query reads: a per-request metric's column, or a client − server gap
 /// (`gap.first_token_ms`) read from the stored field report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -662,5 +674,57 @@ mod tests {
         assert!(e.contains("unknown dimension `browser`") && e.contains("engine"));
         let slice = Slice::new(None, &[("hidden".into(), "maybe".into())], 0.0);
         assert!(matches!(slice, Err(Fail::Input(e)) if e.contains("true or false")));
+    }
+
+    /// A summary counts the rows it summarises, however the collector writes meanwhile:
+    /// a second connection commits a row while the summary's first statement runs.
+    #[test]
+    fn a_summary_reads_one_snapshot_while_the_collector_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("field.db");
+        let insert = "INSERT INTO runs (at_unix_ms, received_unix_ms, source, outcome, \
+                      hidden, sample_rate, ttft_ms, label, report) \
+                      VALUES (1, 1, 'field', 'completed', 0, 1, 412.5, 'chat', '{}')";
+        crate::collect::db::open(&path, true)
+            .unwrap()
+            .execute(insert, [])
+            .unwrap();
+        let reader = crate::collect::db::open(&path, false).unwrap();
+        let summarise = |conn: &Connection| {
+            // Every few VM steps of a reading statement; the first call commits a row
+            // through a connection of its own, as the collector's writer would.
+            let mut writer = Some(crate::collect::db::open(&path, false).unwrap());
+            conn.progress_handler(
+                10,
+                Some(move || {
+                    if let Some(w) = writer.take() {
+                        w.execute(insert, []).unwrap();
+                    }
+                    false
+                }),
+            )
+            .unwrap();
+            let doc = summary(
+                conn,
+                Some(Metric::Column("ttft_ms")),
+                None,
+                &Slice::default(),
+            );
+            conn.progress_handler(10, None::<fn() -> bool>).unwrap();
+            doc.unwrap()
+        };
+        let counts = |doc: &serde_json::Value| {
+            (
+                doc["runs"].clone(),
+                doc["metrics"][0]["groups"][0]["count"].clone(),
+            )
+        };
+        // Statement by statement, the run count sees the row the metrics did not.
+        let torn = summarise(&reader);
+        assert_eq!(counts(&torn), (2.into(), 1.into()), "{torn}");
+        // On one snapshot: the rows at its start (its first statement takes it, before the
+        // handler commits), in both.
+        let whole = on_one_snapshot(&reader, |c| Ok(summarise(c))).unwrap();
+        assert_eq!(counts(&whole), (2.into(), 2.into()), "{whole}");
     }
 }
