@@ -543,5 +543,24 @@ async function frameMarks({ count = 10 }) {
   return { marks, region: { x: r.x, y: r.y, width: r.width, height: r.height } };
 }
 
-window.harness = { transport, paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
+// The page's main thread descheduled while the first probe of the page reads the
+// clock's step: performance.now() jumps by `pauseMs` at its second reading, as a thread
+// that lost the CPU mid-spin sees it, and runs on from there. The probe keeps the step it
+// measured for the page; the real clock is back before this returns.
+async function clockStepAfterPause({ pauseMs }) {
+  const real = performance.now;
+  let calls = 0;
+  performance.now = function now() {
+    calls += 1;
+    return real.call(performance) + (calls >= 2 ? pauseMs : 0);
+  };
+  try {
+    new ttfx.Probe({ label: "pause" });
+  } finally {
+    performance.now = real;
+  }
+  return calls;
+}
+
+window.harness = { transport, clockStepAfterPause, paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();
