@@ -544,15 +544,19 @@ async function frameMarks({ count = 10 }) {
 }
 
 // The page's main thread descheduled while the first probe of the page reads the
-// clock's step: performance.now() jumps by `pauseMs` at its second reading, as a thread
-// that lost the CPU mid-spin sees it, and runs on from there. The probe keeps the step it
-// measured for the page; the real clock is back before this returns.
-async function clockStepAfterPause({ pauseMs }) {
+// clock's step: performance.now() jumps by `pausesMs[i]` at its reading i + 2 (one pause
+// after another), as a thread that lost the CPU mid-spin sees it, and runs on from
+// there. The probe keeps the step it measured for the page; the real clock is back
+// before this returns. The number of readings.
+async function clockStepAfterPauses({ pausesMs }) {
   const real = performance.now;
   let calls = 0;
+  let jumped = 0;
   performance.now = function now() {
+    // No allocation here: a collection mid-spin would be a pause of its own.
+    if (calls >= 1 && calls <= pausesMs.length) jumped += pausesMs[calls - 1];
     calls += 1;
-    return real.call(performance) + (calls >= 2 ? pauseMs : 0);
+    return real.call(performance) + jumped;
   };
   try {
     new ttfx.Probe({ label: "pause" });
@@ -562,5 +566,5 @@ async function clockStepAfterPause({ pauseMs }) {
   return calls;
 }
 
-window.harness = { transport, clockStepAfterPause, paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
+window.harness = { transport, clockStepAfterPauses, paintRun, frameMarks, measure, direct, unread, large, instrumented, bench, longStream, voice, exportsOf, analysisWorker, ttfx };
 document.getElementById("status").textContent = "ready " + ttfx.version();

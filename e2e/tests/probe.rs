@@ -322,38 +322,59 @@ async fn an_isolated_page_gets_and_reports_the_finer_clock(engine: Engine) -> an
 }
 
 /// A page whose main thread is descheduled while the probe reads the clock's step (a
-/// loaded machine; CI saw Firefox's 20 µs clock reported as 8.06 ms): the pause is not
-/// taken for the step.
+/// loaded machine; CI saw Firefox's 20 µs clock reported as 8.06 ms, then WebKit's 1 ms
+/// as 5 ms after a second pause): no pause is taken for the step.
 async fn a_pause_while_the_probe_reads_the_clock_is_not_taken_for_its_step(
     engine: Engine,
 ) -> anyhow::Result<()> {
-    const PAUSE_MS: f64 = 8.06;
-    let f = Fixture::new(engine).await?;
-    let calls = page::call(
-        &f.client,
-        "clockStepAfterPause",
-        json!({ "pauseMs": PAUSE_MS }),
-    )
-    .await?;
-    // The jump came at the second reading, and the probe read on after it.
-    assert!(calls.as_f64().unwrap_or(0.0) >= 3.0, "{calls} readings");
-    let out = f
-        .measure(json!({ "url": f.sim("ttft_ms=20&output_tokens=4"), "init": post_chat() }))
+    // One pause of 12 ms: longer than WebKit's own gaps in a page's first spin (2–8 ms,
+    // seen here), which a pause of their size would agree with.
+    let mut cases = vec![&[12.0][..]];
+    if engine == Engine::WebKit {
+        missing(
+            engine,
+            "a_pause_while_the_probe_reads_the_clock_is_not_taken_for_its_step",
+            "two pauses in a row",
+            "WebKit's clock shows gaps of its own (2–8 ms) in the first spin of a page, so a \
+             pause agreeing with the second one is not the test's to rule out",
+        );
+    } else {
+        cases.push(&[8.06, 5.0][..]);
+    }
+    for pauses in cases {
+        let f = Fixture::new(engine).await?;
+        let calls = page::call(
+            &f.client,
+            "clockStepAfterPauses",
+            json!({ "pausesMs": pauses }),
+        )
         .await?;
-    let env = &out["report"]["run"]["timeline"]["environment"];
-    let reported = env["timer_resolution_ms"]
-        .as_f64()
-        .ok_or_else(|| anyhow::anyhow!("no timer_resolution_ms: {env}"))?;
-    let step = clock_step(&f.client).await?;
-    println!(
-        "{}: step {reported} ms after an {PAUSE_MS} ms pause ({calls} readings); measured {step} ms",
-        engine.name()
-    );
-    // Every engine's step here is at most 1 ms; the pause is 8.
-    assert!(
-        reported > 0.0 && reported <= 1.0 && reported < PAUSE_MS / 4.0,
-        "the probe took {reported} ms for the step; the clock steps {step} ms: {env}"
-    );
+        // Every pause came, and the probe read on after them.
+        let readings = calls.as_f64().unwrap_or(0.0);
+        assert!(
+            readings >= pauses.len() as f64 + 2.0,
+            "{pauses:?}: {calls} readings"
+        );
+        let out = f
+            .measure(json!({ "url": f.sim("ttft_ms=20&output_tokens=4"), "init": post_chat() }))
+            .await?;
+        let env = &out["report"]["run"]["timeline"]["environment"];
+        let reported = env["timer_resolution_ms"]
+            .as_f64()
+            .ok_or_else(|| anyhow::anyhow!("no timer_resolution_ms: {env}"))?;
+        let step = clock_step(&f.client).await?;
+        println!(
+            "{}: step {reported} ms after pauses of {pauses:?} ms ({readings} readings); \
+             measured {step} ms",
+            engine.name()
+        );
+        // Every engine's step here is at most 1 ms; the shortest pause is 5.
+        assert!(
+            reported > 0.0 && reported <= 1.0,
+            "{pauses:?}: the probe took {reported} ms for the step; the clock steps {step} ms: \
+             {env}"
+        );
+    }
     Ok(())
 }
 

@@ -625,29 +625,37 @@ function engineInfo() {
   return [null, null, ua];
 }
 
-// The smallest step of performance.now(), by watching it change: 8 changes, or 2 once
-// 2 ms have passed (a 1 ms clock), so at most about 2 ms of spinning, once per page. It
-// gives up 5 ms after it started with no change (a coarser clock, resistFingerprinting's
-// 16.7–100 ms, gets its step only when it happens to change in that time), or 2 ms
-// after the first change with no second. A thread descheduled mid-spin (a loaded
-// machine) sees the clock jump by the pause, which is not the step (CI read 8.06 ms for
-// Firefox's 20 µs): stopping at 5 ms after that one change took the pause for the step,
-// so the spin waits for the next change, a step later on any clock finer than 2 ms.
+// The smallest step of performance.now(), by watching it change, once per page. Every
+// gap between two distinct readings is a whole number of steps, so the smallest is the
+// estimate; the question is when to stop spinning. A gap counts once another agrees with
+// it within 10 % (a smaller one starts the count again). It stops after 8 changes (a
+// fine clock: well under 1 ms), once two gaps agree after 2 ms (a 1 ms clock: about
+// 2 ms), and when 20 ms have passed with no gap under 5 ms (a coarse clock,
+// resistFingerprinting's 16.7–100 ms: one or two of its steps), or 100 ms in all.
+// A thread descheduled mid-spin (a loaded machine, a garbage collection) sees the clock
+// jump by the pause, which is not the step: CI read 8.06 ms for Firefox's 20 µs clock
+// when the spin stopped at 5 ms after that one gap, then 5 ms for WebKit's 1 ms clock
+// when two pauses agreed within 50 %. Pauses rarely agree within 10 %.
 function timerResolution() {
   let best = Infinity;
+  let agreeing = 0;
   let last = performance.now();
   const start = last;
-  let deadline = start + 5;
   for (let changes = 0; changes < 8; ) {
     const t = performance.now();
-    if (t !== last) {
-      best = Math.min(best, t - last);
-      last = t;
-      changes += 1;
-      if (changes >= 2 && t - start >= 2) break;
-      if (changes === 1) deadline = Math.max(deadline, t + 2);
+    if (t === last) continue;
+    const gap = t - last;
+    if (gap < best / 1.1) {
+      best = gap;
+      agreeing = 1;
+    } else if (gap <= best * 1.1) {
+      best = Math.min(best, gap);
+      agreeing += 1;
     }
-    if (t > deadline) break;
+    last = t;
+    changes += 1;
+    if (agreeing >= 2 && t - start >= 2) break;
+    if (t - start > (best >= 5 ? 20 : 100)) break;
   }
   return Number.isFinite(best) ? best : null;
 }
