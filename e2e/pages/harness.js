@@ -548,7 +548,8 @@ async function frameMarks({ count = 10 }) {
 // after another), as a thread that lost the CPU mid-spin sees it, and runs on from
 // there. The probe keeps the step it measured for the page; the real clock is back
 // before this returns. The number of readings.
-async function clockStepAfterPauses({ pausesMs }) {
+// With `frozen`, the clock never moves at all.
+async function clockStepAfterPauses({ pausesMs = [], frozen = false }) {
   const real = performance.now;
   let calls = 0;
   let jumped = 0;
@@ -556,7 +557,7 @@ async function clockStepAfterPauses({ pausesMs }) {
     // No allocation here: a collection mid-spin would be a pause of its own.
     if (calls >= 1 && calls <= pausesMs.length) jumped += pausesMs[calls - 1];
     calls += 1;
-    return real.call(performance) + jumped;
+    return frozen ? 1000 : real.call(performance) + jumped;
   };
   try {
     new ttfx.Probe({ label: "pause" });

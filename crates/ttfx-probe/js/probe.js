@@ -630,7 +630,7 @@ function engineInfo() {
 // estimate; the question is when to stop spinning. A gap counts once another agrees with
 // it within 10 % (a smaller one starts the count again). It stops after 8 changes (a
 // fine clock: well under 1 ms), once two gaps agree after 2 ms (a 1 ms clock: about
-// 2 ms), and when 20 ms have passed with no gap under 5 ms (a coarse clock,
+// 2 ms), and when 40 ms have passed with no gap under 5 ms (a coarse clock,
 // resistFingerprinting's 16.7–100 ms: one or two of its steps), or 100 ms in all.
 // A thread descheduled mid-spin (a loaded machine, a garbage collection) sees the clock
 // jump by the pause, which is not the step: CI read 8.06 ms for Firefox's 20 µs clock
@@ -641,7 +641,10 @@ function timerResolution() {
   let agreeing = 0;
   let last = performance.now();
   const start = last;
-  for (let changes = 0; changes < 8; ) {
+  // At most a million readings (tens of ms here, by engine; a slow coarse clock may then
+  // get no step): a clock that never moved would otherwise hang the page. None is
+  // known; the page is not ours to risk.
+  for (let changes = 0, readings = 0; changes < 8 && readings < 1e6; readings += 1) {
     const t = performance.now();
     if (t === last) continue;
     const gap = t - last;
@@ -655,7 +658,7 @@ function timerResolution() {
     last = t;
     changes += 1;
     if (agreeing >= 2 && t - start >= 2) break;
-    if (t - start > (best >= 5 ? 20 : 100)) break;
+    if (t - start > (best >= 5 ? 40 : 100)) break;
   }
   return Number.isFinite(best) ? best : null;
 }
