@@ -546,9 +546,8 @@ async function frameMarks({ count = 10 }) {
 // The page's main thread descheduled while the first probe of the page reads the
 // clock's step: performance.now() jumps by `pausesMs[i]` at its reading i + 2 (one pause
 // after another), as a thread that lost the CPU mid-spin sees it, and runs on from
-// there. The probe keeps the step it measured for the page; the real clock is back
-// before this returns. The number of readings.
-// With `frozen`, the clock never moves at all.
+// there; with `frozen`, it never moves at all. The probe keeps the step it measured for
+// the page; the real clock is back before this returns. Returns the number of readings.
 async function clockStepAfterPauses({ pausesMs = [], frozen = false }) {
   const real = performance.now;
   let calls = 0;

@@ -76,12 +76,12 @@ async fn first_paint_is_never_meaningfully_before_the_first_frame_that_shows_the
                 s.dom_writes,
                 s.skew_ms,
             );
+            assert_eq!(s.method, method.name(), "{s:?}");
             if let Some(lost) = s.lost_frames() {
                 println!("  set aside: no frame showed {lost} of the text changes");
                 continue;
             }
             witnessed += 1;
-            assert_eq!(s.method, method.name(), "{s:?}");
             assert!(
                 s.paint_minus_truth_ms >= early_bound,
                 "{} first_paint {:.2} ms before the first frame with the text (bound {early_bound:.2}): {s:?}",
