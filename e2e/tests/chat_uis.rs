@@ -12,11 +12,8 @@ use serde_json::Value;
 use ttfx_e2e::chat_uis::{self, ChatUi, Kind};
 use ttfx_e2e::engines::Engine;
 use ttfx_e2e::{Browser, engines};
-
 // The simulator's own word list, so the expected text cannot drift from it.
-#[path = "../../crates/ttfx/src/serve/sim/text.rs"]
-#[allow(dead_code)]
-mod text;
+use ttfx_sim::text;
 
 /// First token 200 ms after the request arrives, then 11 more at 60 tokens/s.
 const TTFT_MS: f64 = 200.0;

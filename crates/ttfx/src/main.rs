@@ -1,27 +1,22 @@
-//! `ttfx`: the native side of ttfx. `main` only parses the command line and dispatches.
+//! `ttfx`: the native side of ttfx. `main` only parses the command line and dispatches;
+//! each command lives in its own crate (docs/architecture.md).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 mod cli;
-mod collect;
-mod decode_cmd;
-mod field_cmd;
-mod report_cmd;
-mod run_cmd;
-mod serve;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        cli::Command::Serve(args) => done(serve::run(args)),
-        cli::Command::Decode(args) => done(decode_cmd::run(args)),
-        cli::Command::Report(args) => done(report_cmd::run(args)),
-        cli::Command::Field(args) => done(field_cmd::run(args)),
+        cli::Command::Serve(args) => done(ttfx_serve::run(args)),
+        cli::Command::Decode(args) => done(ttfx_report::decode_cmd::run(args)),
+        cli::Command::Report(args) => done(ttfx_report::report_cmd::run(args)),
+        cli::Command::Field(args) => done(ttfx_collect::field_cmd::run(args)),
         // `run` decides its own code (1: a budget failed); an error is still 2.
-        cli::Command::Run(args) => run_cmd::run(args),
+        cli::Command::Run(args) => ttfx_run::run(args),
     };
     match result {
         Ok(code) => code,

@@ -21,12 +21,8 @@ fn ttfx() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_BIN_EXE_ttfx"))
 }
 
-/// The caps, as `crates/ttfx/src/serve/sim/limits.rs` sets them (the binary's constants
-/// are not importable from here; the refusal messages below are checked to name these).
-const MAX_TOKENS: usize = 100_000;
-const MAX_STALL_AT: usize = 1_000;
-const MAX_HELD_BYTES: usize = 4 << 20;
-const MAX_BODY_BYTES: usize = 2 << 20;
+// The simulator's own caps; the refusal messages below are checked to name them.
+use ttfx_sim::limits::{MAX_BODY_BYTES, MAX_HELD_BYTES, MAX_STALL_AT, MAX_TOKENS};
 
 /// USER_HZ: /proc's CPU times are in these ticks; 100 on every Linux architecture.
 const TICKS_PER_S: f64 = 100.0;

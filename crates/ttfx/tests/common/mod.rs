@@ -139,10 +139,8 @@ pub fn ms(d: Duration) -> f64 {
 
 // The simulator's own word list, so the expected text cannot drift from it; what the
 // tests check is that those words survive encoding, HTTP and decoding.
-#[path = "../../src/serve/sim/text.rs"]
-mod text;
 #[allow(unused_imports)] // not every test file compares text
-pub use text::answer;
+pub use ttfx_sim::text::answer;
 
 pub async fn record(base: &str, id: &str) -> serde_json::Value {
     // The record is finished just after the last byte is handed over; give the task a

@@ -1,0 +1,164 @@
+//! `ttfx field FILE.db`: percentiles of the runs a collector stored, per metric and
+//! group, as a table or as the JSON document `GET /field/summary` answers.
+
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use anyhow::{Context, anyhow};
+use comfy_table::{CellAlignment, Table, presets};
+
+use crate::FieldArgs;
+use crate::db;
+use crate::query::{self, Metric, Slice};
+use ttfx_edge::clock::unix_ms;
+
+pub fn run(args: FieldArgs) -> anyhow::Result<()> {
+    let conn = db::open(&args.file, false).map_err(|e| anyhow!(e))?;
+    let filters = args
+        .filters
+        .iter()
+        .map(|f| {
+            f.split_once('=')
+                .map(|(d, v)| (d.trim().to_owned(), v.to_owned()))
+                .ok_or_else(|| anyhow!("--where `{f}`: expected DIM=VALUE"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let now = unix_ms(SystemTime::now());
+    let slice = Slice::new(args.since.as_deref(), &filters, now).map_err(|e| anyhow!(e))?;
+    let metric = args
+        .metric
+        .as_deref()
+        .map(Metric::parse)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
+    let by = args
+        .by
+        .as_deref()
+        .map(query::dimension)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
+    let doc = query::on_one_snapshot(&conn, |c| query::summary(c, metric, by, &slice))
+        .map_err(|e| anyhow!(e))?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&doc).context("cannot write the summary")?;
+        println!("{text}");
+    } else {
+        print!("{}", table(&doc, &args.file.display().to_string()));
+    }
+    Ok(())
+}
+
+/// The summary document as a heading and one row per metric and group.
+fn table(doc: &serde_json::Value, file: &str) -> String {
+    let mut out = String::new();
+    let mut scope = Vec::new();
+    if let Some(since) = doc["since"].as_str() {
+        scope.push(format!("since {since}"));
+    }
+    if let Some(filters) = doc["where"].as_object() {
+        for (k, v) in filters {
+            scope.push(format!("where {k}={}", key_text(v)));
+        }
+    }
+    let scope = if scope.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", scope.join(", "))
+    };
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "ttfx field: {} run(s) in {file}{scope}; percentiles weighted by 1/sample_rate",
+        doc["runs"]
+    );
+    let by = doc["by"].as_str();
+    let mut header: Vec<&str> = by.into_iter().collect();
+    header.extend([
+        "metric", "count", "weighted", "p50", "p75", "p90", "p95", "p99",
+    ]);
+    let mut grid = Table::new();
+    grid.load_style(presets::NOTHING).set_header(header);
+    let empty = Vec::new();
+    for m in doc["metrics"].as_array().unwrap_or(&empty) {
+        for g in m["groups"].as_array().unwrap_or(&empty) {
+            let mut row: Vec<String> = Vec::new();
+            if by.is_some() {
+                row.push(key_text(&g["key"]));
+            }
+            row.push(m["metric"].as_str().unwrap_or_default().to_owned());
+            row.push(g["count"].to_string());
+            let number = |k: &str, places: usize| {
+                g[k].as_f64()
+                    .map_or("-".to_owned(), |v| format!("{v:.places$}"))
+            };
+            row.push(number("weighted_count", 1));
+            for p in ["p50", "p75", "p90", "p95", "p99"] {
+                row.push(number(p, 2));
+            }
+            grid.add_row(row);
+        }
+        let left_off = m["groups_left_off"].as_u64().unwrap_or(0);
+        if left_off > 0 {
+            let _ = writeln!(
+                out,
+                "note: {}: {left_off} smaller group(s) not shown",
+                m["metric"]
+            );
+        }
+    }
+    let first_number = usize::from(by.is_some()) + 1;
+    for (i, column) in grid.column_iter_mut().enumerate() {
+        let align = if i > first_number - 1 {
+            CellAlignment::Right
+        } else {
+            CellAlignment::Left
+        };
+        column.set_padding((0, 2)).set_cell_alignment(align);
+    }
+    let mut text = grid.trim_fmt();
+    text.push('\n');
+    text.insert_str(0, &out);
+    text
+}
+
+/// A group's key as the table shows it: the value, or `(none)` for an absent one.
+fn key_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "(none)".to_owned(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_shows_each_group_with_its_weighted_count() {
+        let doc = serde_json::json!({
+            "since": "24h", "since_unix_ms": 0.0, "where": {"engine": "chromium"},
+            "by": "label", "runs": 3,
+            "metrics": [{"metric": "ttft_ms", "groups_left_off": 0, "groups": [
+                {"key": "prod", "count": 2, "weighted_count": 6.0, "mean": 1.0, "min": 1.0,
+                 "max": 1.0, "p50": 100.0, "p75": 125.0, "p90": 140.0, "p95": 145.0, "p99": 149.0},
+                {"key": null, "count": 1, "weighted_count": 1.0, "mean": 1.0, "min": 1.0,
+                 "max": 1.0, "p50": 7.5, "p75": 7.5, "p90": 7.5, "p95": 7.5, "p99": 7.5}
+            ]}]
+        });
+        let text = table(&doc, "f.db");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "ttfx field: 3 run(s) in f.db (since 24h, where engine=chromium); percentiles \
+             weighted by 1/sample_rate"
+        );
+        assert!(lines[1].starts_with("label   metric"), "{text}");
+        assert!(lines[2].starts_with("prod    ttft_ms"), "{text}");
+        assert!(
+            lines[2].contains("6.0") && lines[2].ends_with("149.00"),
+            "{text}"
+        );
+        assert!(lines[3].starts_with("(none)  ttft_ms"), "{text}");
+    }
+}

@@ -1,0 +1,221 @@
+//! The field collector of `ttfx serve --collect FILE.db` (docs/field.md): `POST
+//! /collect` stores the probe's beacons and run reports in SQLite, the `/field/…`
+//! endpoints and `ttfx field` query them.
+//!
+//! - db.rs     open (refusing corrupt or foreign files), migrations, insert, retention
+//! - ingest.rs a body (object, array or NDJSON) → checked rows, or one 400
+//! - limits.rs body size, token bucket per client
+//! - query.rs  summary, series, histogram, slowest, dimensions (weighted percentiles)
+//! - http.rs   the routes, the origin check and CORS
+//! - field_cmd.rs  `ttfx field`: the same queries, printed
+//!
+//! It depends on ttfx-core (the report schema, statistics) and the shared HTTP edge;
+//! it must not depend on the simulator, the proxy, the runner or `ttfx serve`, which
+//! merges [`http::router`] into its own.
+//!
+//! SQLite is blocking, so one writer thread owns the writing connection and takes jobs
+//! from a bounded channel (an insert is answered after its COMMIT); queries run on
+//! tokio's blocking pool over a second connection (WAL lets it read while the writer
+//! writes).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, bail};
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+
+use ttfx_edge::clock::unix_ms;
+
+pub mod db;
+mod field_args;
+pub mod field_cmd;
+pub mod http;
+pub mod ingest;
+pub mod limits;
+pub mod query;
+
+pub use field_args::FieldArgs;
+
+/// How often old rows are removed while serving (and once at startup).
+const RETENTION_EVERY: Duration = Duration::from_secs(3600);
+/// Inserts waiting for the writer before `POST /collect` waits too.
+const QUEUE: usize = 64;
+const DAY_MS: f64 = 86_400_000.0;
+
+/// `ttfx serve`'s collector options.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub path: PathBuf,
+    /// Origins besides the server's own that may post and read (`--collect-origin`).
+    pub origins: Vec<String>,
+    /// Host names besides loopback ones and IP literals that it answers
+    /// (`--collect-host`).
+    pub hosts: Vec<String>,
+    /// Runs older than this many days are removed; 0 keeps them.
+    pub retention_days: u32,
+    /// Token bucket per client: requests per second, and at once.
+    pub rate_per_s: f64,
+    pub burst: u32,
+}
+
+/// An opened, migrated collector database, not yet serving.
+pub struct Collector {
+    settings: Settings,
+    writer: Connection,
+    reader: Connection,
+}
+
+enum Job {
+    Insert(Vec<db::Row>, oneshot::Sender<Result<(), String>>),
+    Retain(f64, oneshot::Sender<Result<usize, String>>),
+}
+
+/// What the collector's handlers share.
+pub struct Shared {
+    jobs: mpsc::Sender<Job>,
+    reader: Arc<Mutex<Connection>>,
+    buckets: limits::Buckets,
+    settings: Settings,
+}
+
+/// An origin as `--collect-origin` takes it: `scheme://host[:port]`, no path.
+fn check_origin_arg(origin: &str) -> anyhow::Result<()> {
+    let rest = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.trim_end_matches('/').contains('/') => Ok(()),
+        _ => bail!(
+            "--collect-origin `{origin}`: expected an origin, scheme://host[:port] (e.g. \
+             https://app.example.com)"
+        ),
+    }
+}
+
+impl Collector {
+    /// Opens (or creates) the database, migrates it and removes rows past the retention,
+    /// before anything listens. Every refusal is one line.
+    pub fn open(settings: Settings) -> anyhow::Result<Collector> {
+        for origin in &settings.origins {
+            check_origin_arg(origin)?;
+        }
+        if !(settings.rate_per_s.is_finite() && settings.rate_per_s >= 0.0) {
+            bail!(
+                "--collect-rate {}: expected a number of requests per second ≥ 0",
+                settings.rate_per_s
+            );
+        }
+        let writer =
+            db::open(&settings.path, true).map_err(|e| anyhow::anyhow!("--collect {e}"))?;
+        let reader =
+            db::open(&settings.path, false).map_err(|e| anyhow::anyhow!("--collect {e}"))?;
+        let collector = Collector {
+            settings,
+            writer,
+            reader,
+        };
+        if let Some(cutoff) = collector.cutoff() {
+            db::remove_before(&collector.writer, cutoff)
+                .map_err(|e| anyhow::anyhow!("--collect: removing old runs: {e}"))?;
+        }
+        Ok(collector)
+    }
+
+    fn cutoff(&self) -> Option<f64> {
+        retention_cutoff(self.settings.retention_days)
+    }
+
+    /// Starts the writer thread and the hourly retention; inside the runtime.
+    pub fn start(self) -> anyhow::Result<Arc<Shared>> {
+        let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
+        let mut conn = self.writer;
+        std::thread::Builder::new()
+            .name("ttfx-collect-writer".into())
+            .spawn(move || {
+                while let Some(job) = rx.blocking_recv() {
+                    match job {
+                        Job::Insert(rows, done) => {
+                            let _ = done.send(db::insert(&mut conn, &rows));
+                        }
+                        Job::Retain(cutoff, done) => {
+                            let _ = done.send(db::remove_before(&conn, cutoff));
+                        }
+                    }
+                }
+            })
+            .context("cannot start the collector's writer thread")?;
+        let days = self.settings.retention_days;
+        if days > 0 {
+            let jobs = tx.clone();
+            tokio::spawn(async move {
+                let first = tokio::time::Instant::now() + RETENTION_EVERY;
+                let mut every = tokio::time::interval_at(first, RETENTION_EVERY);
+                loop {
+                    every.tick().await;
+                    let Some(cutoff) = retention_cutoff(days) else {
+                        continue;
+                    };
+                    let (done, result) = oneshot::channel();
+                    if jobs.send(Job::Retain(cutoff, done)).await.is_err() {
+                        return;
+                    }
+                    if let Ok(Err(e)) = result.await {
+                        eprintln!("ttfx serve: collector: removing old runs: {e}");
+                    }
+                }
+            });
+        }
+        Ok(Arc::new(Shared {
+            jobs: tx,
+            reader: Arc::new(Mutex::new(self.reader)),
+            buckets: limits::Buckets::new(self.settings.rate_per_s, self.settings.burst),
+            settings: self.settings,
+        }))
+    }
+}
+
+fn retention_cutoff(days: u32) -> Option<f64> {
+    (days > 0).then(|| unix_ms(SystemTime::now()) - f64::from(days) * DAY_MS)
+}
+
+/// Why rows were not stored.
+pub enum StoreError {
+    /// The writer is gone (the server is stopping).
+    Closed,
+    Db(String),
+}
+
+impl Shared {
+    /// Stores `rows` in one transaction; returns after its COMMIT.
+    pub async fn store(&self, rows: Vec<db::Row>) -> Result<(), StoreError> {
+        let (done, result) = oneshot::channel();
+        self.jobs
+            .send(Job::Insert(rows, done))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        match result.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(StoreError::Db(e)),
+            Err(_) => Err(StoreError::Closed),
+        }
+    }
+
+    /// Runs a query on the reading connection, off the async threads, on one snapshot.
+    pub async fn read<F>(&self, query: F) -> Result<serde_json::Value, query::Fail>
+    where
+        F: FnOnce(&Connection) -> Result<serde_json::Value, query::Fail> + Send + 'static,
+    {
+        let reader = self.reader.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = match reader.lock() {
+                Ok(c) => c,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            query::on_one_snapshot(&conn, query)
+        })
+        .await
+        .unwrap_or_else(|e| Err(query::Fail::Db(format!("query stopped: {e}"))))
+    }
+}

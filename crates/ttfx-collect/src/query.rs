@@ -1,0 +1,730 @@
+//! Queries over the stored runs: percentiles per group (summary), per time bucket
+//! (series), the distribution (histogram), the slowest runs with their reports, and the
+//! dimensions' values. `ttfx field` and the `/field/…` endpoints answer with these
+//! same JSON documents (docs/field.md).
+//!
+//! Percentiles are exact, over the stored values, weighted by each run's inverse sample
+//! rate with `ttfx_core::stats::Weighted` (numpy's linear rule over the values expanded
+//! by weight; with equal weights exactly `stats::percentile`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::Connection;
+use rusqlite::types::Value;
+use serde::Serialize;
+use serde_json::{Map, json};
+use ttfx_core::Milestone;
+use ttfx_core::stats::Weighted;
+
+pub use super::db::Dimension;
+use super::db::{DIMENSIONS, DimKind, METRIC_COLUMNS, one_line};
+
+/// Groups listed at most; the rest are counted in `groups_left_off`.
+pub const MAX_GROUPS: usize = 100;
+/// Values listed per dimension by `/field/dimensions`.
+pub const MAX_DIMENSION_VALUES: usize = 50;
+/// Time buckets a series may span.
+pub const MAX_BUCKETS: f64 = 5_000.0;
+/// Histogram bins: default and most.
+pub const DEFAULT_BINS: usize = 20;
+pub const MAX_BINS: usize = 200;
+/// Slowest runs: default and most.
+pub const DEFAULT_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 100;
+
+/// Why a query has no answer: the asker's mistake (HTTP 400, exit 2) or the database's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fail {
+    Input(String),
+    Db(String),
+}
+
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fail::Input(m) => f.write_str(m),
+            Fail::Db(m) => write!(f, "database: {m}"),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Fail {
+        Fail::Db(one_line(&e))
+    }
+}
+
+/// A query's JSON document, or why there is none.
+pub type Answer = Result<serde_json::Value, Fail>;
+
+/// Runs `query` on one snapshot of the database: inside one read transaction, so a
+/// document built from several statements (a summary's metrics and its run count) never
+/// mixes in rows the collector commits between them. (WAL lets the collector write while
+/// this reads; each statement outside a transaction would see its own snapshot.)
+pub fn on_one_snapshot(conn: &Connection, query: impl FnOnce(&Connection) -> Answer) -> Answer {
+    let read = conn.unchecked_transaction()?;
+    let answer = query(&read);
+    // It changed nothing: ending it only lets the next snapshot see newer rows.
+    read.finish()?;
+    answer
+}
+
+/// A metric a query reads: a per-request metric's column, or a client − server gap
+/// (`gap.first_token_ms`) read from the stored field report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Column(&'static str),
+    Gap(Milestone),
+}
+
+impl Metric {
+    /// Every metric, columns first, then the gaps in milestone order.
+    pub fn all() -> Vec<Metric> {
+        let columns = METRIC_COLUMNS.iter().map(|c| Metric::Column(c));
+        columns
+            .chain(Milestone::ALL.iter().map(|m| Metric::Gap(*m)))
+            .collect()
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Metric::Column(c) => (*c).to_owned(),
+            Metric::Gap(m) => format!("gap.{}_ms", m.as_str()),
+        }
+    }
+
+    /// The metric called `name`; the error lists the choices.
+    pub fn parse(name: &str) -> Result<Metric, Fail> {
+        Metric::all()
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| {
+                let choices: Vec<String> = Metric::all().iter().map(Metric::name).collect();
+                Fail::Input(format!(
+                    "unknown metric `{name}` (choices: {})",
+                    choices.join(", ")
+                ))
+            })
+    }
+
+    /// The SQL expression of its value (names from the fixed lists above, never input).
+    fn sql(&self) -> String {
+        match self {
+            Metric::Column(c) => format!("\"{c}\""),
+            Metric::Gap(m) => format!("json_extract(report, '$.run.gaps.{}')", m.as_str()),
+        }
+    }
+}
+
+/// The dimension called `name`; the error lists the choices.
+pub fn dimension(name: &str) -> Result<Dimension, Fail> {
+    DIMENSIONS
+        .iter()
+        .find(|d| d.name == name)
+        .copied()
+        .ok_or_else(|| {
+            let names: Vec<&str> = DIMENSIONS.iter().map(|d| d.name).collect();
+            Fail::Input(format!(
+                "unknown dimension `{name}` (choices: {})",
+                names.join(", ")
+            ))
+        })
+}
+
+/// `30s`, `30m`, `24h`, `7d`, `2w` in ms.
+pub fn duration_ms(text: &str) -> Result<f64, Fail> {
+    let bad = || {
+        Fail::Input(format!(
+            "duration `{text}`: expected a whole number and a unit, s, m, h, d or w (e.g. 30m, \
+             24h, 7d)"
+        ))
+    };
+    let split = text.len().saturating_sub(1);
+    let (number, unit) = (text.get(..split).ok_or_else(bad)?, text.get(split..));
+    let n: u32 = number.parse().map_err(|_| bad())?;
+    let unit_ms = match unit {
+        Some("s") => 1_000.0,
+        Some("m") => 60_000.0,
+        Some("h") => 3_600_000.0,
+        Some("d") => 86_400_000.0,
+        Some("w") => 604_800_000.0,
+        _ => return Err(bad()),
+    };
+    if n == 0 {
+        return Err(bad());
+    }
+    Ok(f64::from(n) * unit_ms)
+}
+
+/// Which runs a query looks at: since when (by the run's time) and which dimension
+/// values.
+#[derive(Debug, Clone, Default)]
+pub struct Slice {
+    since: Option<(String, f64)>,
+    filters: Vec<(Dimension, Value)>,
+}
+
+impl Slice {
+    /// `since` a duration before `now_unix_ms`; `filters` as `(dimension, value)`, an
+    /// empty value meaning "absent".
+    pub fn new(
+        since: Option<&str>,
+        filters: &[(String, String)],
+        now_unix_ms: f64,
+    ) -> Result<Slice, Fail> {
+        let since = since
+            .map(|s| duration_ms(s).map(|ms| (s.to_owned(), now_unix_ms - ms)))
+            .transpose()?;
+        let filters = filters
+            .iter()
+            .map(|(name, value)| {
+                let d = dimension(name)?;
+                Ok((d, filter_value(d, value)?))
+            })
+            .collect::<Result<_, Fail>>()?;
+        Ok(Slice { since, filters })
+    }
+
+    fn cutoff(&self) -> Option<f64> {
+        self.since.as_ref().map(|s| s.1)
+    }
+
+    /// `WHERE …` (always true when empty) and its parameters.
+    fn where_sql(&self) -> (String, Vec<Value>) {
+        let mut terms = vec!["1".to_owned()];
+        let mut params = Vec::new();
+        if let Some(cutoff) = self.cutoff() {
+            terms.push("at_unix_ms >= ?".into());
+            params.push(Value::Real(cutoff));
+        }
+        for (d, v) in &self.filters {
+            if *v == Value::Null {
+                terms.push(format!("\"{}\" IS NULL", d.name));
+            } else {
+                terms.push(format!("\"{}\" = ?", d.name));
+                params.push(v.clone());
+            }
+        }
+        (terms.join(" AND "), params)
+    }
+
+    /// The slice as the answers repeat it: `since`, `since_unix_ms`, `where`.
+    fn echo(&self) -> Map<String, serde_json::Value> {
+        let mut m = Map::new();
+        m.insert("since".into(), json!(self.since.as_ref().map(|s| &s.0)));
+        m.insert("since_unix_ms".into(), json!(self.cutoff()));
+        let filters: Map<String, serde_json::Value> = self
+            .filters
+            .iter()
+            .map(|(d, v)| (d.name.to_owned(), key_json(*d, v)))
+            .collect();
+        m.insert("where".into(), serde_json::Value::Object(filters));
+        m
+    }
+}
+
+fn filter_value(d: Dimension, text: &str) -> Result<Value, Fail> {
+    if text.is_empty() {
+        return Ok(Value::Null);
+    }
+    let bad = |want: &str| Fail::Input(format!("{}={text}: expected {want}", d.name));
+    Ok(match d.kind {
+        DimKind::Text => Value::Text(text.to_owned()),
+        DimKind::Bool => match text {
+            "true" | "1" => Value::Integer(1),
+            "false" | "0" => Value::Integer(0),
+            _ => return Err(bad("true or false")),
+        },
+        DimKind::Int => Value::Integer(text.parse().map_err(|_| bad("an integer"))?),
+        DimKind::Real => Value::Real(text.parse().map_err(|_| bad("a number"))?),
+    })
+}
+
+/// A stored dimension value as JSON (booleans as `true` / `false`).
+fn key_json(d: Dimension, v: &Value) -> serde_json::Value {
+    match (v, d.kind) {
+        (Value::Integer(i), DimKind::Bool) => json!(*i != 0),
+        (Value::Integer(i), _) => json!(i),
+        (Value::Real(r), _) => json!(r),
+        (Value::Text(t), _) => json!(t),
+        (Value::Null | Value::Blob(_), _) => serde_json::Value::Null,
+    }
+}
+
+/// Count, weighted count, mean, extremes and percentiles of weighted values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Stats {
+    pub count: u64,
+    /// Σ 1/sample_rate: the runs these stand for.
+    pub weighted_count: f64,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+}
+
+impl Stats {
+    /// Over `(value, weight)` pairs; `None` when there are none.
+    pub fn of(pairs: &[(f64, f64)]) -> Option<Stats> {
+        let w = Weighted::new(pairs);
+        Some(Stats {
+            count: w.count(),
+            weighted_count: w.total_weight(),
+            mean: w.mean()?,
+            min: w.min()?,
+            max: w.max()?,
+            p50: w.percentile(50.0)?,
+            p75: w.percentile(75.0)?,
+            p90: w.percentile(90.0)?,
+            p95: w.percentile(95.0)?,
+            p99: w.percentile(99.0)?,
+        })
+    }
+}
+
+/// One run's value of the metric, its weight and time. About 24 bytes: a query holds
+/// every value of its slice (the percentiles are exact), grouped as it reads them.
+struct Sample {
+    value: f64,
+    weight: f64,
+    at: f64,
+}
+
+/// The samples of one group, under the group's key (`null` without `by`).
+type Group = (serde_json::Value, Vec<Sample>);
+
+/// The slice's values of `metric`, grouped by `by`, in the order groups first appear.
+fn samples(
+    conn: &Connection,
+    metric: Metric,
+    by: Option<Dimension>,
+    slice: &Slice,
+) -> Result<Vec<Group>, Fail> {
+    let (filter, params) = slice.where_sql();
+    let key = by.map_or("NULL".to_owned(), |d| format!("\"{}\"", d.name));
+    let value = metric.sql();
+    let sql = format!(
+        "SELECT {key}, {value}, sample_rate, at_unix_ms FROM runs \
+         WHERE {filter} AND {value} IS NOT NULL"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+    // Keyed by the value's Debug text (`Text("a")`, `Null`): rusqlite's Value holds
+    // f64 and so is not Hash.
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut groups: Vec<Group> = Vec::new();
+    while let Some(r) = rows.next()? {
+        let key: Value = r.get(0)?;
+        let rate: f64 = r.get(2)?;
+        let sample = Sample {
+            value: r.get(1)?,
+            weight: 1.0 / rate,
+            at: r.get(3)?,
+        };
+        let text = format!("{key:?}");
+        match index.get(&text) {
+            Some(&i) => groups[i].1.push(sample),
+            None => {
+                let json = by.map_or(serde_json::Value::Null, |d| key_json(d, &key));
+                index.insert(text, groups.len());
+                groups.push((json, vec![sample]));
+            }
+        }
+    }
+    Ok(groups)
+}
+
+/// The largest groups first (then by key), at most [`MAX_GROUPS`]; the number left off.
+fn largest(mut groups: Vec<Group>) -> (Vec<Group>, usize) {
+    groups.sort_by(|a, b| {
+        b.1.len()
+            .cmp(&a.1.len())
+            .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
+    });
+    let left_off = groups.len().saturating_sub(MAX_GROUPS);
+    groups.truncate(MAX_GROUPS);
+    (groups, left_off)
+}
+
+/// Every sample of every group.
+fn all(groups: &[Group]) -> impl Iterator<Item = &Sample> {
+    groups.iter().flat_map(|g| g.1.iter())
+}
+
+fn pairs(samples: &[Sample]) -> Vec<(f64, f64)> {
+    samples.iter().map(|s| (s.value, s.weight)).collect()
+}
+
+fn stats_json(samples: &[Sample]) -> serde_json::Value {
+    Stats::of(&pairs(samples)).map_or(serde_json::Value::Null, |s| json!(s))
+}
+
+fn runs_in(conn: &Connection, slice: &Slice) -> Result<u64, Fail> {
+    let (filter, params) = slice.where_sql();
+    let sql = format!("SELECT COUNT(*) FROM runs WHERE {filter}");
+    let n: i64 = conn.query_row(&sql, rusqlite::params_from_iter(params), |r| r.get(0))?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+fn with_group(key: serde_json::Value, rest: serde_json::Value) -> serde_json::Value {
+    let mut m = Map::new();
+    m.insert("key".into(), key);
+    if let serde_json::Value::Object(rest) = rest {
+        m.extend(rest);
+    }
+    serde_json::Value::Object(m)
+}
+
+/// Percentiles per group of `metric` (every metric with values when `None`).
+pub fn summary(
+    conn: &Connection,
+    metric: Option<Metric>,
+    by: Option<Dimension>,
+    slice: &Slice,
+) -> Answer {
+    let metrics = match metric {
+        Some(m) => vec![m],
+        None => Metric::all(),
+    };
+    let mut out = Vec::new();
+    for m in metrics {
+        let found = samples(conn, m, by, slice)?;
+        if found.is_empty() && metric.is_none() {
+            continue;
+        }
+        let (groups, left_off) = largest(found);
+        let groups: Vec<serde_json::Value> = groups
+            .into_iter()
+            .map(|(key, s)| with_group(key, stats_json(&s)))
+            .collect();
+        out.push(json!({ "metric": m.name(), "groups": groups, "groups_left_off": left_off }));
+    }
+    let mut doc = slice.echo();
+    doc.insert("by".into(), json!(by.map(|d| d.name)));
+    doc.insert("runs".into(), json!(runs_in(conn, slice)?));
+    doc.insert("metrics".into(), json!(out));
+    Ok(serde_json::Value::Object(doc))
+}
+
+/// Percentiles of `metric` per time bucket of `bucket` (a duration), per group.
+pub fn series(
+    conn: &Connection,
+    metric: Metric,
+    bucket: &str,
+    by: Option<Dimension>,
+    slice: &Slice,
+    now_unix_ms: f64,
+) -> Answer {
+    let bucket_ms = duration_ms(bucket)?;
+    let found = samples(conn, metric, by, slice)?;
+    let from = slice
+        .cutoff()
+        .or_else(|| all(&found).map(|s| s.at).reduce(f64::min));
+    if let Some(from) = from {
+        let buckets = (now_unix_ms - from) / bucket_ms;
+        if buckets > MAX_BUCKETS {
+            return Err(Fail::Input(format!(
+                "bucket {bucket} makes {} buckets (at most {MAX_BUCKETS}): take a larger bucket \
+                 or a shorter since",
+                buckets.ceil()
+            )));
+        }
+    }
+    let (groups, left_off) = largest(found);
+    let groups: Vec<serde_json::Value> = groups
+        .into_iter()
+        .map(|(key, s)| {
+            let count = s.len();
+            let mut by_bucket: BTreeMap<i64, Vec<Sample>> = BTreeMap::new();
+            for sample in s {
+                let index = (sample.at / bucket_ms).floor() as i64;
+                by_bucket.entry(index).or_default().push(sample);
+            }
+            let points: Vec<serde_json::Value> = by_bucket
+                .iter()
+                .map(|(index, s)| {
+                    let mut point = Map::new();
+                    point.insert("start_unix_ms".into(), json!(*index as f64 * bucket_ms));
+                    if let serde_json::Value::Object(stats) = stats_json(s) {
+                        point.extend(stats);
+                    }
+                    serde_json::Value::Object(point)
+                })
+                .collect();
+            json!({ "key": key, "count": count, "points": points })
+        })
+        .collect();
+    let mut doc = slice.echo();
+    doc.insert("by".into(), json!(by.map(|d| d.name)));
+    doc.insert("metric".into(), json!(metric.name()));
+    doc.insert("bucket".into(), json!(bucket));
+    doc.insert("bucket_ms".into(), json!(bucket_ms));
+    doc.insert("groups".into(), json!(groups));
+    doc.insert("groups_left_off".into(), json!(left_off));
+    Ok(serde_json::Value::Object(doc))
+}
+
+/// The distribution of `metric` in `bins` equal bins from its smallest to its largest
+/// value in the slice (every group on the same edges).
+pub fn histogram(
+    conn: &Connection,
+    metric: Metric,
+    bins: usize,
+    by: Option<Dimension>,
+    slice: &Slice,
+) -> Answer {
+    if !(1..=MAX_BINS).contains(&bins) {
+        return Err(Fail::Input(format!(
+            "bins={bins}: expected 1 to {MAX_BINS}"
+        )));
+    }
+    let found = samples(conn, metric, by, slice)?;
+    let lo = all(&found).map(|s| s.value).reduce(f64::min);
+    let hi = all(&found).map(|s| s.value).reduce(f64::max);
+    let edges: Vec<f64> = match (lo, hi) {
+        (Some(lo), Some(hi)) => (0..=bins)
+            .map(|i| {
+                if i == bins {
+                    hi
+                } else {
+                    lo + (hi - lo) * i as f64 / bins as f64
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let bin_of = |v: f64| match (lo, hi) {
+        (Some(lo), Some(hi)) if hi > lo => {
+            (((v - lo) / (hi - lo) * bins as f64).floor() as usize).min(bins - 1)
+        }
+        _ => 0,
+    };
+    let (groups, left_off) = largest(found);
+    let groups: Vec<serde_json::Value> = groups
+        .into_iter()
+        .map(|(key, s)| {
+            let mut counts = vec![0u64; bins];
+            let mut weighted = vec![0.0f64; bins];
+            for sample in &s {
+                let b = bin_of(sample.value);
+                counts[b] += 1;
+                weighted[b] += sample.weight;
+            }
+            json!({
+                "key": key,
+                "count": s.len(),
+                "weighted_count": s.iter().map(|x| x.weight).sum::<f64>(),
+                "counts": counts,
+                "weighted_counts": weighted,
+            })
+        })
+        .collect();
+    let mut doc = slice.echo();
+    doc.insert("by".into(), json!(by.map(|d| d.name)));
+    doc.insert("metric".into(), json!(metric.name()));
+    doc.insert("bins".into(), json!(bins));
+    doc.insert("edges".into(), json!(edges));
+    doc.insert("groups".into(), json!(groups));
+    doc.insert("groups_left_off".into(), json!(left_off));
+    Ok(serde_json::Value::Object(doc))
+}
+
+/// The `limit` runs with the largest `metric`, with their dimensions and stored report.
+pub fn slowest(conn: &Connection, metric: Metric, limit: usize, slice: &Slice) -> Answer {
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(Fail::Input(format!(
+            "limit={limit}: expected 1 to {MAX_LIMIT}"
+        )));
+    }
+    let (filter, mut params) = slice.where_sql();
+    let dims: Vec<String> = DIMENSIONS
+        .iter()
+        .map(|d| format!("\"{}\"", d.name))
+        .collect();
+    let value = metric.sql();
+    let sql = format!(
+        "SELECT {value}, at_unix_ms, received_unix_ms, run_id, report, {} FROM runs \
+         WHERE {filter} AND {value} IS NOT NULL ORDER BY {value} DESC, id LIMIT ?",
+        dims.join(", ")
+    );
+    params.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
+        let report: String = r.get(4)?;
+        let mut dimensions = Map::new();
+        for (i, d) in DIMENSIONS.iter().enumerate() {
+            let v: Value = r.get(5 + i)?;
+            dimensions.insert(d.name.to_owned(), key_json(*d, &v));
+        }
+        Ok(json!({
+            "value": r.get::<_, f64>(0)?,
+            "at_unix_ms": r.get::<_, f64>(1)?,
+            "received_unix_ms": r.get::<_, f64>(2)?,
+            "run_id": r.get::<_, Option<String>>(3)?,
+            "dimensions": dimensions,
+            "report": serde_json::from_str::<serde_json::Value>(&report)
+                .unwrap_or(serde_json::Value::Null),
+        }))
+    })?;
+    let runs: Vec<serde_json::Value> = rows.collect::<Result<_, _>>()?;
+    let mut doc = slice.echo();
+    doc.insert("metric".into(), json!(metric.name()));
+    doc.insert("limit".into(), json!(limit));
+    doc.insert("runs".into(), json!(runs));
+    Ok(serde_json::Value::Object(doc))
+}
+
+/// The metrics that have values, and each dimension's values with their run counts
+/// (the most frequent first, at most [`MAX_DIMENSION_VALUES`]).
+pub fn dimensions(conn: &Connection, slice: &Slice) -> Answer {
+    let (filter, params) = slice.where_sql();
+    let run = |sql: &str| -> Result<Vec<(Value, i64)>, Fail> {
+        let mut stmt = conn.prepare(sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(params.clone()), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    };
+    let mut metrics = Vec::new();
+    let counts: Vec<String> = METRIC_COLUMNS
+        .iter()
+        .map(|c| format!("COUNT(\"{c}\")"))
+        .collect();
+    let sql = format!("SELECT {} FROM runs WHERE {filter}", counts.join(", "));
+    let column_counts: Vec<i64> =
+        conn.query_row(&sql, rusqlite::params_from_iter(params.clone()), |r| {
+            (0..METRIC_COLUMNS.len()).map(|i| r.get(i)).collect()
+        })?;
+    for (c, n) in METRIC_COLUMNS.iter().zip(column_counts) {
+        if n > 0 {
+            metrics.push(json!({ "metric": c, "count": n }));
+        }
+    }
+    let gap_sql = format!(
+        "SELECT g.key, COUNT(*) FROM runs, json_each(runs.report, '$.run.gaps') AS g \
+         WHERE {filter} GROUP BY g.key"
+    );
+    let gaps = run(&gap_sql)?;
+    for m in Milestone::ALL {
+        let name = Value::Text(m.as_str().to_owned());
+        if let Some((_, n)) = gaps.iter().find(|(k, _)| *k == name) {
+            metrics.push(json!({ "metric": Metric::Gap(m).name(), "count": n }));
+        }
+    }
+    let mut dims = Vec::new();
+    for d in DIMENSIONS {
+        let col = format!("\"{}\"", d.name);
+        let values = run(&format!(
+            "SELECT {col}, COUNT(*) AS n FROM runs WHERE {filter} GROUP BY {col} \
+             ORDER BY n DESC, {col} LIMIT {}",
+            MAX_DIMENSION_VALUES + 1
+        ))?;
+        let distinct = run(&format!(
+            "SELECT COUNT(DISTINCT {col}) + (COUNT(*) > COUNT({col})), 0 FROM runs \
+             WHERE {filter}"
+        ))?;
+        let distinct = distinct.first().map_or(0, |(v, _)| match v {
+            Value::Integer(i) => *i,
+            _ => 0,
+        });
+        let shown: Vec<serde_json::Value> = values
+            .iter()
+            .take(MAX_DIMENSION_VALUES)
+            .map(|(v, n)| json!({ "value": key_json(d, v), "count": n }))
+            .collect();
+        let left_off = usize::try_from(distinct)
+            .unwrap_or(0)
+            .saturating_sub(shown.len());
+        dims.push(json!({ "name": d.name, "values": shown, "values_left_off": left_off }));
+    }
+    let mut doc = slice.echo();
+    doc.insert("runs".into(), json!(runs_in(conn, slice)?));
+    doc.insert("metrics".into(), json!(metrics));
+    doc.insert("dimensions".into(), json!(dims));
+    Ok(serde_json::Value::Object(doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_metrics_and_dimensions_parse_or_name_the_choices() {
+        assert_eq!(duration_ms("30m"), Ok(1_800_000.0));
+        assert_eq!(duration_ms("24h"), Ok(86_400_000.0));
+        assert_eq!(duration_ms("7d"), Ok(604_800_000.0));
+        for bad in ["", "h", "24", "1.5h", "-1h", "0d", "3y", "24 h"] {
+            assert!(duration_ms(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            Metric::parse("gap.first_token_ms"),
+            Ok(Metric::Gap(Milestone::FirstToken))
+        );
+        let Err(Fail::Input(e)) = Metric::parse("ttft") else {
+            panic!("ttft parsed");
+        };
+        assert!(e.contains("unknown metric `ttft`") && e.contains("ttft_visible_ms"));
+        let Err(Fail::Input(e)) = dimension("browser") else {
+            panic!("browser parsed");
+        };
+        assert!(e.contains("unknown dimension `browser`") && e.contains("engine"));
+        let slice = Slice::new(None, &[("hidden".into(), "maybe".into())], 0.0);
+        assert!(matches!(slice, Err(Fail::Input(e)) if e.contains("true or false")));
+    }
+
+    /// A summary counts the rows it summarises, however the collector writes meanwhile:
+    /// a second connection commits a row while the summary's first statement runs.
+    #[test]
+    fn a_summary_reads_one_snapshot_while_the_collector_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("field.db");
+        let insert = "INSERT INTO runs (at_unix_ms, received_unix_ms, source, outcome, \
+                      hidden, sample_rate, ttft_ms, label, report) \
+                      VALUES (1, 1, 'field', 'completed', 0, 1, 412.5, 'chat', '{}')";
+        crate::db::open(&path, true)
+            .unwrap()
+            .execute(insert, [])
+            .unwrap();
+        let reader = crate::db::open(&path, false).unwrap();
+        let summarise = |conn: &Connection| {
+            // Every few VM steps of a reading statement; the first call commits a row
+            // through a connection of its own, as the collector's writer would.
+            let mut writer = Some(crate::db::open(&path, false).unwrap());
+            conn.progress_handler(
+                10,
+                Some(move || {
+                    if let Some(w) = writer.take() {
+                        w.execute(insert, []).unwrap();
+                    }
+                    false
+                }),
+            )
+            .unwrap();
+            let doc = summary(
+                conn,
+                Some(Metric::Column("ttft_ms")),
+                None,
+                &Slice::default(),
+            );
+            conn.progress_handler(10, None::<fn() -> bool>).unwrap();
+            doc.unwrap()
+        };
+        let counts = |doc: &serde_json::Value| {
+            (
+                doc["runs"].clone(),
+                doc["metrics"][0]["groups"][0]["count"].clone(),
+            )
+        };
+        // Statement by statement, the run count sees the row the metrics did not.
+        let torn = summarise(&reader);
+        assert_eq!(counts(&torn), (2.into(), 1.into()), "{torn}");
+        // On one snapshot: the rows at its start (its first statement takes it, before the
+        // handler commits), in both.
+        let whole = on_one_snapshot(&reader, |c| Ok(summarise(c))).unwrap();
+        assert_eq!(counts(&whole), (2.into(), 2.into()), "{whole}");
+    }
+}

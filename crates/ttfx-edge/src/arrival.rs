@@ -1,0 +1,77 @@
+//! The first thing every request meets: its arrival time and request id, and the
+//! headers every response needs so a page on another origin can read the timings.
+
+use std::time::SystemTime;
+
+use axum::extract::Request;
+use axum::http::{HeaderName, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use tokio::time::Instant;
+use tower_http::cors::{Any, CorsLayer};
+
+use crate::clock::unix_ms;
+
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub const SEED: HeaderName = HeaderName::from_static("x-ttfx-seed");
+
+/// When and as what a request arrived; an extension on every request.
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    pub id: String,
+    pub at: Instant,
+    pub unix_ms: f64,
+}
+
+/// A client-chosen id is kept when it is short and plain (so it is safe in a URL and a
+/// header); otherwise the server makes one.
+fn client_id(value: &HeaderValue) -> Option<String> {
+    let s = value.to_str().ok()?;
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    (!s.is_empty() && s.len() <= 128 && s.chars().all(plain)).then(|| s.to_owned())
+}
+
+fn new_id() -> String {
+    format!("ttfx-{:016x}", crate::random::fresh_u64())
+}
+
+pub async fn stamp(mut req: Request, next: Next) -> Response {
+    let at = Instant::now();
+    let unix = unix_ms(SystemTime::now());
+    let id = req
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(client_id)
+        .unwrap_or_else(new_id);
+    req.extensions_mut().insert(Arrival {
+        id: id.clone(),
+        at,
+        unix_ms: unix,
+    });
+    let mut res = next.run(req).await;
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        res.headers_mut().insert(REQUEST_ID, v);
+    }
+    // Resource Timing hides a cross-origin response's timings without this.
+    res.headers_mut().insert(
+        HeaderName::from_static("timing-allow-origin"),
+        HeaderValue::from_static("*"),
+    );
+    res
+}
+
+/// Any origin may call: the lab page may be served elsewhere, and nothing here is
+/// behind a cookie. The exposed headers are the ones a probe reads.
+pub fn cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods(Any)
+        .allow_headers(Any)
+        .expose_headers([
+            HeaderName::from_static("server-timing"),
+            REQUEST_ID,
+            SEED,
+            header::RETRY_AFTER,
+            header::CONTENT_TYPE,
+        ])
+}

@@ -1,0 +1,134 @@
+//! `ttfx run`: the headless QA runner. It serves its own page (or opens the user's),
+//! drives headless Chromium over WebDriver through N runs at concurrency C, collects the
+//! probe's reports from `window.__ttfx`, prints percentiles, judges budgets and exits
+//! 0 (all budgets met), 1 (a budget failed) or 2 (the run could not be made).
+//!
+//! It serves its page with `ttfx serve`'s router (ttfx-serve), drives browsers through
+//! ttfx-webdriver, makes inject mode's reports with ttfx-analysis and prints tables with
+//! ttfx-report; no server crate depends on it.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use ttfx_core::report::{BatchReport, Run};
+
+mod args;
+pub mod budget;
+mod driver;
+mod flow;
+mod inject;
+mod junit;
+mod measure;
+mod output;
+mod scenario;
+mod site;
+
+pub use args::RunArgs;
+pub use driver::Browser;
+pub use inject::InjectVia;
+
+/// The first SIGINT (Ctrl-C) or SIGTERM, by name.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        },
+        // No signal handling here: never resolves, the run goes on.
+        _ => std::future::pending().await,
+    }
+}
+
+pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
+    // A panic anywhere, even with `panic = "abort"`, first stops the browsers.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        ttfx_webdriver::kill_all();
+        previous(info);
+    }));
+    // Everything that can be wrong with the input is found before a browser starts.
+    let scenario = scenario::Scenario::from_args(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let started = Instant::now();
+    // Ctrl-C or SIGTERM mid-run: the measuring future is dropped (its drivers with it,
+    // each killing its browsers), then every driver still registered is killed.
+    let measured = match runtime.block_on(async {
+        tokio::select! {
+            measured = measure::measure(&scenario, &args) => Ok(measured),
+            signal = stop_signal() => Err(signal),
+        }
+    }) {
+        Ok(measured) => measured?,
+        Err(signal) => {
+            ttfx_webdriver::kill_all();
+            eprintln!("ttfx run: stopped by {signal}; its browsers and drivers are stopped");
+            return Ok(ExitCode::from(if signal == "SIGINT" { 130 } else { 143 }));
+        }
+    };
+    let seconds = started.elapsed().as_secs_f64();
+
+    let goodput: Vec<_> = scenario
+        .budgets
+        .iter()
+        .filter_map(budget::RunBudget::goodput_budget)
+        .collect();
+    let batches: Vec<(String, BatchReport)> = scenario
+        .targets
+        .iter()
+        .zip(measured.runs)
+        .map(|(t, runs): (_, Vec<Run>)| {
+            (t.label().to_owned(), BatchReport::from_runs(runs, &goodput))
+        })
+        .collect();
+    // Budgets gate the target under test (the first); `--against` is the comparison.
+    let verdicts: Vec<budget::Verdict> = match batches.first() {
+        Some((_, batch)) => scenario
+            .budgets
+            .iter()
+            .map(|b| b.judge(&batch.statistics))
+            .collect(),
+        None => Vec::new(),
+    };
+
+    print!(
+        "{}",
+        output::render(
+            &batches,
+            &verdicts,
+            &measured.ground_truth,
+            measured.speech.as_ref(),
+            scenario.warmup
+        )
+    );
+    if let Some(path) = &args.json {
+        output::write_json(
+            path,
+            &batches,
+            &measured.ground_truth,
+            measured.speech.as_ref(),
+        )?;
+    }
+    if let Some(path) = &args.junit {
+        let name = batches.first().map_or("", |(l, _)| l.as_str());
+        let xml = junit::render(&[junit::Suite {
+            name,
+            verdicts: &verdicts,
+            seconds,
+        }]);
+        std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let failed = verdicts.iter().filter(|v| !v.passed).count();
+    if failed > 0 {
+        eprintln!("ttfx run: {failed} of {} budget(s) failed", verdicts.len());
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,544 @@
+//! The measuring loop: one browser session per unit of concurrency, each taking the next
+//! job from a shared queue. Jobs alternate between targets (A B A B …) so drift of the
+//! machine hits both alike. Each session first makes its warm-up runs (excluded).
+
+use std::collections::VecDeque;
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use fantoccini::Client;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use serde_json::{Value, json};
+use ttfx_core::Milestone;
+use ttfx_core::ServerRecord;
+use ttfx_core::report::{ReportFile, Run};
+
+use super::driver::{self, Endpoint};
+use super::scenario::{Scenario, Target, TurnScenario};
+use super::site;
+use crate::RunArgs;
+
+/// Probe `first_byte` beside the browser's own first data for the same request.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroundTruth {
+    pub run_id: String,
+    pub target: String,
+    pub probe_first_byte_ms: f64,
+    /// DevTools `Network.dataReceived` − `Network.requestWillBeSent`.
+    pub devtools_first_data_ms: f64,
+    /// DevTools `Network.responseReceived` − `Network.requestWillBeSent`.
+    pub devtools_response_ms: Option<f64>,
+    pub probe_minus_devtools_ms: f64,
+}
+
+pub struct Measured {
+    /// Per target, in the scenario's order, the measured runs in job order.
+    pub runs: Vec<Vec<Run>>,
+    pub ground_truth: Vec<GroundTruth>,
+    /// The fake microphone's speech (voice turns), whose true length the detector's
+    /// speech_start → speech_end is held against.
+    pub speech: Option<SpeechTruth>,
+}
+
+/// What the fake microphone said, as the file knows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpeechTruth {
+    pub text: String,
+    /// The first to the last sample above `TRUTH_THRESHOLD_DBFS` (−50 dBFS peak).
+    pub speech_ms: f64,
+    /// Silence before and after it in the file, which the microphone loops.
+    pub lead_ms: f64,
+    pub tail_ms: f64,
+}
+
+/// Silence around the fake microphone's speech: a second before it, so the detector
+/// hears quiet first; three after it, so a turn (hangover, transcript, LLM, TTS) gets to
+/// its first audio before the speech comes round again, where a barge-in interrupts it.
+const SPEECH_LEAD_S: f64 = 1.0;
+const SPEECH_TAIL_S: f64 = 3.0;
+
+#[derive(Debug, Clone)]
+struct Job {
+    index: usize,
+    target: usize,
+    prompt: String,
+    request_id: String,
+}
+
+pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Measured> {
+    // The site and server are needed only when some target uses the runner's own page.
+    let needs_site = scenario.targets.iter().any(|t| !t.is_page());
+    let site = if needs_site {
+        let pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
+        Some(site::Site::assemble(&pkg)?)
+    } else {
+        None
+    };
+    let base = match &site {
+        Some(s) => Some(site::serve(s, scenario.config.as_deref(), &scenario.exposure).await?),
+        None => None,
+    };
+    // A voice turn's fake microphone: espeak-ng's speech in the site's folder.
+    let speech = match (&scenario.turn, &site) {
+        (Some(turn), Some(site)) => Some(
+            ttfx_webdriver::SpeechFile::say(
+                &site.dir,
+                "speech",
+                &turn.speech,
+                SPEECH_LEAD_S,
+                SPEECH_TAIL_S,
+            )
+            .context("the fake microphone's speech")?,
+        ),
+        _ => None,
+    };
+    // Chromium plays the file from its fake capture device; Firefox's fake device plays
+    // a tone, so its microphone is a PulseAudio null sink the file is played into.
+    let mut browser_args = scenario.browser_args.clone();
+    let mut firefox_prefs = Vec::new();
+    let mut _microphone = None;
+    if let Some(file) = &speech {
+        match args.browser {
+            driver::Browser::Firefox => {
+                _microphone = Some(
+                    ttfx_webdriver::pulse::PulseMicrophone::start(file)
+                        .context("Firefox's microphone (PulseAudio)")?,
+                );
+                firefox_prefs.extend(ttfx_webdriver::SpeechFile::firefox_prefs());
+            }
+            _ => browser_args.extend(file.chromium_args()),
+        }
+    }
+    // Inject mode's preload script, read before a browser starts.
+    let preload = match &scenario.inject {
+        Some(inject) => {
+            let pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
+            Some(super::inject::preload_source(&pkg, inject)?)
+        }
+        None => None,
+    };
+    let endpoint = match &args.webdriver {
+        Some(url) => Endpoint::remote(url, args.browser)?,
+        None => Endpoint::local(args.browser, args.driver.clone())?,
+    };
+
+    let pid = std::process::id();
+    let jobs: VecDeque<Job> = (0..scenario.runs)
+        .flat_map(|i| (0..scenario.targets.len()).map(move |t| (i, t)))
+        .enumerate()
+        .map(|(index, (i, target))| Job {
+            index,
+            target,
+            prompt: scenario.prompts[i % scenario.prompts.len()].clone(),
+            request_id: format!("ttfx-run-{pid}-{index}"),
+        })
+        .collect();
+    let total = jobs.len();
+    let queue = Arc::new(Mutex::new(jobs));
+    let progress = progress_bar(total as u64);
+
+    let ctx = Arc::new(Context_ {
+        scenario_targets: scenario.targets.clone(),
+        base,
+        browser_args,
+        firefox_prefs,
+        timeout: scenario.timeout,
+        warmup: scenario.warmup,
+        // Only chromedriver has the performance log of DevTools Network events; an
+        // injected page's requests carry no request id to find them by.
+        ground_truth: args.browser == driver::Browser::Chromium && scenario.inject.is_none(),
+        prompt: scenario.prompts[0].clone(),
+        voice: scenario.voice,
+        turn: scenario.turn.clone(),
+        inject: scenario.inject.clone(),
+        preload,
+        browser: args.browser,
+    });
+    let mut workers = Vec::new();
+    for w in 0..scenario.concurrency.min(total) {
+        // Bounded: a driver whose browser cannot start (no display for WebKitGTK, a
+        // grid without free nodes) may otherwise never answer.
+        let client = tokio::time::timeout(
+            SESSION_LIMIT,
+            endpoint.session(
+                &ctx.browser_args,
+                &ctx.firefox_prefs,
+                // A BiDi socket unless the DevTools protocol is asked for.
+                ctx.preload.is_some()
+                    && ctx
+                        .inject
+                        .as_ref()
+                        .is_some_and(|i| i.via != super::inject::InjectVia::Devtools),
+                ctx.timeout,
+            ),
+        )
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "no browser session within {} s at {} (--browser {})",
+                SESSION_LIMIT.as_secs(),
+                endpoint.url,
+                endpoint.browser.name()
+            )
+        })??;
+        let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
+        workers.push(tokio::spawn(async move {
+            let result = match &ctx.preload {
+                Some(source) => match super::inject::install(
+                    &client,
+                    ctx.browser,
+                    ctx.inject
+                        .as_ref()
+                        .map_or(super::inject::InjectVia::Auto, |i| i.via),
+                    source,
+                )
+                .await
+                {
+                    // Held while the session works: the preload script may go with it.
+                    Ok(_injected) => worker(w, &client, &ctx, &queue, &progress).await,
+                    Err(e) => Err(e.context("--inject")),
+                },
+                None => worker(w, &client, &ctx, &queue, &progress).await,
+            };
+            let _ = client.close().await;
+            result
+        }));
+    }
+    let mut results = Vec::new();
+    let mut first_error = None;
+    for handle in workers {
+        match handle.await {
+            Ok(Ok(done)) => results.extend(done),
+            Ok(Err(e)) => {
+                // Stop the other sessions' work: the run cannot be made.
+                if let Ok(mut q) = queue.lock() {
+                    q.clear();
+                }
+                first_error.get_or_insert(e);
+            }
+            Err(e) => {
+                first_error.get_or_insert(anyhow::anyhow!("a browser session task failed: {e}"));
+            }
+        }
+    }
+    progress.finish_and_clear();
+    drop(endpoint);
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    results.sort_by_key(|(job, _, _)| job.index);
+    let mut runs = vec![Vec::new(); scenario.targets.len()];
+    let mut ground_truth = Vec::new();
+    for (job, run, truth) in results {
+        runs[job.target].push(run);
+        ground_truth.extend(truth);
+    }
+    let speech = speech
+        .zip(scenario.turn.as_ref())
+        .map(|(f, t)| SpeechTruth {
+            text: t.speech.clone(),
+            speech_ms: f.speech_s() * 1000.0,
+            lead_ms: f.speech_start_s * 1000.0,
+            tail_ms: (f.period_s - f.speech_end_s) * 1000.0,
+        });
+    Ok(Measured {
+        runs,
+        ground_truth,
+        speech,
+    })
+}
+
+/// What every session shares (named with a trailing underscore: `Context` is anyhow's).
+struct Context_ {
+    scenario_targets: Vec<Target>,
+    base: Option<String>,
+    browser_args: Vec<String>,
+    firefox_prefs: Vec<(&'static str, bool)>,
+    timeout: Duration,
+    warmup: usize,
+    ground_truth: bool,
+    prompt: String,
+    voice: bool,
+    turn: Option<TurnScenario>,
+    inject: Option<super::inject::InjectScenario>,
+    /// Inject mode's preload script (the bundle with its configuration).
+    preload: Option<String>,
+    browser: driver::Browser,
+}
+
+/// How long opening one browser session may take.
+const SESSION_LIMIT: Duration = Duration::from_secs(60);
+
+type Done = (Job, Run, Option<GroundTruth>);
+
+async fn worker(
+    w: usize,
+    client: &Client,
+    ctx: &Context_,
+    queue: &Mutex<VecDeque<Job>>,
+    progress: &ProgressBar,
+) -> anyhow::Result<Vec<Done>> {
+    let mut page = Page::default();
+    // Warm-up: the first request of a session pays for the connection, the module's
+    // compilation and the JIT; those are not what the user of a warm tab waits for.
+    for (t, target) in ctx.scenario_targets.iter().enumerate() {
+        for i in 0..ctx.warmup {
+            let job = Job {
+                index: usize::MAX,
+                target: t,
+                prompt: ctx.prompt.clone(),
+                request_id: format!("ttfx-warm-{}-{w}-{t}-{i}", std::process::id()),
+            };
+            runs_of(client, ctx, target, &job, &mut page)
+                .await
+                .with_context(|| format!("warm-up run against {}", target.label()))?;
+        }
+    }
+    if ctx.ground_truth {
+        // Drop the warm-ups' events: the log returns what gathered since the last read.
+        let _ = driver::network_events(client).await;
+    }
+    let mut done = Vec::new();
+    loop {
+        let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+        let Some(job) = next else { break };
+        let target = &ctx.scenario_targets[job.target];
+        let runs = runs_of(client, ctx, target, &job, &mut page)
+            .await
+            .with_context(|| format!("run {} against {}", job.index + 1, target.label()))?;
+        for run in runs {
+            let truth = if ctx.ground_truth {
+                let events = driver::network_events(client).await;
+                ground_truth(&run, &job, target, &events)
+            } else {
+                None
+            };
+            done.push((job.clone(), run, truth));
+        }
+        progress.inc(1);
+    }
+    Ok(done)
+}
+
+/// The page a session has open.
+#[derive(Default)]
+struct Page {
+    runner_open: bool,
+}
+
+/// A job's runs: one, or in inject mode one per turn of the flow.
+async fn runs_of(
+    client: &Client,
+    ctx: &Context_,
+    target: &Target,
+    job: &Job,
+    page: &mut Page,
+) -> anyhow::Result<Vec<Run>> {
+    match (&ctx.inject, target) {
+        (Some(inject), Target::Page { .. }) => {
+            page.runner_open = false;
+            super::inject::run_flow(
+                client,
+                inject,
+                &inject.flows[job.target],
+                &job.prompt,
+                ctx.timeout,
+                &job.request_id,
+                target.label(),
+            )
+            .await
+        }
+        _ => Ok(vec![one_run(client, ctx, target, job, page).await?]),
+    }
+}
+
+async fn one_run(
+    client: &Client,
+    ctx: &Context_,
+    target: &Target,
+    job: &Job,
+    page: &mut Page,
+) -> anyhow::Result<Run> {
+    let out = match target {
+        Target::Endpoint {
+            url, api, dialect, ..
+        } => {
+            let base = ctx
+                .base
+                .as_deref()
+                .context("the runner's server is not running")?;
+            if !page.runner_open {
+                open_runner(client, base, ctx.voice, ctx.turn.is_some()).await?;
+                page.runner_open = true;
+            }
+            let same_origin = url.starts_with('/');
+            let record_url = (same_origin
+                && (url.starts_with("/sim/") || url.starts_with("/proxy/")))
+            .then(|| format!("/records/{}", job.request_id));
+            let spec = json!({
+                "endpoint": url,
+                "body": api.streaming_body("ttfx-run", &job.prompt),
+                "dialect": dialect.map(|d| d.as_str()),
+                "requestId": job.request_id,
+                "timeoutMs": ctx.timeout.as_millis() as u64,
+                "recordUrl": record_url,
+                "ttsUrl": if ctx.voice { target.tts_url() } else { None },
+                "turn": ctx.turn.as_ref().map(|t| json!({
+                    "sttUrl": target.stt_url(),
+                    "bargeIn": t.barge_in,
+                })),
+            });
+            client
+                .execute_async(RUN_SCRIPT, vec![spec])
+                .await
+                .context("the runner page's script failed")?
+        }
+        Target::Page { url, .. } => {
+            // A fresh load per run: the page may measure on load, and its queue starts empty.
+            page.runner_open = false;
+            // Errors name the label: the URL's query may hold a key.
+            client
+                .goto(url)
+                .await
+                .with_context(|| format!("cannot load {}", target.label()))?;
+            client
+                .execute_async(
+                    PAGE_SCRIPT,
+                    vec![json!(job.prompt), json!(ctx.timeout.as_millis() as u64)],
+                )
+                .await
+                .with_context(|| format!("the page {} did not run", target.label()))?
+        }
+    };
+    if let Some(e) = out.get("runnerError") {
+        bail!("the page failed: {e}");
+    }
+    let report = out
+        .get("report")
+        .filter(|r| !r.is_null())
+        .context("the page pushed no report onto window.__ttfx (is the probe embedded?)")?;
+    let record = out.get("record").filter(|r| !r.is_null());
+    to_run(report, record, &job.request_id, target.label())
+}
+
+/// The probe's run report, with the server's own record (when there is one) merged into
+/// its timeline and the metrics computed again, so the gaps are filled.
+fn to_run(report: &Value, record: Option<&Value>, id: &str, label: &str) -> anyhow::Result<Run> {
+    let file = ReportFile::from_json(&report.to_string()).context("the probe's report")?;
+    let Some(run) = file.into_runs().into_iter().next() else {
+        bail!("the probe's report held no run");
+    };
+    let run = Run::new(Some(id.to_owned()), Some(label.to_owned()), run.timeline)
+        .map_err(|e| anyhow::anyhow!("run {id}: {e}"))?;
+    let Some(record) = record else {
+        return Ok(run);
+    };
+    let record = ServerRecord::from_json(&record.to_string()).map_err(anyhow::Error::msg)?;
+    run.with_server(&record.server)
+        .map_err(|e| anyhow::anyhow!("run {id} with the server's record: {e}"))
+}
+
+/// The clock mapping: DevTools' `requestWillBeSent` is taken as the probe's
+/// `request_start` (the probe reads `performance.now()` just before calling `fetch`, and
+/// the browser creates the request during that call), so the DevTools first data in ms
+/// after `requestWillBeSent` is comparable with the probe's `first_byte`.
+fn ground_truth(
+    run: &Run,
+    job: &Job,
+    target: &Target,
+    events: &[(String, Value)],
+) -> Option<GroundTruth> {
+    let probe = run.timeline.milestones.get(Milestone::FirstByte)?;
+    let net = driver::network_times(events, &job.request_id)?;
+    Some(GroundTruth {
+        run_id: job.request_id.clone(),
+        target: target.label().to_owned(),
+        probe_first_byte_ms: probe,
+        devtools_first_data_ms: net.first_data_ms,
+        devtools_response_ms: net.response_ms,
+        probe_minus_devtools_ms: probe - net.first_data_ms,
+    })
+}
+
+/// Opens the runner page; `voice` makes it load the probe's voice build, `turn` (voice
+/// turns) its microphone.
+async fn open_runner(client: &Client, base: &str, voice: bool, turn: bool) -> anyhow::Result<()> {
+    let url = match (voice, turn) {
+        (_, true) => format!("{base}/?voice&turn"),
+        (true, false) => format!("{base}/?voice"),
+        (false, false) => format!("{base}/"),
+    };
+    client
+        .goto(&url)
+        .await
+        .with_context(|| format!("cannot load the runner page {url}"))?;
+    let ready = client
+        .execute_async(READY_SCRIPT, vec![])
+        .await
+        .context("the runner page did not answer")?;
+    if let Some(e) = ready.get("error") {
+        bail!("the runner page failed: {e}");
+    }
+    Ok(())
+}
+
+const READY_SCRIPT: &str = r#"
+const done = arguments[arguments.length - 1];
+const t0 = performance.now();
+(function poll() {
+  const s = document.getElementById("status");
+  const text = s ? s.textContent : "";
+  if (window.ttfxRunner) return done({ ready: true });
+  if (text.startsWith("error")) return done({ error: text });
+  if (performance.now() - t0 > 20000) return done({ error: "not ready within 20 s: " + text });
+  setTimeout(poll, 20);
+})();
+"#;
+
+const RUN_SCRIPT: &str = r#"
+const [spec] = arguments;
+const done = arguments[arguments.length - 1];
+window.ttfxRunner.send(spec).then(done, (e) => done({ runnerError: String((e && e.stack) || e) }));
+"#;
+
+// The user's page: call window.chat.send(prompt) when the page offers it (the example
+// page's contract), then wait for the probe's report on window.__ttfx.
+const PAGE_SCRIPT: &str = r#"
+const [prompt, timeoutMs] = arguments;
+const done = arguments[arguments.length - 1];
+const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+const reports = () => (window.__ttfx || []).length;
+(async () => {
+  const t0 = performance.now();
+  while (!(window.chat && window.chat.send) && !reports() && performance.now() - t0 < 10000) await wait(20);
+  if (window.chat && window.chat.send && !reports()) await window.chat.send(prompt);
+  while (!reports() && performance.now() - t0 < timeoutMs) await wait(20);
+  return { report: (window.__ttfx || [])[0] || null };
+})().then(done, (e) => done({ runnerError: String((e && e.stack) || e) }));
+"#;
+
+fn default_probe_pkg() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"))
+        .join("probe-pkg")
+}
+
+/// A bar on stderr while a person watches; nothing at all when stderr is a pipe or a
+/// file (CI logs), and never anything on stdout, which holds the table.
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} runs {pos}/{len} {wide_bar} {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}

@@ -1,0 +1,284 @@
+//! What `ttfx run` prints (stdout: the table, budgets, ground truth, crossover) and
+//! writes (`--json`: the batch report of ttfx-core's schema).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use ttfx_core::Milestone;
+use ttfx_core::crossover::{self, CompletionModel, Crossover};
+use ttfx_core::report::{BatchReport, Run};
+use ttfx_core::stats::Summary;
+
+use super::budget::Verdict;
+use super::measure::{GroundTruth, SpeechTruth};
+use ttfx_report::report_cmd;
+
+pub fn render(
+    batches: &[(String, BatchReport)],
+    verdicts: &[Verdict],
+    truth: &[GroundTruth],
+    speech: Option<&SpeechTruth>,
+    warmup: usize,
+) -> String {
+    let mut out = String::new();
+    for (i, (label, batch)) in batches.iter().enumerate() {
+        let heading = format!(
+            "ttfx run: {label}: {} run(s), {warmup} warm-up run(s) per session excluded",
+            batch.outcomes.total
+        );
+        // Budgets judge the first target; mark their rows in its table.
+        let marks: &[Verdict] = if i == 0 { verdicts } else { &[] };
+        out.push_str(&report_cmd::table(batch, &heading, &|metric| {
+            fail_marks(marks, metric)
+        }));
+        let rows: Vec<&GroundTruth> = truth.iter().filter(|g| &g.target == label).collect();
+        out.push_str(&ground_truth(&rows));
+        if let Some(speech) = speech {
+            out.push_str(&detector(batch, speech));
+        }
+        out.push_str(&selections(&batch.runs));
+        out.push('\n');
+    }
+    out.push_str(&budgets(verdicts));
+    if let [(a_label, a), (b_label, b)] = batches {
+        out.push_str(&crossover_block(a_label, a, b_label, b));
+    }
+    out
+}
+
+/// Inject mode: how each run's stream and reply were chosen, counted over the runs (a
+/// page that sometimes streams elsewhere, or grows another element, shows here).
+fn selections(runs: &[Run]) -> String {
+    use ttfx_core::selection::{ReplyChoice, StreamChoice};
+    let mut streams: Vec<(String, usize)> = Vec::new();
+    let mut replies: Vec<(String, usize)> = Vec::new();
+    let count = |list: &mut Vec<(String, usize)>, key: String| match list
+        .iter_mut()
+        .find(|(k, _)| *k == key)
+    {
+        Some((_, n)) => *n += 1,
+        None => list.push((key, 1)),
+    };
+    let mut total = 0;
+    for run in runs {
+        let Some(s) = &run.timeline.selection else {
+            continue;
+        };
+        total += 1;
+        let request = &run.timeline.request;
+        let how = match s.stream {
+            StreamChoice::FirstStreamingAfterSubmit => {
+                "the first streamed response after the submit"
+            }
+            StreamChoice::Match => "the first request after the submit matching --match",
+        };
+        let over = request
+            .transport
+            .as_deref()
+            .map_or(String::new(), |t| format!(" over {t}"));
+        count(
+            &mut streams,
+            format!(
+                "{how}: {} {}{over} ({})",
+                request.method.as_deref().unwrap_or("?"),
+                request.url.as_deref().unwrap_or("?"),
+                request.dialect.as_deref().unwrap_or("unknown dialect"),
+            ),
+        );
+        let reply = match (&s.reply_element, s.reply) {
+            (None, _) => "no element's text grew while it streamed".to_owned(),
+            (Some(e), ReplyChoice::Selector) => format!("{e}, the --reply element"),
+            (Some(e), ReplyChoice::Growth) => format!(
+                "{e}, holding {:.0} % of the text the page added",
+                100.0 * s.reply_share.unwrap_or(0.0)
+            ),
+        };
+        count(&mut replies, reply);
+    }
+    if total == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    for (label, list) in [("stream", &streams), ("reply", &replies)] {
+        for (i, (text, n)) in list.iter().enumerate() {
+            let head = if i == 0 { label } else { "" };
+            let _ = writeln!(out, "{head:<7} {text} — {n} of {total} runs");
+        }
+    }
+    out
+}
+
+/// `<- FAIL budget (by X)` for each failed budget on `metric`, or None when all passed.
+fn fail_marks(verdicts: &[Verdict], metric: &str) -> Option<String> {
+    let marks: Vec<String> = verdicts
+        .iter()
+        .filter(|v| !v.passed && v.budget.metric == metric)
+        .map(|v| {
+            let by = v.miss().map_or(String::new(), |m| format!(" by {m:.2}"));
+            format!("<- FAIL {}{by}", v.budget.text)
+        })
+        .collect();
+    (!marks.is_empty()).then(|| marks.join("  "))
+}
+
+fn budgets(verdicts: &[Verdict]) -> String {
+    if verdicts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let failed = verdicts.iter().filter(|v| !v.passed).count();
+    let _ = writeln!(
+        out,
+        "budgets: {} passed, {failed} failed",
+        verdicts.len() - failed
+    );
+    for v in verdicts {
+        let mark = if v.passed { "pass" } else { "FAIL" };
+        let _ = writeln!(out, "  {mark}  {:<32} {}", v.budget.text, v.describe());
+    }
+    out
+}
+
+/// The page's detector against the recording it heard: speech_start → speech_end beside
+/// the file's speech (first to last audible sample), and how long after speech_end it
+/// decided (its hangover, plus up to a frame).
+fn detector(batch: &BatchReport, speech: &SpeechTruth) -> String {
+    let of =
+        |f: &dyn Fn(&Run) -> Option<f64>| -> Vec<f64> { batch.runs.iter().filter_map(f).collect() };
+    let length = |r: &Run| {
+        let m = &r.timeline.milestones;
+        Some(m.get(Milestone::SpeechEnd)? - m.get(Milestone::SpeechStart)?)
+    };
+    let errors = of(&|r| length(r).map(|l| l - speech.speech_ms));
+    let decided = of(&|r| {
+        let end = r.timeline.milestones.get(Milestone::SpeechEnd)?;
+        Some(r.timeline.turn.as_ref()?.speech_end_detected_ms? - end)
+    });
+    let (Some(e), Some(d)) = (Summary::of(&errors), Summary::of(&decided)) else {
+        return "detector: no turn had both speech_start and speech_end\n".to_owned();
+    };
+    format!(
+        "detector: speech_start → speech_end − the recording's speech ({:.1} ms), {} turn(s): \
+         p50 {:+.1} ms, min {:+.1} ms, max {:+.1} ms; speech_end decided p50 {:.1} ms after it \
+         (min {:.1}, max {:.1})\n",
+        speech.speech_ms, e.count, e.p50, e.min, e.max, d.p50, d.min, d.max
+    )
+}
+
+/// The probe's `first_byte` against DevTools' first `dataReceived` for the same request.
+fn ground_truth(rows: &[&GroundTruth]) -> String {
+    let diffs: Vec<f64> = rows.iter().map(|g| g.probe_minus_devtools_ms).collect();
+    let Some(s) = Summary::of(&diffs) else {
+        return String::new();
+    };
+    format!(
+        "ground truth: probe first_byte - DevTools first dataReceived (both from \
+         requestWillBeSent = request_start), {} run(s): p50 {:.2} ms, p90 {:.2} ms, \
+         min {:.2} ms, max {:.2} ms\n",
+        s.count, s.p50, s.p90, s.min, s.max
+    )
+}
+
+fn crossover_block(a_label: &str, a: &BatchReport, b_label: &str, b: &BatchReport) -> String {
+    let metrics =
+        |batch: &BatchReport| -> Vec<_> { batch.runs.iter().map(|r| r.metrics.clone()).collect() };
+    let (Some(ta), Some(tb)) = (
+        CompletionModel::from_runs(&metrics(a)),
+        CompletionModel::from_runs(&metrics(b)),
+    ) else {
+        return "crossover: not enough completed runs with ttft and decode rate on both sides\n"
+            .to_owned();
+    };
+    let comparison = match crossover::compare(&ta, &tb) {
+        Ok(c) => c,
+        Err(e) => return format!("crossover: {e}\n"),
+    };
+    let name = |side: crossover::Side| match side {
+        crossover::Side::A => a_label,
+        crossover::Side::B => b_label,
+        crossover::Side::Tie => "neither (tie)",
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "crossover (medians; completion = ttft + n / rate):");
+    let _ = writeln!(
+        out,
+        "  A {a_label}: ttft {:.1} ms, {:.1} tok/s\n  B {b_label}: ttft {:.1} ms, {:.1} tok/s",
+        ta.ttft_ms, ta.tokens_per_s, tb.ttft_ms, tb.tokens_per_s
+    );
+    match comparison.crossover {
+        Crossover::At {
+            tokens,
+            shorter,
+            longer,
+        } => {
+            let _ = writeln!(
+                out,
+                "  n* = {tokens:.1} tokens: shorter answers finish first on {}, longer on {}",
+                name(shorter),
+                name(longer)
+            );
+        }
+        Crossover::Never { first } => {
+            let _ = writeln!(
+                out,
+                "  no crossover: {} finishes first at every length",
+                name(first)
+            );
+        }
+    }
+    for q in &comparison.at_quantiles {
+        let _ = writeln!(
+            out,
+            "  at p{:.0} lengths: A {:.0} tokens in {:.0} ms, B {:.0} tokens in {:.0} ms -> {} first",
+            q.quantile,
+            q.a_tokens,
+            q.a_ms,
+            q.b_tokens,
+            q.b_ms,
+            name(q.first)
+        );
+    }
+    out
+}
+
+/// The first target's batch goes to `path`; with `--against`, the second target's goes
+/// beside it as `STEM.against.json`. Each is a plain ttfx-core batch (so `ttfx report`
+/// reads it), plus optional top-level fields that readers of the schema ignore:
+/// `ground_truth` (per run: the probe's `first_byte` beside DevTools' first data) and
+/// `speech` (voice turns: what the fake microphone said and its true length).
+pub fn write_json(
+    path: &Path,
+    batches: &[(String, BatchReport)],
+    truth: &[GroundTruth],
+    speech: Option<&SpeechTruth>,
+) -> anyhow::Result<()> {
+    for (i, (label, batch)) in batches.iter().enumerate() {
+        let target_path = if i == 0 {
+            path.to_path_buf()
+        } else {
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("batch");
+            path.with_file_name(format!("{stem}.against.json"))
+        };
+        let mut value = serde_json::to_value(batch).context("cannot write the batch")?;
+        let rows: Vec<&GroundTruth> = truth.iter().filter(|g| &g.target == label).collect();
+        if let Some(obj) = value.as_object_mut()
+            && !rows.is_empty()
+        {
+            obj.insert(
+                "ground_truth".into(),
+                serde_json::to_value(rows).context("cannot write the ground truth")?,
+            );
+        }
+        if let (Some(obj), Some(speech)) = (value.as_object_mut(), speech) {
+            obj.insert(
+                "speech".into(),
+                serde_json::to_value(speech).context("cannot write the speech")?,
+            );
+        }
+        let text = serde_json::to_string_pretty(&value).context("cannot write the batch")?;
+        std::fs::write(&target_path, text + "\n")
+            .with_context(|| format!("cannot write {}", target_path.display()))?;
+    }
+    Ok(())
+}

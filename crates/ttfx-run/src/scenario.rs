@@ -1,0 +1,680 @@
+//! What `ttfx run` measures: targets, prompts, counts, budgets and browser flags, from
+//! the command line and an optional TOML scenario file (flags win over the file).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+use ttfx_core::ChatApi;
+use ttfx_core::decode::DialectKind;
+
+use super::budget::RunBudget;
+use crate::RunArgs;
+use ttfx_proxy::upstream::Upstreams;
+
+/// The scenario file: every key optional, unknown keys refused (a typo must not be
+/// silently ignored in a CI gate).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    target: Option<String>,
+    against: Option<String>,
+    api: Option<String>,
+    api_path: Option<String>,
+    prompts: Option<Vec<String>>,
+    runs: Option<usize>,
+    concurrency: Option<usize>,
+    warmup: Option<usize>,
+    #[serde(default)]
+    budgets: Vec<String>,
+    #[serde(default)]
+    browser_args: Vec<String>,
+    timeout_s: Option<f64>,
+    config: Option<PathBuf>,
+    voice: Option<bool>,
+    voice_turn: Option<bool>,
+    speech: Option<String>,
+    barge_in: Option<bool>,
+}
+
+/// One thing to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A streaming endpoint the runner's own page calls: `url` is same-origin (`/sim/…`,
+    /// `/proxy/…`) or absolute; `api` gives the request body and the reply's dialect.
+    Endpoint {
+        label: String,
+        url: String,
+        api: ChatApi,
+        /// The reply's dialect when the target's upstream names one (a preset's);
+        /// otherwise the probe reads the stream as its content type and first frames say.
+        dialect: Option<DialectKind>,
+    },
+    /// The user's own page, which embeds the probe; the runner calls
+    /// `window.chat.send(prompt)` when the page has it and collects `window.__ttfx`.
+    Page { label: String, url: String },
+}
+
+impl Target {
+    /// `sim/PROFILE[?overrides]`, `proxy/UPSTREAM[?query]` (the runner's own server; the
+    /// API path is appended), an absolute `http(s)://` endpoint URL, or `page:URL`.
+    ///
+    /// The API is `api` when given, else the one whose path ends the endpoint's URL
+    /// (`--api-path v1/messages` is Anthropic Messages), else OpenAI Chat. The path
+    /// appended to sim/ and proxy/ targets is `api_path` when given, else the API's own.
+    #[cfg(test)]
+    pub fn parse(
+        text: &str,
+        api: Option<ChatApi>,
+        api_path: Option<&str>,
+    ) -> anyhow::Result<Target> {
+        Target::parse_with(text, api, api_path, None)
+    }
+
+    /// As [`Target::parse`]; a `proxy/UPSTREAM` target must name one of `upstreams` (the
+    /// runner's config) when given, and speaks that upstream's API at its path, in its
+    /// dialect, unless `api` or `api_path` say otherwise.
+    pub fn parse_with(
+        text: &str,
+        api: Option<ChatApi>,
+        api_path: Option<&str>,
+        upstreams: Option<&Upstreams>,
+    ) -> anyhow::Result<Target> {
+        let api_of = |url: &str| {
+            api.or_else(|| ChatApi::from_path(url))
+                .unwrap_or(ChatApi::OpenAiChat)
+        };
+        let text = text.trim();
+        if let Some(url) = text.strip_prefix("page:") {
+            if !is_http(url) {
+                bail!("target `{text}`: a page target is page:http(s)://…");
+            }
+            return Ok(Target::Page {
+                label: without_query(url).to_owned(),
+                url: url.to_owned(),
+            });
+        }
+        if is_http(text) {
+            // The query may hold a key; labels go into reports and logs, so it is dropped.
+            return Ok(Target::Endpoint {
+                label: without_query(text).to_owned(),
+                url: text.to_owned(),
+                api: api_of(text),
+                dialect: None,
+            });
+        }
+        let (path, query) = match text.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (text, None),
+        };
+        let mut parts = path.trim_matches('/').splitn(2, '/');
+        let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if !matches!(kind, "sim" | "proxy") || name.is_empty() || name.contains('/') {
+            bail!(
+                "target `{text}`: expected sim/PROFILE[?key=value&…], proxy/UPSTREAM, \
+                 http(s)://ENDPOINT or page:http(s)://PAGE"
+            );
+        }
+        let chat = match upstreams.filter(|_| kind == "proxy") {
+            None => None,
+            Some(ups) => match ups.get(name) {
+                Some(up) => up.chat.clone(),
+                None => bail!(
+                    "target `{text}`: no upstream `{name}` in the config (configured: {})",
+                    match ups.names() {
+                        n if n.is_empty() => "none".to_owned(),
+                        n => n.join(", "),
+                    }
+                ),
+            },
+        };
+        // The upstream's own endpoint, unless the flags name another API or path.
+        let chat = chat.filter(|c| api.is_none_or(|a| a == c.api) && api_path.is_none());
+        let api = api.or(chat.as_ref().map(|c| c.api));
+        let api_path = api_path
+            .or(chat.as_ref().map(|c| c.path.as_str()))
+            .unwrap_or_else(|| api.unwrap_or(ChatApi::OpenAiChat).path())
+            .trim_start_matches('/');
+        let url = match query {
+            Some(q) => format!("/{kind}/{name}/{api_path}?{q}"),
+            None => format!("/{kind}/{name}/{api_path}"),
+        };
+        Ok(Target::Endpoint {
+            label: text.to_owned(),
+            api: api.unwrap_or_else(|| api_of(&url)),
+            dialect: chat.map(|c| c.dialect),
+            url,
+        })
+    }
+
+    pub fn label(&self) -> &str {
+        match self {
+            Target::Endpoint { label, .. } | Target::Page { label, .. } => label,
+        }
+    }
+
+    pub fn is_page(&self) -> bool {
+        matches!(self, Target::Page { .. })
+    }
+
+    /// The simulator's TTS for a `sim/PROFILE` target, with the target's overrides
+    /// (`ttfa_ms`, `rtf`, `seed`, … apply to it too); `None` for every other target.
+    pub fn tts_url(&self) -> Option<String> {
+        self.sim_url("v1/audio/speech")
+    }
+
+    /// The simulator's STT for a `sim/PROFILE` target (its overrides kept: the STT
+    /// reads its own keys, `stt_first_partial_ms`, …, and ignores the LLM's).
+    pub fn stt_url(&self) -> Option<String> {
+        self.sim_url("v1/audio/transcriptions")
+    }
+
+    /// `path` on this target's simulator profile, with the target's query.
+    fn sim_url(&self, path: &str) -> Option<String> {
+        let Target::Endpoint { url, .. } = self else {
+            return None;
+        };
+        let rest = url.strip_prefix("/sim/")?;
+        let (route, query) = match rest.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (rest, None),
+        };
+        let profile = route.split('/').next().filter(|p| !p.is_empty())?;
+        Some(match query {
+            Some(q) => format!("/sim/{profile}/{path}?{q}"),
+            None => format!("/sim/{profile}/{path}"),
+        })
+    }
+}
+
+fn without_query(url: &str) -> &str {
+    url.split(['?', '#']).next().unwrap_or(url)
+}
+
+/// Whether `url` is an absolute http(s) URL: a page, an endpoint or a WebDriver server.
+pub fn is_http(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+/// Everything one `ttfx run` does.
+#[derive(Debug)]
+pub struct Scenario {
+    /// One target, or two (`--against`), measured interleaved.
+    pub targets: Vec<Target>,
+    pub prompts: Vec<String>,
+    pub runs: usize,
+    pub concurrency: usize,
+    pub warmup: usize,
+    pub budgets: Vec<RunBudget>,
+    pub browser_args: Vec<String>,
+    pub timeout: Duration,
+    /// `ttfx serve --config` for the runner's own server (proxy upstreams, profiles).
+    pub config: Option<PathBuf>,
+    /// Voice turns: each target's TTS URL (`Target::tts_url`), checked to exist.
+    pub voice: bool,
+    /// Voice-to-voice turns: a fake microphone speaks before each request.
+    pub turn: Option<TurnScenario>,
+    /// Where the runner's server listens and the URL the browser loads it by.
+    pub exposure: super::site::Exposure,
+    /// Inject mode: the probe goes into a page that does not embed it.
+    pub inject: Option<super::inject::InjectScenario>,
+}
+
+/// What a voice-to-voice turn says and does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnScenario {
+    /// What the fake microphone says (espeak-ng).
+    pub speech: String,
+    /// The user speaks again over the reply.
+    pub barge_in: bool,
+}
+
+const DEFAULT_SPEECH: &str = "What is the weather like in Paris today?";
+/// Longest --speech: a turn waits one loop of the file at most, and a minute of speech
+/// would make each run a minute long.
+const MAX_SPEECH_CHARS: usize = 300;
+
+const DEFAULT_PROMPT: &str = "Why does streaming feel fast?";
+
+impl Scenario {
+    pub fn from_args(args: &RunArgs) -> anyhow::Result<Scenario> {
+        let file = match &args.scenario {
+            Some(path) => read_file(path)?,
+            None => ScenarioFile::default(),
+        };
+        let api = match args.api.as_deref().or(file.api.as_deref()) {
+            Some(name) => Some(
+                name.parse::<ChatApi>()
+                    .map_err(|e| anyhow::anyhow!("--api: {e}"))?,
+            ),
+            None => None,
+        };
+        let api_path = args.api_path.clone().or(file.api_path);
+        let api_path = api_path.as_deref();
+        let target_text = match (&args.url, &args.target) {
+            (Some(_), Some(_)) => bail!("give --url or --target, not both"),
+            (Some(url), None) => format!("page:{url}"),
+            (None, Some(t)) => t.clone(),
+            (None, None) => file.target.unwrap_or_else(|| "sim/default".to_owned()),
+        };
+        let config = args.config.clone().or(file.config);
+        // The runner's server loads the same file; read here, a proxy target learns its
+        // upstream's API, and a bad file or an unknown upstream stops the run before any
+        // browser starts.
+        let upstreams = match &config {
+            Some(path) => Some(ttfx_serve::config::load(path)?.upstreams),
+            None => None,
+        };
+        let upstreams = upstreams.as_ref();
+        let mut targets = vec![Target::parse_with(&target_text, api, api_path, upstreams)?];
+        if let Some(against) = args.against.clone().or(file.against) {
+            // In inject mode both targets are pages: a plain URL names one, as --url does.
+            let against = if args.inject && is_http(&against) {
+                format!("page:{against}")
+            } else {
+                against
+            };
+            let b = Target::parse_with(&against, api, api_path, upstreams)?;
+            if b.label() == targets[0].label() {
+                bail!(
+                    "--against names the same target as --target (`{}`)",
+                    b.label()
+                );
+            }
+            targets.push(b);
+        }
+        let prompts = if !args.prompt.is_empty() {
+            args.prompt.clone()
+        } else {
+            file.prompts
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| vec![DEFAULT_PROMPT.to_owned()])
+        };
+        let runs = args.runs.or(file.runs).unwrap_or(10);
+        let concurrency = args.concurrency.or(file.concurrency).unwrap_or(1);
+        if runs == 0 {
+            bail!("--runs must be at least 1");
+        }
+        if concurrency == 0 || concurrency > 32 {
+            bail!("--concurrency must be 1..=32 (one browser session each)");
+        }
+        let timeout_s = args.timeout_s.or(file.timeout_s).unwrap_or(60.0);
+        if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= 3600.0) {
+            bail!("--timeout-s must be in (0, 3600]");
+        }
+        // Budgets from the file and from flags both apply: the file holds the team's
+        // gate, a flag adds one for this run.
+        let budgets = file
+            .budgets
+            .iter()
+            .chain(&args.budget)
+            .map(|b| RunBudget::parse(b))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let voice_turn = args.voice_turn || file.voice_turn.unwrap_or(false);
+        let turn = if voice_turn {
+            if args.browser == crate::Browser::Webkit {
+                bail!(
+                    "--voice-turn needs Chromium or Firefox: WebKitGTK's AudioContext stays \
+                     suspended in a driven session, so its detector would never hear the \
+                     microphone"
+                );
+            }
+            if let Some(t) = targets.iter().find(|t| t.stt_url().is_none()) {
+                bail!(
+                    "--voice-turn needs sim/PROFILE targets (their STT is \
+                     /sim/PROFILE/v1/audio/transcriptions); `{}` has none",
+                    t.label()
+                );
+            }
+            let speech = args
+                .speech
+                .clone()
+                .or(file.speech)
+                .unwrap_or_else(|| DEFAULT_SPEECH.to_owned());
+            if speech.trim().is_empty() || speech.chars().count() > MAX_SPEECH_CHARS {
+                bail!("--speech must be 1 to {MAX_SPEECH_CHARS} characters");
+            }
+            Some(TurnScenario {
+                speech,
+                barge_in: args.barge_in || file.barge_in.unwrap_or(false),
+            })
+        } else {
+            if file.barge_in.unwrap_or(false) || file.speech.is_some() {
+                bail!("`speech` and `barge_in` in the scenario need `voice_turn = true`");
+            }
+            None
+        };
+        let voice = args.voice || file.voice.unwrap_or(false) || voice_turn;
+        if voice && let Some(t) = targets.iter().find(|t| t.tts_url().is_none()) {
+            bail!(
+                "--voice needs sim/PROFILE targets (their TTS is /sim/PROFILE/v1/audio/speech); \
+                 `{}` has none",
+                t.label()
+            );
+        }
+        let mut browser_args = file.browser_args;
+        browser_args.extend(args.browser_arg.iter().cloned());
+        let inject = if args.inject {
+            let mut urls = Vec::new();
+            for (i, target) in targets.iter().enumerate() {
+                match target {
+                    Target::Page { url, .. } => urls.push(url.clone()),
+                    _ if i == 0 => bail!("--inject measures a page: give it with --url URL"),
+                    _ => bail!("--inject compares two pages: give --against a page's URL"),
+                }
+            }
+            if args.browser == crate::Browser::Webkit {
+                bail!("{}", super::inject::WEBKIT_REFUSAL);
+            }
+            if voice {
+                bail!(
+                    "--inject measures the page's own voice, if any: --voice and --voice-turn drive the runner's page"
+                );
+            }
+            if args.flow.is_some() && (args.type_into.is_some() || args.submit.is_some()) {
+                bail!("give --type and --submit in the flow file's steps, not beside --flow");
+            }
+            // Each page gets its own flow: the same steps, opened at its own URL.
+            let mut flows = Vec::new();
+            for url in &urls {
+                flows.push(match &args.flow {
+                    Some(path) => {
+                        let flow = super::flow::Flow::read(path, url)?;
+                        if urls.len() > 1 && !flow.opens_only(url) {
+                            bail!(
+                                "flow {}: with --against, a flow may not `open` a page: each \
+                                 page's own URL opens it",
+                                path.display()
+                            );
+                        }
+                        flow
+                    }
+                    None => super::flow::Flow::single(
+                        url,
+                        &prompts[0],
+                        args.type_into.as_deref(),
+                        args.submit.as_deref(),
+                    ),
+                });
+            }
+            Some(super::inject::InjectScenario {
+                via: args.inject_via,
+                typed_prompt: args.flow.is_none(),
+                flows,
+                match_url: args.match_url.clone().filter(|m| !m.is_empty()),
+                reply: args.reply.clone().filter(|r| !r.is_empty()),
+            })
+        } else {
+            None
+        };
+        Ok(Scenario {
+            targets,
+            prompts,
+            runs,
+            concurrency,
+            warmup: args.warmup.or(file.warmup).unwrap_or(1),
+            budgets,
+            browser_args,
+            timeout: Duration::from_secs_f64(timeout_s),
+            config,
+            voice,
+            turn,
+            exposure: super::site::Exposure::from_args(args.listen, args.public_url.as_deref())?,
+            inject,
+        })
+    }
+}
+
+fn read_file(path: &Path) -> anyhow::Result<ScenarioFile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read scenario {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        // toml's message spans lines (it quotes the source); one line is enough here.
+        let message = e.message().to_owned();
+        anyhow::anyhow!("scenario {}: {message}", path.display())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ttfx run ARGS`, parsed as the command line is, then made a scenario.
+    fn scenario_of(args: &[&str]) -> anyhow::Result<Scenario> {
+        use clap::Parser;
+        /// `ttfx run`'s options alone, as the binary's command line embeds them.
+        #[derive(Parser)]
+        struct Run {
+            #[command(flatten)]
+            args: RunArgs,
+        }
+        let run = Run::try_parse_from(["ttfx run"].iter().chain(args))?;
+        Scenario::from_args(&run.args)
+    }
+
+    #[test]
+    fn inject_mode_compares_two_pages_each_with_its_own_flow() {
+        let s = scenario_of(&[
+            "--url",
+            "http://a.test/chat",
+            "--against",
+            "http://b.test/",
+            "--inject",
+        ])
+        .unwrap();
+        assert!(s.targets.iter().all(Target::is_page), "{:?}", s.targets);
+        let flows = &s.inject.as_ref().unwrap().flows;
+        assert_eq!(flows.len(), 2);
+        assert!(flows[0].opens_only("http://a.test/chat"), "{flows:?}");
+        assert!(flows[1].opens_only("http://b.test/"), "{flows:?}");
+
+        // A flow file without `open` steps serves both pages; one that opens a page
+        // would measure that page twice.
+        let dir = tempfile::tempdir().unwrap();
+        let steps = dir.path().join("steps.toml");
+        std::fs::write(
+            &steps,
+            "[[step]]\ntype = \"hi\"\n[[step]]\nsubmit = \"enter\"\n[[step]]\nwait = \"reply\"\n",
+        )
+        .unwrap();
+        let with_steps = [
+            "--url",
+            "http://a.test/chat",
+            "--against",
+            "http://b.test/",
+            "--inject",
+            "--flow",
+            steps.to_str().unwrap(),
+        ];
+        let flows = scenario_of(&with_steps).unwrap().inject.unwrap().flows;
+        assert!(flows[1].opens_only("http://b.test/"), "{flows:?}");
+        let opens = dir.path().join("opens.toml");
+        std::fs::write(&opens, "[[step]]\nopen = \"http://a.test/chat\"\n[[step]]\ntype = \"hi\"\n[[step]]\nsubmit = \"enter\"\n[[step]]\nwait = \"reply\"\n").unwrap();
+        let mut with_open = with_steps;
+        with_open[6] = opens.to_str().unwrap();
+        let e = format!("{:#}", scenario_of(&with_open).unwrap_err());
+        assert!(
+            e.contains("with --against, a flow may not `open` a page"),
+            "{e}"
+        );
+
+        let e = format!(
+            "{:#}",
+            scenario_of(&[
+                "--url",
+                "http://a.test/",
+                "--against",
+                "sim/default",
+                "--inject"
+            ])
+            .unwrap_err()
+        );
+        assert!(e.contains("give --against a page's URL"), "{e}");
+    }
+
+    #[test]
+    fn sim_targets_get_the_api_path_and_keep_their_overrides() {
+        let t = Target::parse("sim/default?ttft_ms=300&seed=1", None, None).unwrap();
+        assert_eq!(
+            t,
+            Target::Endpoint {
+                label: "sim/default?ttft_ms=300&seed=1".into(),
+                url: "/sim/default/v1/chat/completions?ttft_ms=300&seed=1".into(),
+                api: ChatApi::OpenAiChat,
+                dialect: None,
+            }
+        );
+    }
+
+    #[test]
+    fn the_api_comes_from_the_flag_else_from_the_path() {
+        let endpoint = |t: Target| match t {
+            Target::Endpoint { url, api, .. } => (url, api),
+            Target::Page { .. } => panic!("not an endpoint"),
+        };
+        // --api alone: its own path on sim/ and proxy/ targets.
+        let t = Target::parse("proxy/up?x=1", Some(ChatApi::OllamaGenerate), None).unwrap();
+        assert_eq!(
+            endpoint(t),
+            ("/proxy/up/api/generate?x=1".into(), ChatApi::OllamaGenerate)
+        );
+        // --api-path alone: the API follows from the path.
+        let t = Target::parse("sim/default", None, Some("/v1/messages")).unwrap();
+        assert_eq!(
+            endpoint(t),
+            (
+                "/sim/default/v1/messages".into(),
+                ChatApi::AnthropicMessages
+            )
+        );
+        // Both: a gateway that serves an API at a path of its own.
+        let t = Target::parse("proxy/gw", Some(ChatApi::AnthropicMessages), Some("chat")).unwrap();
+        assert_eq!(
+            endpoint(t),
+            ("/proxy/gw/chat".into(), ChatApi::AnthropicMessages)
+        );
+        // An absolute URL says its API by its path; an unknown path is OpenAI Chat.
+        let t = Target::parse("http://h:1/api/chat?k=1", None, None).unwrap();
+        assert_eq!(endpoint(t).1, ChatApi::OllamaChat);
+        let t = Target::parse("http://h:1/gateway", None, None).unwrap();
+        assert_eq!(endpoint(t).1, ChatApi::OpenAiChat);
+        let file: ScenarioFile = toml::from_str("api = \"llamacpp\"").unwrap();
+        assert_eq!(file.api.as_deref(), Some("llamacpp"));
+    }
+
+    #[test]
+    fn a_proxy_target_speaks_its_upstreams_api_unless_the_flags_say_otherwise() {
+        let config = ttfx_serve::config::parse(
+            "[upstreams.claude]\npreset = \"anthropic\"\nbase_url = \"http://127.0.0.1:9\"\n\
+             [upstreams.plain]\nbase_url = \"http://127.0.0.1:9\"\n",
+            Path::new(""),
+            |_| None,
+        )
+        .unwrap();
+        let ups = Some(&config.upstreams);
+        let t = Target::parse_with("proxy/claude?x=1", None, None, ups).unwrap();
+        assert_eq!(
+            t,
+            Target::Endpoint {
+                label: "proxy/claude?x=1".into(),
+                url: "/proxy/claude/v1/messages?x=1".into(),
+                api: ChatApi::AnthropicMessages,
+                dialect: Some(DialectKind::Anthropic),
+            }
+        );
+        // --api names another API: its own path, the dialect from the reply.
+        let t = Target::parse_with("proxy/claude", Some(ChatApi::OpenAiChat), None, ups).unwrap();
+        let Target::Endpoint { url, dialect, .. } = t else {
+            panic!("not an endpoint")
+        };
+        assert_eq!(
+            (url.as_str(), dialect),
+            ("/proxy/claude/v1/chat/completions", None)
+        );
+        // An upstream without a preset or api: as before.
+        let t = Target::parse_with("proxy/plain", None, None, ups).unwrap();
+        assert!(matches!(
+            t,
+            Target::Endpoint {
+                api: ChatApi::OpenAiChat,
+                dialect: None,
+                ..
+            }
+        ));
+        let e = Target::parse_with("proxy/nope", None, None, ups)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no upstream `nope`") && e.contains("claude, plain"),
+            "{e}"
+        );
+        // sim/ targets never consult the upstreams.
+        assert!(Target::parse_with("sim/nope", None, None, ups).is_ok());
+    }
+
+    #[test]
+    fn absolute_targets_lose_their_query_in_the_label() {
+        let t = Target::parse("http://h/v1/chat?key=secret", None, Some("x")).unwrap();
+        assert_eq!(t.label(), "http://h/v1/chat");
+        let p = Target::parse("page:http://h/app?key=secret", None, Some("x")).unwrap();
+        assert!(p.is_page());
+        assert_eq!(p.label(), "http://h/app");
+    }
+
+    #[test]
+    fn bad_targets_are_refused_with_the_forms_allowed() {
+        for bad in ["", "sim", "sim/", "foo/bar", "sim/a/b", "page:ftp://x"] {
+            assert!(Target::parse(bad, None, Some("v1")).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sim_targets_have_a_tts_url_with_their_overrides_and_others_none() {
+        let t = Target::parse("sim/default?ttfa_ms=150&seed=1", None, None).unwrap();
+        assert_eq!(
+            t.tts_url().as_deref(),
+            Some("/sim/default/v1/audio/speech?ttfa_ms=150&seed=1")
+        );
+        let plain = Target::parse("sim/fast", None, None).unwrap();
+        assert_eq!(
+            plain.tts_url().as_deref(),
+            Some("/sim/fast/v1/audio/speech")
+        );
+        for other in ["proxy/up", "http://h/v1/chat", "page:http://h/app"] {
+            assert_eq!(
+                Target::parse(other, None, Some("v1")).unwrap().tts_url(),
+                None,
+                "{other}"
+            );
+        }
+        let voice: ScenarioFile = toml::from_str("voice = true").unwrap();
+        assert_eq!(voice.voice, Some(true));
+    }
+
+    #[test]
+    fn sim_targets_have_an_stt_url_and_a_turn_reads_from_the_file() {
+        let t = Target::parse("sim/default?stt_final_ms=400&ttft_ms=300", None, None).unwrap();
+        assert_eq!(
+            t.stt_url().as_deref(),
+            Some("/sim/default/v1/audio/transcriptions?stt_final_ms=400&ttft_ms=300")
+        );
+        let proxy = Target::parse("proxy/up", None, Some("v1")).unwrap();
+        assert_eq!(proxy.stt_url(), None);
+        let file: ScenarioFile =
+            toml::from_str("voice_turn = true\nspeech = \"Hello there\"\nbarge_in = true").unwrap();
+        assert_eq!(
+            (file.voice_turn, file.speech.as_deref(), file.barge_in),
+            (Some(true), Some("Hello there"), Some(true))
+        );
+    }
+
+    #[test]
+    fn the_scenario_file_refuses_unknown_keys() {
+        let err = toml::from_str::<ScenarioFile>("runz = 3").unwrap_err();
+        assert!(err.message().contains("runz"), "{}", err.message());
+        let ok: ScenarioFile = toml::from_str("runs = 3\nbudgets = [\"ttft.p90<=800ms\"]").unwrap();
+        assert_eq!(ok.runs, Some(3));
+    }
+}

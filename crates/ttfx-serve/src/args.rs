@@ -1,0 +1,74 @@
+//! `ttfx serve`'s options (the binary's command line embeds them).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port (the chosen one is printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// Folder holding the built lab page (Trunk's dist, with index.html).
+    #[arg(long)]
+    pub dist: Option<PathBuf>,
+
+    /// TOML file naming the proxy's upstreams and extra simulator profiles
+    /// (see docs/serve.md).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+
+    /// Serve every response with COOP same-origin and COEP require-corp, so the lab page
+    /// is cross-origin isolated and its clock steps 5 µs instead of 100 µs (Chromium).
+    #[arg(long)]
+    pub cross_origin_isolated: bool,
+
+    /// Requests in flight at /sim and /proxy (a stream counts until its body ends); more
+    /// get 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = ttfx_edge::inflight::DEFAULT_MAX_CONCURRENT,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_concurrent: u32,
+
+    /// How long a request body may go without a byte, from its headers to its first byte
+    /// and between two, before the request fails (400): a client that stops mid-body
+    /// would otherwise hold its connection, and at /sim and /proxy one of the
+    /// --max-concurrent places, for as long as it stays connected.
+    #[arg(long, value_name = "MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub body_timeout_ms: u64,
+
+    /// Collect the probe's beacons and run reports at POST /collect into this SQLite
+    /// file (created if missing), and answer /field/… queries over it (docs/field.md).
+    #[arg(long, value_name = "FILE.db")]
+    pub collect: Option<PathBuf>,
+
+    /// An origin besides this server's own that may post to /collect and read /field/…,
+    /// e.g. https://app.example.com (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "collect")]
+    pub collect_origin: Vec<String>,
+
+    /// A host name the collector answers besides loopback names and IP addresses, e.g.
+    /// collector.example.com (repeatable; a guard against DNS rebinding).
+    #[arg(long, value_name = "HOST", requires = "collect")]
+    pub collect_host: Vec<String>,
+
+    /// Remove collected runs older than this many days, at startup and hourly (0 keeps
+    /// them).
+    #[arg(long, value_name = "DAYS", default_value_t = 30, requires = "collect")]
+    pub collect_retention_days: u32,
+
+    /// POST /collect requests per second per client address, after the burst.
+    #[arg(
+        long,
+        value_name = "PER_S",
+        default_value_t = 10.0,
+        requires = "collect"
+    )]
+    pub collect_rate: f64,
+
+    /// POST /collect requests a client may send at once before the rate applies.
+    #[arg(long, value_name = "N", default_value_t = 60, requires = "collect")]
+    pub collect_burst: u32,
+}

@@ -1,0 +1,195 @@
+//! `ttfx serve`: the lab page, the simulated endpoints, the vantage proxy, the record
+//! API and (with `--collect`) the field collector, on one port.
+//!
+//! This crate only wires: it reads the config file, makes the one record store the
+//! simulator and the proxy share, mounts their routers, the collector's and the lab
+//! page's files, and listens. What each route does lives in its own crate (ttfx-sim,
+//! ttfx-proxy, ttfx-collect, ttfx-records, ttfx-edge); none of them depends on this one.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use tower_http::services::{ServeDir, ServeFile};
+
+use ttfx_edge::error::json_error;
+use ttfx_edge::{arrival, inflight, isolation};
+use ttfx_proxy::ProxyState;
+use ttfx_records::Records;
+use ttfx_sim::SimState;
+
+mod args;
+pub mod config;
+
+pub use args::ServeArgs;
+
+/// Runs the server until the process is stopped.
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    // Config first: a bad file is reported before anything listens.
+    let config = match &args.config {
+        Some(path) => config::load(path)?,
+        None => config::Config::default(),
+    };
+    // The collector's database too: a corrupt or foreign file is refused before anything
+    // listens.
+    let collector = match &args.collect {
+        Some(path) => Some(ttfx_collect::Collector::open(ttfx_collect::Settings {
+            path: path.clone(),
+            origins: args.collect_origin.clone(),
+            hosts: args.collect_host.clone(),
+            retention_days: args.collect_retention_days,
+            rate_per_s: args.collect_rate,
+            burst: args.collect_burst,
+        })?),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(args, config, collector))
+}
+
+async fn serve(
+    args: ServeArgs,
+    config: config::Config,
+    collector: Option<ttfx_collect::Collector>,
+) -> anyhow::Result<()> {
+    let app = router(args.dist.as_deref(), config, args.max_concurrent)?;
+    // After the shared CORS layer, so the collector's routes get their own origin check
+    // and CORS (crates/ttfx-collect/src/http.rs) instead of "any origin".
+    let app = match collector {
+        Some(c) => app.merge(ttfx_collect::http::router(c.start()?)),
+        None => app.merge(ttfx_collect::http::disabled_router()),
+    };
+    let app = if args.cross_origin_isolated {
+        isolation::isolate(app)
+    } else {
+        app
+    };
+    // Every route's request body, the collector's included: the timeout resets at each
+    // frame, so a slow upload that keeps sending (a streamed transcription) goes on.
+    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+        std::time::Duration::from_millis(args.body_timeout_ms),
+    ));
+    let listener = bind(args.addr).await?;
+    let local = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    // Tests and scripts read this exact line to learn the chosen port.
+    println!("ttfx serve: listening on http://{local}/");
+    // No Nagle: a streamed reply is a run of small writes (headers, then one event per
+    // token), and Nagle's algorithm holds a small write back until the previous one is
+    // acknowledged, which a client's delayed ACK puts off by up to 40 ms. With it, a
+    // chunk left the server later than its record says (measured: the first body chunk,
+    // written 0.4 ms after the headers, reached the browser 42 ms after its record's
+    // send time); upstream connections already set the same (upstream_conn.rs).
+    let listener = listener.tap_io(|tcp| {
+        // A socket that refuses the option still serves, only with Nagle.
+        let _ = tcp.set_nodelay(true);
+    });
+    // The peer address is the collector's rate-limit key.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await
+    .context("server stopped")
+}
+
+/// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`):
+/// a page or a benchmark opening a thousand streams at once should not see refused or
+/// retried connects, which tokio's default of 1024 allows.
+const BACKLOG: u32 = 4096;
+
+async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    let listen = || -> std::io::Result<tokio::net::TcpListener> {
+        let socket = match addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(BACKLOG)
+    };
+    listen().map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrInUse => " (port taken: pick another with --addr)",
+            std::io::ErrorKind::PermissionDenied => " (pick a port above 1024 with --addr)",
+            _ => "",
+        };
+        anyhow::anyhow!("cannot listen on {addr}: {e}{hint}")
+    })
+}
+
+/// The whole HTTP surface of `ttfx serve`; at most `max_concurrent` requests in flight
+/// at `/sim` and `/proxy` ([`inflight`]).
+pub fn router(
+    dist: Option<&Path>,
+    config: config::Config,
+    max_concurrent: u32,
+) -> anyhow::Result<Router> {
+    let records = Arc::new(Records::default());
+    let sim = Arc::new(SimState::new(config.profiles, records.clone()));
+    let proxy = Arc::new(ProxyState {
+        upstreams: config.upstreams,
+        access: config.proxy_access,
+        records: records.clone(),
+    });
+    let limited = Router::new()
+        .nest("/sim", ttfx_sim::router(sim))
+        .nest("/proxy", ttfx_proxy::router(proxy))
+        .route_layer(axum::middleware::from_fn_with_state(
+            inflight::Limit::new(max_concurrent),
+            inflight::limit,
+        ));
+    let records = Router::new()
+        .route("/records/{request_id}", get(record))
+        .with_state(records);
+    let app = Router::new().merge(limited).merge(records);
+    let app = match dist {
+        Some(dir) => {
+            let index = dir.join("index.html");
+            if !index.is_file() {
+                bail!(
+                    "--dist {}: no index.html there (build the lab page with `cargo xtask lab`)",
+                    dir.display()
+                );
+            }
+            app.fallback_service(ServeDir::new(dir).fallback(ServeFile::new(index)))
+        }
+        None => app.route("/", get(no_lab_page)),
+    };
+    Ok(app
+        .layer(axum::middleware::from_fn(arrival::stamp))
+        .layer(arrival::cors()))
+}
+
+async fn record(State(records): State<Arc<Records>>, UrlPath(id): UrlPath<String>) -> Response {
+    match records.get(&id) {
+        Some(r) => axum::Json(ttfx_records::to_json(&ttfx_records::lock(&r))).into_response(),
+        None => json_error(
+            StatusCode::NOT_FOUND,
+            &serde_json::json!({ "error": { "message": format!(
+                "no record for request id `{id}` (records are kept for the last {} requests, \
+                 fewer when they hold more than {} MiB)",
+                ttfx_records::MAX_RECORDS,
+                ttfx_records::MAX_RECORD_BYTES >> 20
+            ) } }),
+        ),
+    }
+}
+
+async fn no_lab_page() -> Html<&'static str> {
+    Html(
+        "<!doctype html><title>ttfx</title><p>ttfx serve is running without a lab page. \
+         Build and serve it with <code>cargo xtask lab</code>, or pass <code>--dist</code>.</p>",
+    )
+}
