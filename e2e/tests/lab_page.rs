@@ -369,7 +369,7 @@ async fn two_targets_cross_where_their_medians_say() -> anyhow::Result<()> {
         crossover.starts_with(&format!("n* ≈ {expected:.1} tokens")),
         "{crossover} (expected {expected:.1})"
     );
-    // DESIGN.md's deployments A and B cross near 29 tokens; measured rates wander a bit.
+    // docs/design.md's deployments A and B cross near 29 tokens; measured rates wander a bit.
     assert!((20.0..40.0).contains(&expected), "n* = {expected}");
     assert!(
         crossover.ends_with("shorter answers finish first on A, longer ones on B"),

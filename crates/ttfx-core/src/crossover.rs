@@ -242,7 +242,7 @@ mod tests {
 
     #[test]
     fn reproduces_the_design_worked_example() {
-        // DESIGN.md: A = 200 ms at 30 tok/s, B = 900 ms at 110 tok/s.
+        // docs/design.md: A = 200 ms at 30 tok/s, B = 900 ms at 110 tok/s.
         let a = target(200.0, 30.0, vec![]);
         let b = target(900.0, 110.0, vec![]);
         // n* = 0.7 s / (1/30 − 1/110) s = 0.7 · 330 / 8 = 28.875 tokens.

@@ -64,7 +64,7 @@ pub enum Milestone {
 }
 
 impl Milestone {
-    /// Every milestone, in the order of the design's table.
+    /// Every milestone, in the order of docs/design.md's table.
     pub const ALL: [Milestone; 22] = [
         Milestone::SpeechStart,
         Milestone::SpeechEnd,

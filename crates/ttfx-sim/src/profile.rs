@@ -132,7 +132,7 @@ impl Profile {
     }
 }
 
-/// The built-in profiles; the first is the default. DESIGN.md's worked example is the
+/// The built-in profiles; the first is the default. docs/design.md's worked example is the
 /// pair `fast-start-slow-stream` / `slow-start-fast-stream` (they cross at ≈ 29 tokens).
 pub fn builtin() -> Vec<(&'static str, Profile)> {
     let reasoning = Profile {

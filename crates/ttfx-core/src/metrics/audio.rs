@@ -156,7 +156,7 @@ mod tests {
         let m = RequestMetrics::compute(&t).unwrap();
         assert_eq!(m.audio_arrival_rate, Some(Measured::client(0.5)));
         assert_eq!(m.scalar("audio_arrival_rate"), Some(0.5));
-        // rtf (DESIGN: wall per audio, TTFA included): (1500 − 700) / 400.
+        // rtf (docs/metrics.md: wall per audio, TTFA included): (1500 − 700) / 400.
         assert_eq!(m.rtf.map(|r| r.value), Some(2.0));
 
         // One chunk, or all at the same moment: no pace to measure.
