@@ -13,10 +13,10 @@ use web_sys::AudioContext;
 
 use crate::chat::Message;
 use crate::request::{ReplySink, measure};
-use crate::target::{SIM_PROFILES, Target};
-use crate::upstreams;
+use crate::target::Target;
 use crate::voice::audio_context;
 use crate::{Lab, lab, turn};
+use crate::{profiles, upstreams};
 
 const MAX_RUNS: usize = 500;
 const MAX_CONCURRENCY: usize = 32;
@@ -57,18 +57,10 @@ impl Fields {
     pub fn plan(&self) -> Result<Plan, String> {
         let api: ChatApi = self.api.parse().map_err(|e| format!("API: {e}"))?;
         let target = if self.kind == "url" {
-            Target::Direct {
-                url: self.url.trim().to_owned(),
-                api,
-            }
+            Target::endpoint(&self.url, api)?
         } else {
-            Target::Sim {
-                profile: self.profile.trim().to_owned(),
-                api,
-                overrides: self.overrides.trim().to_owned(),
-            }
+            Target::sim(&self.profile, &self.overrides, api)?
         };
-        target.validate()?;
         let runs = count("runs", &self.runs, MAX_RUNS)?;
         let mut concurrency = count("concurrency", &self.concurrency, MAX_CONCURRENCY)?.min(runs);
         let turn = self.turn && target.stt_url().is_some();
@@ -164,9 +156,7 @@ pub fn RunForm() -> impl IntoView {
             }>
                 <label>"profile "
                     <input id="profile" list="profiles" bind:value=profile/>
-                    <datalist id="profiles">
-                        {SIM_PROFILES.map(|p| view! { <option value=p/> }).collect_view()}
-                    </datalist>
+                    <ProfileSuggestions/>
                 </label>
                 <label title="query parameters of the simulator, e.g. stall_at=10&stall_ms=800">
                     "overrides " <input id="overrides" placeholder="stall_at=10&stall_ms=800" bind:value=overrides/>
@@ -205,6 +195,22 @@ pub fn RunForm() -> impl IntoView {
             {move || problem.get().map(|p| view! { <p class="error" id="form-error">{p}</p> })}
         </form>
     }
+}
+
+/// The simulator's profiles as suggestions for the profile field (`profiles.rs`); the
+/// field still takes any name, and a list that does not load only leaves it bare.
+#[component]
+fn ProfileSuggestions() -> impl IntoView {
+    let list = LocalResource::new(profiles::load);
+    let options = move || {
+        list.get()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| view! { <option value=p/> })
+            .collect_view()
+    };
+    view! { <datalist id="profiles">{options}</datalist> }
 }
 
 /// The proxy's configured upstreams: choosing one fills the URL and API with its chat

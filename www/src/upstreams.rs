@@ -4,9 +4,6 @@
 //! own API without typing its route.
 
 use serde::Deserialize;
-use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
-use web_sys::Response;
 
 /// One upstream as the proxy lists it: never a key or a header.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -60,27 +57,9 @@ pub fn parse(text: &str) -> Result<Vec<Upstream>, String> {
         .map_err(|e| format!("the proxy's upstream list is unreadable: {e}"))
 }
 
-/// The list from the serving origin. A page served elsewhere (or a server without
-/// upstreams) gets an error to show, not a panic.
+/// The list from the serving origin.
 pub async fn load() -> Result<Vec<Upstream>, String> {
-    let window = web_sys::window().ok_or("no window")?;
-    let response: Response = JsFuture::from(window.fetch_with_str("/proxy"))
-        .await
-        .map_err(|_| "the proxy's upstream list did not load".to_owned())?
-        .dyn_into()
-        .map_err(|_| "not a response".to_owned())?;
-    if !response.ok() {
-        return Err(format!(
-            "the proxy's upstream list answered HTTP {}",
-            response.status()
-        ));
-    }
-    let text = JsFuture::from(response.text().map_err(|_| "no body".to_owned())?)
-        .await
-        .ok()
-        .and_then(|t| t.as_string())
-        .ok_or("the proxy's upstream list has no text")?;
-    parse(&text)
+    parse(&crate::origin::get_text("/proxy", "the proxy's upstream list").await?)
 }
 
 #[cfg(test)]

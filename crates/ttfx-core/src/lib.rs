@@ -22,6 +22,7 @@ pub mod series;
 pub mod server_record;
 pub mod server_timing;
 pub mod stats;
+pub mod target;
 pub mod timeline;
 pub mod transcription;
 pub mod turn;

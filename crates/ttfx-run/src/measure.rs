@@ -18,7 +18,7 @@ use ttfx_core::ServerRecord;
 use ttfx_core::report::{ReportFile, Run};
 
 use super::driver::{self, Endpoint};
-use super::scenario::{Scenario, Target, TurnScenario};
+use super::scenario::{RunTarget, Scenario, TurnScenario};
 use super::site;
 use crate::RunArgs;
 
@@ -254,7 +254,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
 
 /// What every session shares (named with a trailing underscore: `Context` is anyhow's).
 struct Context_ {
-    scenario_targets: Vec<Target>,
+    scenario_targets: Vec<RunTarget>,
     base: Option<String>,
     browser_args: Vec<String>,
     firefox_prefs: Vec<(&'static str, bool)>,
@@ -334,12 +334,12 @@ struct Page {
 async fn runs_of(
     client: &Client,
     ctx: &Context_,
-    target: &Target,
+    target: &RunTarget,
     job: &Job,
     page: &mut Page,
 ) -> anyhow::Result<Vec<Run>> {
     match (&ctx.inject, target) {
-        (Some(inject), Target::Page { .. }) => {
+        (Some(inject), RunTarget::Page { .. }) => {
             page.runner_open = false;
             super::inject::run_flow(
                 client,
@@ -359,12 +359,12 @@ async fn runs_of(
 async fn one_run(
     client: &Client,
     ctx: &Context_,
-    target: &Target,
+    target: &RunTarget,
     job: &Job,
     page: &mut Page,
 ) -> anyhow::Result<Run> {
     let out = match target {
-        Target::Endpoint {
+        RunTarget::Endpoint {
             url, api, dialect, ..
         } => {
             let base = ctx
@@ -397,7 +397,7 @@ async fn one_run(
                 .await
                 .context("the runner page's script failed")?
         }
-        Target::Page { url, .. } => {
+        RunTarget::Page { url, .. } => {
             // A fresh load per run: the page may measure on load, and its queue starts empty.
             page.runner_open = false;
             // Errors name the label: the URL's query may hold a key.
@@ -449,7 +449,7 @@ fn to_run(report: &Value, record: Option<&Value>, id: &str, label: &str) -> anyh
 fn ground_truth(
     run: &Run,
     job: &Job,
-    target: &Target,
+    target: &RunTarget,
     events: &[(String, Value)],
 ) -> Option<GroundTruth> {
     let probe = run.timeline.milestones.get(Milestone::FirstByte)?;

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use ttfx_core::ChatApi;
 use ttfx_core::decode::DialectKind;
+use ttfx_core::target::Target;
 
 use super::budget::RunBudget;
 use crate::RunArgs;
@@ -39,9 +40,11 @@ struct ScenarioFile {
     barge_in: Option<bool>,
 }
 
-/// One thing to measure.
+/// One thing to measure, as the runner's browser meets it: a target written in the
+/// grammar of [`ttfx_core::target`], resolved to the endpoint its page calls (with the
+/// API, path and dialect from the flags and the config's upstream) or the user's page.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target {
+pub enum RunTarget {
     /// A streaming endpoint the runner's own page calls: `url` is same-origin (`/sim/…`,
     /// `/proxy/…`) or absolute; `api` gives the request body and the reply's dialect.
     Endpoint {
@@ -57,9 +60,10 @@ pub enum Target {
     Page { label: String, url: String },
 }
 
-impl Target {
-    /// `sim/PROFILE[?overrides]`, `proxy/UPSTREAM[?query]` (the runner's own server; the
-    /// API path is appended), an absolute `http(s)://` endpoint URL, or `page:URL`.
+impl RunTarget {
+    /// A target in the grammar of [`ttfx_core::target`]: `sim/PROFILE[?overrides]`,
+    /// `proxy/UPSTREAM[?query]` (the runner's own server; the API path is appended), an
+    /// absolute `http(s)://` endpoint URL, or `page:URL`.
     ///
     /// The API is `api` when given, else the one whose path ends the endpoint's URL
     /// (`--api-path v1/messages` is Anthropic Messages), else OpenAI Chat. The path
@@ -69,11 +73,11 @@ impl Target {
         text: &str,
         api: Option<ChatApi>,
         api_path: Option<&str>,
-    ) -> anyhow::Result<Target> {
-        Target::parse_with(text, api, api_path, None)
+    ) -> anyhow::Result<RunTarget> {
+        RunTarget::parse_with(text, api, api_path, None)
     }
 
-    /// As [`Target::parse`]; a `proxy/UPSTREAM` target must name one of `upstreams` (the
+    /// As [`RunTarget::parse`]; a `proxy/UPSTREAM` target must name one of `upstreams` (the
     /// runner's config) when given, and speaks that upstream's API at its path, in its
     /// dialect, unless `api` or `api_path` say otherwise.
     pub fn parse_with(
@@ -81,68 +85,54 @@ impl Target {
         api: Option<ChatApi>,
         api_path: Option<&str>,
         upstreams: Option<&Upstreams>,
-    ) -> anyhow::Result<Target> {
+    ) -> anyhow::Result<RunTarget> {
         let api_of = |url: &str| {
             api.or_else(|| ChatApi::from_path(url))
                 .unwrap_or(ChatApi::OpenAiChat)
         };
-        let text = text.trim();
-        if let Some(url) = text.strip_prefix("page:") {
-            if !is_http(url) {
-                bail!("target `{text}`: a page target is page:http(s)://…");
+        let written = Target::parse(text)?;
+        let label = written.label();
+        let upstream = match &written {
+            Target::Page { url } => {
+                return Ok(RunTarget::Page {
+                    label,
+                    url: url.clone(),
+                });
             }
-            return Ok(Target::Page {
-                label: without_query(url).to_owned(),
-                url: url.to_owned(),
-            });
-        }
-        if is_http(text) {
-            // The query may hold a key; labels go into reports and logs, so it is dropped.
-            return Ok(Target::Endpoint {
-                label: without_query(text).to_owned(),
-                url: text.to_owned(),
-                api: api_of(text),
-                dialect: None,
-            });
-        }
-        let (path, query) = match text.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (text, None),
+            Target::Endpoint { url } => {
+                return Ok(RunTarget::Endpoint {
+                    label,
+                    url: url.clone(),
+                    api: api_of(url),
+                    dialect: None,
+                });
+            }
+            Target::Proxy { upstream, .. } => Some(upstream.as_str()),
+            Target::Sim { .. } => None,
         };
-        let mut parts = path.trim_matches('/').splitn(2, '/');
-        let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        if !matches!(kind, "sim" | "proxy") || name.is_empty() || name.contains('/') {
-            bail!(
-                "target `{text}`: expected sim/PROFILE[?key=value&…], proxy/UPSTREAM, \
-                 http(s)://ENDPOINT or page:http(s)://PAGE"
-            );
-        }
-        let chat = match upstreams.filter(|_| kind == "proxy") {
-            None => None,
-            Some(ups) => match ups.get(name) {
+        let chat = match (upstream, upstreams) {
+            (Some(name), Some(ups)) => match ups.get(name) {
                 Some(up) => up.chat.clone(),
                 None => bail!(
-                    "target `{text}`: no upstream `{name}` in the config (configured: {})",
+                    "target `{}`: no upstream `{name}` in the config (configured: {})",
+                    text.trim(),
                     match ups.names() {
                         n if n.is_empty() => "none".to_owned(),
                         n => n.join(", "),
                     }
                 ),
             },
+            _ => None,
         };
         // The upstream's own endpoint, unless the flags name another API or path.
         let chat = chat.filter(|c| api.is_none_or(|a| a == c.api) && api_path.is_none());
         let api = api.or(chat.as_ref().map(|c| c.api));
         let api_path = api_path
             .or(chat.as_ref().map(|c| c.path.as_str()))
-            .unwrap_or_else(|| api.unwrap_or(ChatApi::OpenAiChat).path())
-            .trim_start_matches('/');
-        let url = match query {
-            Some(q) => format!("/{kind}/{name}/{api_path}?{q}"),
-            None => format!("/{kind}/{name}/{api_path}"),
-        };
-        Ok(Target::Endpoint {
-            label: text.to_owned(),
+            .unwrap_or_else(|| api.unwrap_or(ChatApi::OpenAiChat).path());
+        let url = written.endpoint_url(api_path).unwrap_or_default();
+        Ok(RunTarget::Endpoint {
+            label,
             api: api.unwrap_or_else(|| api_of(&url)),
             dialect: chat.map(|c| c.dialect),
             url,
@@ -151,58 +141,46 @@ impl Target {
 
     pub fn label(&self) -> &str {
         match self {
-            Target::Endpoint { label, .. } | Target::Page { label, .. } => label,
+            RunTarget::Endpoint { label, .. } | RunTarget::Page { label, .. } => label,
         }
     }
 
     pub fn is_page(&self) -> bool {
-        matches!(self, Target::Page { .. })
+        matches!(self, RunTarget::Page { .. })
     }
 
     /// The simulator's TTS for a `sim/PROFILE` target, with the target's overrides
     /// (`ttfa_ms`, `rtf`, `seed`, … apply to it too); `None` for every other target.
     pub fn tts_url(&self) -> Option<String> {
-        self.sim_url("v1/audio/speech")
+        self.written_sim()?.tts_url()
     }
 
     /// The simulator's STT for a `sim/PROFILE` target (its overrides kept: the STT
     /// reads its own keys, `stt_first_partial_ms`, …, and ignores the LLM's).
     pub fn stt_url(&self) -> Option<String> {
-        self.sim_url("v1/audio/transcriptions")
+        self.written_sim()?.stt_url()
     }
 
-    /// `path` on this target's simulator profile, with the target's query.
-    fn sim_url(&self, path: &str) -> Option<String> {
-        let Target::Endpoint { url, .. } = self else {
+    /// A `/sim/PROFILE/…` endpoint as the target grammar's `sim/PROFILE?overrides`.
+    fn written_sim(&self) -> Option<Target> {
+        let RunTarget::Endpoint { url, .. } = self else {
             return None;
         };
         let rest = url.strip_prefix("/sim/")?;
-        let (route, query) = match rest.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (rest, None),
-        };
-        let profile = route.split('/').next().filter(|p| !p.is_empty())?;
-        Some(match query {
-            Some(q) => format!("/sim/{profile}/{path}?{q}"),
-            None => format!("/sim/{profile}/{path}"),
-        })
+        let (route, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let profile = route.split('/').next()?;
+        Target::sim(profile, query).ok()
     }
 }
 
-fn without_query(url: &str) -> &str {
-    url.split(['?', '#']).next().unwrap_or(url)
-}
-
 /// Whether `url` is an absolute http(s) URL: a page, an endpoint or a WebDriver server.
-pub fn is_http(url: &str) -> bool {
-    url.starts_with("http://") || url.starts_with("https://")
-}
+pub use ttfx_core::target::is_http;
 
 /// Everything one `ttfx run` does.
 #[derive(Debug)]
 pub struct Scenario {
     /// One target, or two (`--against`), measured interleaved.
-    pub targets: Vec<Target>,
+    pub targets: Vec<RunTarget>,
     pub prompts: Vec<String>,
     pub runs: usize,
     pub concurrency: usize,
@@ -212,7 +190,7 @@ pub struct Scenario {
     pub timeout: Duration,
     /// `ttfx serve --config` for the runner's own server (proxy upstreams, profiles).
     pub config: Option<PathBuf>,
-    /// Voice turns: each target's TTS URL (`Target::tts_url`), checked to exist.
+    /// Voice turns: each target's TTS URL (`RunTarget::tts_url`), checked to exist.
     pub voice: bool,
     /// Voice-to-voice turns: a fake microphone speaks before each request.
     pub turn: Option<TurnScenario>,
@@ -268,7 +246,12 @@ impl Scenario {
             None => None,
         };
         let upstreams = upstreams.as_ref();
-        let mut targets = vec![Target::parse_with(&target_text, api, api_path, upstreams)?];
+        let mut targets = vec![RunTarget::parse_with(
+            &target_text,
+            api,
+            api_path,
+            upstreams,
+        )?];
         if let Some(against) = args.against.clone().or(file.against) {
             // In inject mode both targets are pages: a plain URL names one, as --url does.
             let against = if args.inject && is_http(&against) {
@@ -276,7 +259,7 @@ impl Scenario {
             } else {
                 against
             };
-            let b = Target::parse_with(&against, api, api_path, upstreams)?;
+            let b = RunTarget::parse_with(&against, api, api_path, upstreams)?;
             if b.label() == targets[0].label() {
                 bail!(
                     "--against names the same target as --target (`{}`)",
@@ -360,7 +343,7 @@ impl Scenario {
             let mut urls = Vec::new();
             for (i, target) in targets.iter().enumerate() {
                 match target {
-                    Target::Page { url, .. } => urls.push(url.clone()),
+                    RunTarget::Page { url, .. } => urls.push(url.clone()),
                     _ if i == 0 => bail!("--inject measures a page: give it with --url URL"),
                     _ => bail!("--inject compares two pages: give --against a page's URL"),
                 }
@@ -464,7 +447,7 @@ mod tests {
             "--inject",
         ])
         .unwrap();
-        assert!(s.targets.iter().all(Target::is_page), "{:?}", s.targets);
+        assert!(s.targets.iter().all(RunTarget::is_page), "{:?}", s.targets);
         let flows = &s.inject.as_ref().unwrap().flows;
         assert_eq!(flows.len(), 2);
         assert!(flows[0].opens_only("http://a.test/chat"), "{flows:?}");
@@ -516,10 +499,10 @@ mod tests {
 
     #[test]
     fn sim_targets_get_the_api_path_and_keep_their_overrides() {
-        let t = Target::parse("sim/default?ttft_ms=300&seed=1", None, None).unwrap();
+        let t = RunTarget::parse("sim/default?ttft_ms=300&seed=1", None, None).unwrap();
         assert_eq!(
             t,
-            Target::Endpoint {
+            RunTarget::Endpoint {
                 label: "sim/default?ttft_ms=300&seed=1".into(),
                 url: "/sim/default/v1/chat/completions?ttft_ms=300&seed=1".into(),
                 api: ChatApi::OpenAiChat,
@@ -530,18 +513,18 @@ mod tests {
 
     #[test]
     fn the_api_comes_from_the_flag_else_from_the_path() {
-        let endpoint = |t: Target| match t {
-            Target::Endpoint { url, api, .. } => (url, api),
-            Target::Page { .. } => panic!("not an endpoint"),
+        let endpoint = |t: RunTarget| match t {
+            RunTarget::Endpoint { url, api, .. } => (url, api),
+            RunTarget::Page { .. } => panic!("not an endpoint"),
         };
         // --api alone: its own path on sim/ and proxy/ targets.
-        let t = Target::parse("proxy/up?x=1", Some(ChatApi::OllamaGenerate), None).unwrap();
+        let t = RunTarget::parse("proxy/up?x=1", Some(ChatApi::OllamaGenerate), None).unwrap();
         assert_eq!(
             endpoint(t),
             ("/proxy/up/api/generate?x=1".into(), ChatApi::OllamaGenerate)
         );
         // --api-path alone: the API follows from the path.
-        let t = Target::parse("sim/default", None, Some("/v1/messages")).unwrap();
+        let t = RunTarget::parse("sim/default", None, Some("/v1/messages")).unwrap();
         assert_eq!(
             endpoint(t),
             (
@@ -550,15 +533,16 @@ mod tests {
             )
         );
         // Both: a gateway that serves an API at a path of its own.
-        let t = Target::parse("proxy/gw", Some(ChatApi::AnthropicMessages), Some("chat")).unwrap();
+        let t =
+            RunTarget::parse("proxy/gw", Some(ChatApi::AnthropicMessages), Some("chat")).unwrap();
         assert_eq!(
             endpoint(t),
             ("/proxy/gw/chat".into(), ChatApi::AnthropicMessages)
         );
         // An absolute URL says its API by its path; an unknown path is OpenAI Chat.
-        let t = Target::parse("http://h:1/api/chat?k=1", None, None).unwrap();
+        let t = RunTarget::parse("http://h:1/api/chat?k=1", None, None).unwrap();
         assert_eq!(endpoint(t).1, ChatApi::OllamaChat);
-        let t = Target::parse("http://h:1/gateway", None, None).unwrap();
+        let t = RunTarget::parse("http://h:1/gateway", None, None).unwrap();
         assert_eq!(endpoint(t).1, ChatApi::OpenAiChat);
         let file: ScenarioFile = toml::from_str("api = \"llamacpp\"").unwrap();
         assert_eq!(file.api.as_deref(), Some("llamacpp"));
@@ -574,10 +558,10 @@ mod tests {
         )
         .unwrap();
         let ups = Some(&config.upstreams);
-        let t = Target::parse_with("proxy/claude?x=1", None, None, ups).unwrap();
+        let t = RunTarget::parse_with("proxy/claude?x=1", None, None, ups).unwrap();
         assert_eq!(
             t,
-            Target::Endpoint {
+            RunTarget::Endpoint {
                 label: "proxy/claude?x=1".into(),
                 url: "/proxy/claude/v1/messages?x=1".into(),
                 api: ChatApi::AnthropicMessages,
@@ -585,8 +569,9 @@ mod tests {
             }
         );
         // --api names another API: its own path, the dialect from the reply.
-        let t = Target::parse_with("proxy/claude", Some(ChatApi::OpenAiChat), None, ups).unwrap();
-        let Target::Endpoint { url, dialect, .. } = t else {
+        let t =
+            RunTarget::parse_with("proxy/claude", Some(ChatApi::OpenAiChat), None, ups).unwrap();
+        let RunTarget::Endpoint { url, dialect, .. } = t else {
             panic!("not an endpoint")
         };
         assert_eq!(
@@ -594,16 +579,16 @@ mod tests {
             ("/proxy/claude/v1/chat/completions", None)
         );
         // An upstream without a preset or api: as before.
-        let t = Target::parse_with("proxy/plain", None, None, ups).unwrap();
+        let t = RunTarget::parse_with("proxy/plain", None, None, ups).unwrap();
         assert!(matches!(
             t,
-            Target::Endpoint {
+            RunTarget::Endpoint {
                 api: ChatApi::OpenAiChat,
                 dialect: None,
                 ..
             }
         ));
-        let e = Target::parse_with("proxy/nope", None, None, ups)
+        let e = RunTarget::parse_with("proxy/nope", None, None, ups)
             .unwrap_err()
             .to_string();
         assert!(
@@ -611,14 +596,14 @@ mod tests {
             "{e}"
         );
         // sim/ targets never consult the upstreams.
-        assert!(Target::parse_with("sim/nope", None, None, ups).is_ok());
+        assert!(RunTarget::parse_with("sim/nope", None, None, ups).is_ok());
     }
 
     #[test]
     fn absolute_targets_lose_their_query_in_the_label() {
-        let t = Target::parse("http://h/v1/chat?key=secret", None, Some("x")).unwrap();
+        let t = RunTarget::parse("http://h/v1/chat?key=secret", None, Some("x")).unwrap();
         assert_eq!(t.label(), "http://h/v1/chat");
-        let p = Target::parse("page:http://h/app?key=secret", None, Some("x")).unwrap();
+        let p = RunTarget::parse("page:http://h/app?key=secret", None, Some("x")).unwrap();
         assert!(p.is_page());
         assert_eq!(p.label(), "http://h/app");
     }
@@ -626,25 +611,25 @@ mod tests {
     #[test]
     fn bad_targets_are_refused_with_the_forms_allowed() {
         for bad in ["", "sim", "sim/", "foo/bar", "sim/a/b", "page:ftp://x"] {
-            assert!(Target::parse(bad, None, Some("v1")).is_err(), "{bad}");
+            assert!(RunTarget::parse(bad, None, Some("v1")).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn sim_targets_have_a_tts_url_with_their_overrides_and_others_none() {
-        let t = Target::parse("sim/default?ttfa_ms=150&seed=1", None, None).unwrap();
+        let t = RunTarget::parse("sim/default?ttfa_ms=150&seed=1", None, None).unwrap();
         assert_eq!(
             t.tts_url().as_deref(),
             Some("/sim/default/v1/audio/speech?ttfa_ms=150&seed=1")
         );
-        let plain = Target::parse("sim/fast", None, None).unwrap();
+        let plain = RunTarget::parse("sim/fast", None, None).unwrap();
         assert_eq!(
             plain.tts_url().as_deref(),
             Some("/sim/fast/v1/audio/speech")
         );
         for other in ["proxy/up", "http://h/v1/chat", "page:http://h/app"] {
             assert_eq!(
-                Target::parse(other, None, Some("v1")).unwrap().tts_url(),
+                RunTarget::parse(other, None, Some("v1")).unwrap().tts_url(),
                 None,
                 "{other}"
             );
@@ -655,12 +640,12 @@ mod tests {
 
     #[test]
     fn sim_targets_have_an_stt_url_and_a_turn_reads_from_the_file() {
-        let t = Target::parse("sim/default?stt_final_ms=400&ttft_ms=300", None, None).unwrap();
+        let t = RunTarget::parse("sim/default?stt_final_ms=400&ttft_ms=300", None, None).unwrap();
         assert_eq!(
             t.stt_url().as_deref(),
             Some("/sim/default/v1/audio/transcriptions?stt_final_ms=400&ttft_ms=300")
         );
-        let proxy = Target::parse("proxy/up", None, Some("v1")).unwrap();
+        let proxy = RunTarget::parse("proxy/up", None, Some("v1")).unwrap();
         assert_eq!(proxy.stt_url(), None);
         let file: ScenarioFile =
             toml::from_str("voice_turn = true\nspeech = \"Hello there\"\nbarge_in = true").unwrap();

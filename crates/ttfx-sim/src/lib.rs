@@ -12,7 +12,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Path, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -51,7 +51,7 @@ mod tts;
 pub fn router(state: Arc<SimState>) -> Router {
     ChatApi::ALL
         .into_iter()
-        .fold(Router::new(), |router, api| {
+        .fold(Router::new().route("/", get(list)), |router, api| {
             router.route(&format!("/{{profile}}/{}", api.path()), llm_route(api))
         })
         .route("/{profile}/v1/audio/speech", post(tts::handle))
@@ -63,6 +63,12 @@ pub fn router(state: Arc<SimState>) -> Router {
             post(stt::handle).layer(DefaultBodyLimit::max(limits::MAX_UPLOAD_BODY_BYTES)),
         )
         .with_state(state)
+}
+
+/// `GET /sim`: the profiles by name, the built-in ones first, for the lab page's picker
+/// (so the page never keeps a copy of the list).
+async fn list(State(state): State<Arc<SimState>>) -> Response {
+    axum::Json(serde_json::json!({ "profiles": state.profile_names() })).into_response()
 }
 
 fn llm_route(api: ChatApi) -> MethodRouter<Arc<SimState>> {

@@ -103,3 +103,28 @@ fn dist_without_index_is_a_clear_error() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("no index.html"), "{stderr}");
 }
+
+#[tokio::test]
+async fn the_simulator_lists_its_profiles_built_in_first_then_the_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("ttfx.toml");
+    // One new profile and one that replaces a built-in one (listed once, in its place).
+    std::fs::write(
+        &config,
+        "[profiles.my-model]\nttft_ms = 450\n[profiles.default]\nttft_ms = 10\n",
+    )
+    .unwrap();
+    let server = ServeProcess::start(ttfx(), &["--config", config.to_str().unwrap()]).unwrap();
+    let list: serde_json::Value = reqwest::get(format!("{}sim", server.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut expected: Vec<&str> = ttfx_sim::profile::builtin()
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    expected.push("my-model");
+    assert_eq!(list, serde_json::json!({ "profiles": expected }));
+}
