@@ -23,7 +23,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 use ttfx_webdriver::{Driver, Engine};
 
-use crate::site::Site;
+use crate::site::{self, Site};
 use crate::{ServeProcess, page, paths};
 use bidi_network::BidiNetwork;
 use devtools::DevToolsNetwork;
@@ -187,7 +187,7 @@ pub struct NetLab {
 impl NetLab {
     /// `ttfx serve` (with `flags`), the engine's driver and a session on `net.html`.
     pub async fn start(engine: Engine, flags: &[&str]) -> anyhow::Result<NetLab> {
-        let site = Site::assemble()?;
+        let site = site::assemble()?;
         let mut args = vec!["--dist", site.dist_arg()];
         args.extend_from_slice(flags);
         let server = ServeProcess::start(&paths::ttfx_bin()?, &args)?;

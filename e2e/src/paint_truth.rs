@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::screencast::{Region, Screencast};
-use crate::site::Site;
+use crate::site::{self, Site};
 use crate::{Chromedriver, ServeProcess, page, paths};
 use ttfx_webdriver::devtools::Cdp;
 
@@ -117,7 +117,7 @@ impl PaintLab {
     /// `ttfx serve` (cross-origin isolated, for the 5 µs page clock), chromedriver, a
     /// session, its page's DevTools and the screencast.
     pub async fn start() -> anyhow::Result<PaintLab> {
-        let site = Site::assemble()?;
+        let site = site::assemble()?;
         let server = ServeProcess::start(
             &paths::ttfx_bin()?,
             &["--dist", site.dist_arg(), "--cross-origin-isolated"],

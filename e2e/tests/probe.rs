@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use ttfx_core::field::{FIELD_BINS, FieldReport, MAX_FIELD_REPORT_BYTES};
 use ttfx_e2e::bounds::LOOPBACK_BOUND_MS;
 use ttfx_e2e::engines::{Engine, missing};
-use ttfx_e2e::site::Site;
+use ttfx_e2e::site::{self, Site};
 use ttfx_e2e::{Browser, ServeProcess, byte_server, engines, page, paths};
 
 /// A served site and a browser of one engine on its harness page.
@@ -26,7 +26,7 @@ impl Fixture {
 
     /// The fixture with extra `ttfx serve` flags.
     async fn serving(engine: Engine, flags: &[&str]) -> anyhow::Result<Fixture> {
-        let site = Site::assemble()?;
+        let site = site::assemble()?;
         let mut args = vec!["--dist", site.dist_arg()];
         args.extend_from_slice(flags);
         let server = ServeProcess::start(&paths::ttfx_bin()?, &args)?;

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use anyhow::Context;
 use serde_json::Value;
 use ttfx_e2e::bounds::{above_injected, within};
-use ttfx_e2e::site::Site;
+use ttfx_e2e::site;
 use ttfx_e2e::{ServeProcess, paths};
 
 /// Injected: first token 400 ms after arrival, 30 answer tokens at 200 tok/s.
@@ -395,7 +395,7 @@ fn against_interleaves_two_targets_and_prints_the_crossover() -> anyhow::Result<
 
 #[test]
 fn the_plain_example_page_is_measured_through_url() -> anyhow::Result<()> {
-    let site = Site::assemble()?;
+    let site = site::assemble()?;
     let server = ServeProcess::start(&paths::ttfx_bin()?, &["--dist", site.dist_arg()])?;
     let url = format!("{}example.html?ttft_ms=300&output_tokens=10", server.url);
     let out = ttfx_run(&[

@@ -22,7 +22,7 @@ mod junit;
 mod measure;
 mod output;
 mod scenario;
-mod site;
+pub mod site;
 
 pub use args::RunArgs;
 pub use driver::Browser;

@@ -35,7 +35,7 @@ pub struct GroundTruth {
     pub probe_minus_devtools_ms: f64,
 }
 
-pub struct Measured {
+pub struct MeasuredRuns {
     /// Per target, in the scenario's order, the measured runs in job order.
     pub runs: Vec<Vec<Run>>,
     pub ground_truth: Vec<GroundTruth>,
@@ -69,12 +69,12 @@ struct Job {
     request_id: String,
 }
 
-pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Measured> {
+pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<MeasuredRuns> {
     // The site and server are needed only when some target uses the runner's own page.
     let needs_site = scenario.targets.iter().any(|t| !t.is_page());
     let site = if needs_site {
         let pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
-        Some(site::Site::assemble(&pkg)?)
+        Some(site::Site::runner(&pkg)?)
     } else {
         None
     };
@@ -245,7 +245,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
             lead_ms: f.speech_start_s * 1000.0,
             tail_ms: (f.period_s - f.speech_end_s) * 1000.0,
         });
-    Ok(Measured {
+    Ok(MeasuredRuns {
         runs,
         ground_truth,
         speech,

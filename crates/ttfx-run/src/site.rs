@@ -4,16 +4,30 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{Context, bail};
 
-/// A temporary folder, removed when dropped.
+/// A temporary folder of files to serve, removed when dropped: the runner's own site,
+/// and the e2e suite's (which builds its pages on this one).
 pub struct Site {
     pub dir: PathBuf,
 }
 
 impl Site {
-    pub fn assemble(probe_pkg: &Path) -> anyhow::Result<Site> {
+    /// An empty folder named `{prefix}-{process id}-{n}` in the system's temp folder.
+    pub fn empty(prefix: &str) -> anyhow::Result<Site> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(Site { dir })
+    }
+
+    /// The runner's own: its page and the probe package (as `pkg/`).
+    pub fn runner(probe_pkg: &Path) -> anyhow::Result<Site> {
         if !probe_pkg.join("probe.js").is_file() || !probe_pkg.join("voice/index.js").is_file() {
             bail!(
                 "no probe package (front and voice build) at {} (build it with `cargo xtask probe-pkg`, or pass \
@@ -21,15 +35,16 @@ impl Site {
                 probe_pkg.display()
             );
         }
-        let dir = std::env::temp_dir().join(format!("ttfx-run-site-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        let site = Site { dir };
+        let site = Site::empty("ttfx-run-site")?;
         std::fs::write(site.dir.join("index.html"), include_str!("page.html"))
             .context("cannot write the runner page")?;
         copy_dir(probe_pkg, &site.dir.join("pkg"))?;
         Ok(site)
+    }
+
+    /// The folder as a `ttfx serve --dist` argument.
+    pub fn dist_arg(&self) -> &str {
+        self.dir.to_str().unwrap_or_default()
     }
 }
 
@@ -39,7 +54,11 @@ impl Drop for Site {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
+/// Copies the folder `from` (recursively) to `to`.
+pub fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
+    if !from.is_dir() {
+        bail!("{} is not a folder", from.display());
+    }
     std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
     for entry in
         std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?

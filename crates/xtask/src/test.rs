@@ -14,7 +14,7 @@ use crate::lab::{build_lab_page, build_ttfx, path_with_cargo_bin};
 use crate::{paths, setup};
 
 /// A stage returns the tests it ran, or None for a check that runs no tests.
-type Stage = fn() -> anyhow::Result<Option<TestCounts>>;
+type TestStage = fn() -> anyhow::Result<Option<TestCounts>>;
 
 struct Outcome {
     stage: &'static str,
@@ -24,7 +24,7 @@ struct Outcome {
 
 pub fn run() -> anyhow::Result<()> {
     setup::ensure(setup::TEST_TOOLS)?;
-    let stages: [(&str, Stage); 7] = [
+    let stages: [(&str, TestStage); 7] = [
         ("fmt", fmt),
         ("clippy native", clippy_native),
         ("clippy wasm", clippy_wasm),

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use ttfx_core::playback::AUDIBLE_THRESHOLD;
 use ttfx_webdriver::Engine;
 
-use crate::site::Site;
+use crate::site::{self, Site};
 use crate::{Browser, ServeProcess, page, paths};
 use capture::{Capture, Recording, unix_ms_now};
 use pulse::SoundServer;
@@ -108,7 +108,7 @@ impl AudioLab {
         let server = SoundServer::acquire().await?;
         let monitor = server.monitor();
         let capture = tokio::task::spawn_blocking(move || Capture::start(&monitor)).await??;
-        let site = Site::assemble()?;
+        let site = site::assemble()?;
         let serve = ServeProcess::start(&paths::ttfx_bin()?, &["--dist", site.dist_arg()])?;
         let driver = Browser::start(engine)?;
         let client = driver.session().await?;

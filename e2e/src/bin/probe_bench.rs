@@ -8,7 +8,7 @@
 use anyhow::Context;
 use serde_json::json;
 use ttfx_core::stats::Summary;
-use ttfx_e2e::site::Site;
+use ttfx_e2e::site;
 use ttfx_e2e::{Chromedriver, ServeProcess, page, paths};
 
 /// The numbers in `value` (a JSON array); empty when it is not one.
@@ -28,7 +28,7 @@ fn summary(value: &serde_json::Value) -> anyhow::Result<Summary> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let site = Site::assemble()?;
+    let site = site::assemble()?;
     // Cross-origin isolated, so the page clock steps 5 µs instead of 0.1 ms: the probe's
     // cost per chunk is tens of µs.
     let server = ServeProcess::start(

@@ -27,7 +27,7 @@ const DETECT_MAX_EVENTS: usize = 16;
 /// ```
 pub struct Decoder {
     limits: Limits,
-    stage: Stage,
+    state: DecoderState,
     dialect: Option<DialectKind>,
     frames: u64,
     /// Events produced before there was a call to return them from (PCM's format).
@@ -36,7 +36,7 @@ pub struct Decoder {
     ndjson_items: Vec<NdjsonItem>,
 }
 
-enum Stage {
+enum DecoderState {
     Sniffing(Vec<u8>),
     Sse(SseFramer, SseSlot),
     Ndjson(NdjsonFramer, Box<dyn LineDialect>),
@@ -62,18 +62,18 @@ impl Decoder {
                 + e.data.capacity()
                 + e.last_event_id.capacity()
         };
-        let stage = match &self.stage {
-            Stage::Sniffing(prefix) => prefix.capacity(),
-            Stage::Sse(framer, SseSlot::Detecting(pending)) => {
+        let state = match &self.state {
+            DecoderState::Sniffing(prefix) => prefix.capacity(),
+            DecoderState::Sse(framer, SseSlot::Detecting(pending)) => {
                 framer.held_bytes() + pending.iter().map(event_bytes).sum::<usize>()
             }
-            Stage::Sse(framer, SseSlot::Ready(_)) => framer.held_bytes(),
-            Stage::Ndjson(framer, _) => framer.held_bytes(),
-            Stage::Raw(_) => return None,
-            Stage::Finished => 0,
+            DecoderState::Sse(framer, SseSlot::Ready(_)) => framer.held_bytes(),
+            DecoderState::Ndjson(framer, _) => framer.held_bytes(),
+            DecoderState::Raw(_) => return None,
+            DecoderState::Finished => 0,
         };
         Some(
-            stage
+            state
                 + self.held.capacity() * size_of::<Event>()
                 + self.sse_items.capacity() * size_of::<SseItem>()
                 + self.ndjson_items.capacity() * size_of::<NdjsonItem>(),
@@ -84,7 +84,7 @@ impl Decoder {
     pub fn new(kind: DialectKind, limits: Limits) -> Self {
         let mut decoder = Decoder::empty(limits);
         let mut held = Vec::new();
-        decoder.stage = decoder.stage_for(kind, &mut held);
+        decoder.state = decoder.state_for(kind, &mut held);
         decoder.held = held;
         decoder
     }
@@ -96,7 +96,8 @@ impl Decoder {
             Some(Hint::Dialect(kind)) => Decoder::new(kind, limits),
             Some(Hint::Framing(Framing::Sse)) => {
                 let mut decoder = Decoder::empty(limits);
-                decoder.stage = Stage::Sse(SseFramer::new(limits), SseSlot::Detecting(Vec::new()));
+                decoder.state =
+                    DecoderState::Sse(SseFramer::new(limits), SseSlot::Detecting(Vec::new()));
                 decoder
             }
             Some(Hint::Framing(Framing::Ndjson)) => Decoder::new(DialectKind::Ollama, limits),
@@ -107,7 +108,7 @@ impl Decoder {
     fn empty(limits: Limits) -> Self {
         Decoder {
             limits,
-            stage: Stage::Sniffing(Vec::new()),
+            state: DecoderState::Sniffing(Vec::new()),
             dialect: None,
             frames: 0,
             held: Vec::new(),
@@ -137,8 +138,8 @@ impl Decoder {
     /// Feeds one chunk, appending the events it completed to `out`.
     pub fn push_into(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
         out.append(&mut self.held);
-        match &mut self.stage {
-            Stage::Sniffing(prefix) => {
+        match &mut self.state {
+            DecoderState::Sniffing(prefix) => {
                 prefix.extend_from_slice(chunk);
                 // Past the limit the decision rests on exactly the first
                 // SNIFF_MAX_BYTES bytes, so it is the same however they were split.
@@ -150,16 +151,16 @@ impl Decoder {
                     self.push_into(&prefix, out);
                 }
             }
-            Stage::Sse(framer, _) => {
+            DecoderState::Sse(framer, _) => {
                 framer.push(chunk, &mut self.sse_items);
                 self.drain_sse(out);
             }
-            Stage::Ndjson(framer, _) => {
+            DecoderState::Ndjson(framer, _) => {
                 framer.push(chunk, &mut self.ndjson_items);
                 self.drain_ndjson(out);
             }
-            Stage::Raw(dialect) => dialect.bytes(chunk, out),
-            Stage::Finished => {}
+            DecoderState::Raw(dialect) => dialect.bytes(chunk, out),
+            DecoderState::Finished => {}
         }
     }
 
@@ -167,53 +168,55 @@ impl Decoder {
     /// a missing end marker). Later pushes are ignored.
     pub fn finish(&mut self) -> Vec<Event> {
         let mut out = std::mem::take(&mut self.held);
-        if let Stage::Sniffing(prefix) = &mut self.stage {
+        if let DecoderState::Sniffing(prefix) = &mut self.state {
             let prefix = std::mem::take(prefix);
             let sniffed = auto::sniff(&prefix, true).unwrap_or(Sniffed::Text);
             self.start_sniffed(sniffed, &mut out);
             self.push_into(&prefix, &mut out);
         }
-        match &mut self.stage {
-            Stage::Sse(framer, _) => framer.finish(&mut self.sse_items),
-            Stage::Ndjson(framer, _) => framer.finish(&mut self.ndjson_items),
+        match &mut self.state {
+            DecoderState::Sse(framer, _) => framer.finish(&mut self.sse_items),
+            DecoderState::Ndjson(framer, _) => framer.finish(&mut self.ndjson_items),
             _ => {}
         }
         self.drain_sse(&mut out);
         self.drain_ndjson(&mut out);
-        if let Stage::Sse(_, SseSlot::Detecting(_)) = self.stage {
+        if let DecoderState::Sse(_, SseSlot::Detecting(_)) = self.state {
             self.settle_sse(DialectKind::OpenAiChat, &mut out);
         }
-        match &mut self.stage {
-            Stage::Sse(_, SseSlot::Ready(dialect)) => dialect.finish(&mut out),
-            Stage::Ndjson(_, dialect) => dialect.finish(&mut out),
-            Stage::Raw(dialect) => dialect.finish(&mut out),
+        match &mut self.state {
+            DecoderState::Sse(_, SseSlot::Ready(dialect)) => dialect.finish(&mut out),
+            DecoderState::Ndjson(_, dialect) => dialect.finish(&mut out),
+            DecoderState::Raw(dialect) => dialect.finish(&mut out),
             _ => {}
         }
-        self.stage = Stage::Finished;
+        self.state = DecoderState::Finished;
         out
     }
 
-    fn stage_for(&mut self, kind: DialectKind, out: &mut Vec<Event>) -> Stage {
+    fn state_for(&mut self, kind: DialectKind, out: &mut Vec<Event>) -> DecoderState {
         self.dialect = Some(kind);
-        let stage = match kind.framing() {
+        let state = match kind.framing() {
             Framing::Sse => sse_dialect(kind)
-                .map(|d| Stage::Sse(SseFramer::new(self.limits), SseSlot::Ready(d))),
+                .map(|d| DecoderState::Sse(SseFramer::new(self.limits), SseSlot::Ready(d))),
             Framing::Ndjson => {
-                line_dialect(kind).map(|d| Stage::Ndjson(NdjsonFramer::new(self.limits), d))
+                line_dialect(kind).map(|d| DecoderState::Ndjson(NdjsonFramer::new(self.limits), d))
             }
-            Framing::Raw => byte_dialect(kind, out).map(Stage::Raw),
+            Framing::Raw => byte_dialect(kind, out).map(DecoderState::Raw),
         };
         // Every kind has a dialect of its own framing; the fallback only keeps this
         // total without a panic path.
-        stage.unwrap_or(Stage::Finished)
+        state.unwrap_or(DecoderState::Finished)
     }
 
     fn start_sniffed(&mut self, sniffed: Sniffed, out: &mut Vec<Event>) {
-        self.stage = match sniffed {
-            Sniffed::Sse => Stage::Sse(SseFramer::new(self.limits), SseSlot::Detecting(Vec::new())),
-            Sniffed::Ndjson => self.stage_for(DialectKind::Ollama, out),
-            Sniffed::Wav => self.stage_for(DialectKind::Wav, out),
-            Sniffed::Text => self.stage_for(DialectKind::Text, out),
+        self.state = match sniffed {
+            Sniffed::Sse => {
+                DecoderState::Sse(SseFramer::new(self.limits), SseSlot::Detecting(Vec::new()))
+            }
+            Sniffed::Ndjson => self.state_for(DialectKind::Ollama, out),
+            Sniffed::Wav => self.state_for(DialectKind::Wav, out),
+            Sniffed::Text => self.state_for(DialectKind::Text, out),
         };
     }
 
@@ -233,7 +236,7 @@ impl Decoder {
     }
 
     fn sse_event(&mut self, event: SseEvent, out: &mut Vec<Event>) {
-        let Stage::Sse(_, slot) = &mut self.stage else {
+        let DecoderState::Sse(_, slot) = &mut self.state else {
             return;
         };
         match slot {
@@ -253,7 +256,7 @@ impl Decoder {
 
     /// Fixes the SSE dialect and replays the events held while detecting.
     fn settle_sse(&mut self, kind: DialectKind, out: &mut Vec<Event>) {
-        let Stage::Sse(_, slot) = &mut self.stage else {
+        let DecoderState::Sse(_, slot) = &mut self.state else {
             return;
         };
         let Some(mut dialect) = sse_dialect(kind) else {
@@ -269,7 +272,7 @@ impl Decoder {
     }
 
     fn drain_ndjson(&mut self, out: &mut Vec<Event>) {
-        let Stage::Ndjson(_, dialect) = &mut self.stage else {
+        let DecoderState::Ndjson(_, dialect) = &mut self.state else {
             return;
         };
         for item in self.ndjson_items.drain(..) {
