@@ -29,6 +29,8 @@ mod cli;
 mod collector;
 #[path = "golden/mask.rs"]
 mod mask;
+#[path = "golden/replay.rs"]
+mod replay;
 #[path = "golden/simulator.rs"]
 mod simulator;
 

@@ -8,7 +8,6 @@
 // Test code: a failed step is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use serde_json::Value;
 use ttfx_core::report::{BatchReport, ReportFile, Run};
 use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
 
@@ -18,11 +17,13 @@ use super::super::measure::{GroundTruth, SpeechTruth};
 
 #[path = "../../../tests/golden/check.rs"]
 mod check;
+#[path = "../../../tests/golden/replay.rs"]
+mod replay;
 
 const TARGETS: [&str; 2] = ["sim/fast-start-slow-stream", "sim/slow-start-fast-stream"];
 
-/// One passes, two fail (one on each side of its limit), one judges a metric no run
-/// has (a failure), one is a floor that also sets the goodput budget.
+/// Two pass (the last a floor), two fail (one limit in seconds), one fails because no
+/// run has its metric; each also sets a goodput budget.
 const BUDGETS: [&str; 5] = [
     "ttft_visible.p90<=800ms",
     "ttft.p50<=150ms",
@@ -34,18 +35,13 @@ const BUDGETS: [&str; 5] = [
 /// The recorded calls replayed into runs, in run order: the first three for the first
 /// target, the rest for the second.
 fn replayed_runs() -> Vec<Run> {
-    let text = std::fs::read_to_string(check::input("runner_calls.json")).unwrap();
-    let calls: Vec<Value> = serde_json::from_str(&text).unwrap();
-    let mut runs = ttfx_analysis::Runs::default();
-    let mut out = Vec::new();
-    for call in &calls {
-        if let Some(report) = ttfx_analysis::replay::apply(&mut runs, call).unwrap() {
-            let file = ReportFile::from_json(&report).unwrap();
-            out.extend(file.into_runs());
-        }
-    }
-    assert_eq!(out.len(), 6, "the input holds three runs per target");
-    out
+    let reports = replay::finished_reports(&check::input("runner_calls.json"));
+    let runs: Vec<Run> = reports
+        .iter()
+        .flat_map(|r| ReportFile::from_json(r).unwrap().into_runs())
+        .collect();
+    assert_eq!(runs.len(), 6, "the input holds three runs per target");
+    runs
 }
 
 /// What inject mode adds to each run it measured: how it chose the stream and reply.
