@@ -94,16 +94,43 @@ const CLOCK_FIELDS: [&str; 10] = [
 /// More of llama.cpp's measured `timings`.
 const MORE_CLOCK_FIELDS: [&str; 2] = ["predicted_per_token_ms", "predicted_per_second"];
 
+/// A request's body and its content type (none: reqwest sends none).
+struct Body<'a> {
+    bytes: Vec<u8>,
+    content_type: Option<&'a str>,
+    /// What the golden file shows for it: the text, or where the bytes came from.
+    shown: String,
+}
+
+impl Body<'_> {
+    fn text(text: &str) -> Body<'static> {
+        Body {
+            bytes: text.as_bytes().to_vec(),
+            content_type: None,
+            shown: text.to_owned(),
+        }
+    }
+}
+
 /// The status, the headers by name (the `date` header, a clock, masked; `Server-Timing`
 /// with its durations and wall-clock readings masked), a blank line, the body.
-async fn answer(server: &ServeProcess, method: &str, path: &str, body: &str, id: &str) -> String {
+async fn answer(
+    server: &ServeProcess,
+    method: &str,
+    path: &str,
+    body: Body<'_>,
+    id: &str,
+) -> String {
     let sep = if path.contains('?') { '&' } else { '?' };
     let url = format!("{}sim/{path}{sep}{FAST}", server.url);
     let client = reqwest::Client::new();
-    let request = match method {
+    let mut request = match method {
         "GET" => client.get(url),
-        _ => client.post(url).body(body.to_owned()),
+        _ => client.post(url).body(body.bytes),
     };
+    if let Some(content_type) = body.content_type {
+        request = request.header("content-type", content_type);
+    }
     let got = capture(request.header("x-request-id", id)).await;
     assert!(got.broken.is_none(), "{path}: {:?}", got.broken);
     let mut headers: Vec<(String, String)> = got
@@ -120,8 +147,9 @@ async fn answer(server: &ServeProcess, method: &str, path: &str, body: &str, id:
         })
         .collect();
     headers.sort();
+    let shown = body.shown;
     let mut out = format!(
-        "{method} /sim/{path}{sep}{FAST}\n{body}\n\n{}\n",
+        "{method} /sim/{path}{sep}{FAST}\n{shown}\n\n{}\n",
         got.status
     );
     for (k, v) in headers {
@@ -133,11 +161,32 @@ async fn answer(server: &ServeProcess, method: &str, path: &str, body: &str, id:
     out
 }
 
+/// A streamed transcription of a 0.2 s WAV (`inputs/stt_upload.multipart`: the file,
+/// `model`, `stream=true`; boundary `golden-boundary`).
+fn stt_upload() -> Body<'static> {
+    let name = "stt_upload.multipart";
+    Body {
+        bytes: std::fs::read(check::input(name)).unwrap(),
+        content_type: Some("multipart/form-data; boundary=golden-boundary"),
+        shown: format!("(inputs/{name})"),
+    }
+}
+
 #[tokio::test]
 async fn the_simulated_bodies_are_unchanged() {
     let server = ServeProcess::start(ttfx(), &[]).unwrap();
     for (i, (golden, method, path, body)) in REQUESTS.into_iter().enumerate() {
         let id = format!("golden-{i}");
-        check::golden(golden, &answer(&server, method, path, body, &id).await);
+        check::golden(
+            golden,
+            &answer(&server, method, path, Body::text(body), &id).await,
+        );
     }
+    let speech = r#"{"model":"tts","input":"Hi.","voice":"alloy","stream_format":"sse"}"#;
+    let tts = "default/v1/audio/speech?ttfa_ms=0&rtf=0&audio_ms=40&audio_chunk_ms=20";
+    let got = answer(&server, "POST", tts, Body::text(speech), "golden-tts").await;
+    check::golden("sim_http.tts_speech_sse.txt", &got);
+    let stt = "default/v1/audio/transcriptions?stt_first_partial_ms=0&stt_final_ms=0&stt_words_per_delta=4";
+    let got = answer(&server, "POST", stt, stt_upload(), "golden-stt").await;
+    check::golden("sim_http.stt_transcription_stream.txt", &got);
 }
