@@ -19,22 +19,34 @@ pub fn json_values(text: &str, keys: &[&str]) -> String {
     out
 }
 
-/// The length of the JSON scalar `text` starts with (a string with its escapes, else up
-/// to the next `,`, `}`, `]` or whitespace).
+/// The length of the JSON value `text` starts with: a string with its escapes, an array
+/// or object to its closing bracket, else a scalar up to the next `,`, `}`, `]` or
+/// whitespace.
 fn value_len(text: &str) -> usize {
-    if let Some(body) = text.strip_prefix('"') {
-        let mut escaped = false;
-        for (i, c) in body.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => return i + 2,
-                _ => {}
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => {
+                in_string = !in_string;
+                if !in_string && depth == 0 {
+                    return i + 1;
+                }
             }
+            _ if in_string => {}
+            '[' | '{' => depth += 1,
+            ']' | '}' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            ',' | '}' | ']' | ' ' | '\n' if depth == 0 => return i,
+            _ => {}
         }
-        return text.len();
     }
-    text.find([',', '}', ']', ' ', '\n']).unwrap_or(text.len())
+    text.len()
 }
 
 /// A `Server-Timing` value with each `dur=` and `desc="…"` replaced by `<masked>`: the
@@ -58,10 +70,10 @@ pub fn server_timing(value: &str) -> String {
 
 #[test]
 fn masks_replace_only_the_named_values() {
-    let text = r#"{"a":1,"created":17,"s":"x\"y","created_at":"2026-01-01T00:00:00Z","n":[2]}"#;
+    let text = r#"{"a":1,"created":17,"s":"x\"y","created_at":"2026-01-01T00:00:00Z","n":[2],"c":[{"x":"]"}],"d":2}"#;
     assert_eq!(
-        json_values(text, &["created", "created_at"]),
-        r#"{"a":1,"created":"<masked>","s":"x\"y","created_at":"<masked>","n":[2]}"#
+        json_values(text, &["created", "created_at", "c"]),
+        r#"{"a":1,"created":"<masked>","s":"x\"y","created_at":"<masked>","n":[2],"c":"<masked>","d":2}"#
     );
     assert_eq!(
         server_timing(r#"queue;dur=0.01, received_unix_ms;desc="1.5""#),

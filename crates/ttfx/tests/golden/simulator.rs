@@ -172,6 +172,45 @@ fn stt_upload() -> Body<'static> {
     }
 }
 
+/// In a record, what the server's clock measured: each milestone and duration (ms since
+/// arrival), the chunks (how its writes fell depends on scheduling), the Server-Timing
+/// entries' durations and the wall-clock readings. Outcome, sizes, usage, seed, names and
+/// the document's shape stay.
+const RECORD_CLOCK_FIELDS: [&str; 14] = [
+    "chunks",
+    "headers",
+    "first_byte",
+    "first_event",
+    "first_token",
+    "first_visible_token",
+    "last_token",
+    "done",
+    "queue",
+    "prefill",
+    "decode",
+    "duration_ms",
+    "received_unix_ms",
+    "sent_unix_ms",
+];
+
+/// `GET /records/{id}` once the record is finished (its task writes `done` just after
+/// the last byte is handed over).
+async fn record(server: &ServeProcess, id: &str) -> String {
+    for _ in 0..100 {
+        let text = reqwest::get(format!("{}records/{id}", server.url))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if !text.contains(r#""outcome":"in_progress""#) {
+            return mask::json_values(&text, &RECORD_CLOCK_FIELDS) + "\n";
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("record {id} still in progress");
+}
+
 #[tokio::test]
 async fn the_simulated_bodies_are_unchanged() {
     let server = ServeProcess::start(ttfx(), &[]).unwrap();
@@ -182,6 +221,8 @@ async fn the_simulated_bodies_are_unchanged() {
             &answer(&server, method, path, Body::text(body), &id).await,
         );
     }
+    let chat_record = record(&server, "golden-0").await;
+    check::golden("sim_http.record_of_openai_chat.json", &chat_record);
     let speech = r#"{"model":"tts","input":"Hi.","voice":"alloy","stream_format":"sse"}"#;
     let tts = "default/v1/audio/speech?ttfa_ms=0&rtf=0&audio_ms=40&audio_chunk_ms=20";
     let got = answer(&server, "POST", tts, Body::text(speech), "golden-tts").await;
