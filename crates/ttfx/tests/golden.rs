@@ -7,7 +7,8 @@
 //! - `cli`: `ttfx decode` and `ttfx report` (table, `--json`, `--slo`, an error);
 //! - `collector`: `ttfx serve --collect`'s `/field/…` answers and `ttfx field` over a
 //!   SQLite file made here from fixed beacons;
-//! - `simulator`: the simulated endpoints' headers and streamed bodies for a fixed seed.
+//! - `simulator`: the simulated endpoints' headers and streamed bodies for a fixed seed
+//!   (chat dialects, TTS, STT) and one request's record.
 //!
 //! `ttfx run`'s printed table and `--json` are a unit test beside their code
 //! (`src/run_cmd/output/golden_tests.rs`), on the same files and helper. A mismatch

@@ -172,26 +172,23 @@ fn stt_upload() -> Body<'static> {
     }
 }
 
-/// In a record, what the server's clock measured: each milestone and duration (ms since
-/// arrival), the chunks (how its writes fell depends on scheduling), the Server-Timing
-/// entries' durations and the wall-clock readings. Outcome, sizes, usage, seed, names and
-/// the document's shape stay.
-const RECORD_CLOCK_FIELDS: [&str; 14] = [
-    "chunks",
-    "headers",
-    "first_byte",
-    "first_event",
-    "first_token",
-    "first_visible_token",
-    "last_token",
-    "done",
-    "queue",
-    "prefill",
-    "decode",
-    "duration_ms",
-    "received_unix_ms",
-    "sent_unix_ms",
-];
+/// In a record, what the server's clock measured: each milestone (any of ttfx-core's)
+/// and duration (ms since arrival), the chunks (how its writes fell depends on
+/// scheduling), the Server-Timing entries' durations and the wall-clock readings.
+/// Outcome, sizes, usage, seed, names and the document's shape stay.
+fn record_clock_fields() -> Vec<&'static str> {
+    let measured = [
+        "chunks",
+        "queue",
+        "prefill",
+        "decode",
+        "duration_ms",
+        "received_unix_ms",
+        "sent_unix_ms",
+    ];
+    let milestones = ttfx_core::Milestone::ALL.map(ttfx_core::Milestone::as_str);
+    measured.into_iter().chain(milestones).collect()
+}
 
 /// `GET /records/{id}` once the record is finished (its task writes `done` just after
 /// the last byte is handed over).
@@ -204,7 +201,7 @@ async fn record(server: &ServeProcess, id: &str) -> String {
             .await
             .unwrap();
         if !text.contains(r#""outcome":"in_progress""#) {
-            return mask::json_values(&text, &RECORD_CLOCK_FIELDS) + "\n";
+            return mask::json_values(&text, &record_clock_fields()) + "\n";
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
