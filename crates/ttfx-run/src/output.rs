@@ -14,6 +14,9 @@ use super::budget::Verdict;
 use super::measure::{GroundTruth, SpeechTruth};
 use ttfx_report::report_cmd;
 
+#[cfg(test)]
+mod golden_tests;
+
 pub fn render(
     batches: &[(String, BatchReport)],
     verdicts: &[Verdict],
