@@ -11,7 +11,7 @@
 //!   (chat dialects, TTS, STT) and one request's record.
 //!
 //! `ttfx run`'s printed table and `--json` are a unit test beside their code
-//! (`src/run_cmd/output/golden_tests.rs`), on the same files and helper. A mismatch
+//! (`crates/ttfx-run/src/output/golden_tests.rs`), on the same files and helper. A mismatch
 //! names the first differing line and how to regenerate (`TTFX_BLESS=1`, never by
 //! default). Fixed inputs are in `tests/golden/inputs/` and are never rewritten.
 

@@ -10,12 +10,14 @@ const BLESS: &str = "TTFX_BLESS";
 
 const HOW_TO_BLESS: &str = "if the change is meant, regenerate with \
     `TTFX_BLESS=1 cargo test -p ttfx --test golden` (CLI, HTTP, analysis) or \
-    `TTFX_BLESS=1 cargo test -p ttfx --bin ttfx golden_tests` (`ttfx run`'s output), \
+    `TTFX_BLESS=1 cargo test -p ttfx-run golden_tests` (`ttfx run`'s output), \
     then review `git diff` of tests/golden/";
 
-/// The folder of golden files and their fixed inputs (`inputs/`).
+/// The folder of golden files and their fixed inputs (`inputs/`): `crates/ttfx/tests/
+/// golden`, named from the manifest of the crate under test (the binary's or the
+/// runner's, its sibling).
 pub fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ttfx/tests/golden")
 }
 
 /// A fixed input, never rewritten by blessing.

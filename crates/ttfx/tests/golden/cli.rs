@@ -1,5 +1,5 @@
-//! `ttfx decode` and `ttfx report` as processes over fixed files: their stdout (and one
-//! error's stderr) byte for byte.
+//! `ttfx decode` and `ttfx report` as processes over fixed files, and every command's
+//! `--help`: their stdout (and two errors' stderr) byte for byte.
 
 use crate::check;
 use crate::{stdout_of, ttfx_in};
@@ -69,5 +69,27 @@ fn report_refuses_a_file_of_another_schema_with_the_same_message() {
     check::golden(
         "report_stderr.other_schema.txt",
         &String::from_utf8(out.stderr).unwrap(),
+    );
+}
+
+/// The command line itself: each command's `--help` (its flags, their docs and
+/// defaults: the options moved into each command's crate) and clap's refusal of an
+/// unknown flag.
+#[test]
+fn every_commands_help_and_a_refusal_are_unchanged() {
+    let here = check::dir();
+    for command in ["", "serve", "run", "report", "decode", "field"] {
+        let args: Vec<&str> = [command, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let name = if command.is_empty() { "top" } else { command };
+        check::golden(&format!("help.{name}.txt"), &stdout_of(&here, &args));
+    }
+    let refused = ttfx_in(&here, &["run", "--bogus"]);
+    assert_eq!(refused.status.code(), Some(2));
+    check::golden(
+        "help.run_unknown_flag.stderr.txt",
+        &String::from_utf8(refused.stderr).unwrap(),
     );
 }

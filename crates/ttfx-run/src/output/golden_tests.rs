@@ -2,8 +2,8 @@
 //! in the restructure). Browsers make a real run's timings vary, so the runs here are
 //! inject mode's own input: a page's recorded probe calls (`tests/golden/inputs/
 //! runner_calls.json`, two targets of three runs), replayed by ttfx-analysis as `ttfx run
-//! --inject` does; then budgets, ground truth and speech as `run_cmd::run` assembles
-//! them. The goldens are under `tests/golden/`, so they move with the runner.
+//! --inject` does; then budgets, ground truth and speech as `ttfx_run::run` assembles
+//! them. The goldens are with the binary's others, in `crates/ttfx/tests/golden/`.
 
 // Test code: a failed step is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -15,9 +15,9 @@ use super::super::budget::{RunBudget, Verdict};
 use super::super::junit;
 use super::super::measure::{GroundTruth, SpeechTruth};
 
-#[path = "../../../tests/golden/check.rs"]
+#[path = "../../../ttfx/tests/golden/check.rs"]
 mod check;
-#[path = "../../../tests/golden/replay.rs"]
+#[path = "../../../ttfx/tests/golden/replay.rs"]
 mod replay;
 
 const TARGETS: [&str; 2] = ["sim/fast-start-slow-stream", "sim/slow-start-fast-stream"];
@@ -67,7 +67,7 @@ struct Fixed {
     speech: SpeechTruth,
 }
 
-/// The batches, verdicts, ground truth and speech `run_cmd::run` hands to the output.
+/// The batches, verdicts, ground truth and speech `ttfx_run::run` hands to the output.
 fn fixed() -> Fixed {
     let budgets: Vec<RunBudget> = BUDGETS
         .iter()
