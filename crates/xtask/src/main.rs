@@ -7,6 +7,8 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod cmd;
 mod lab;
+#[cfg(test)]
+mod module_graph;
 mod paths;
 mod probe_pkg;
 mod setup;
