@@ -14,6 +14,8 @@ mod controls;
 pub mod field;
 pub mod fmt;
 mod io;
+mod js;
+pub mod reply;
 pub mod request;
 mod summary;
 pub mod target;

@@ -9,6 +9,7 @@ mod cmd;
 mod lab;
 #[cfg(test)]
 mod module_graph;
+mod npm_versions;
 mod paths;
 mod probe_pkg;
 mod setup;
