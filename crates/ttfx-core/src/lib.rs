@@ -5,7 +5,6 @@
 
 pub mod chat_api;
 pub mod crossover;
-pub mod decimal;
 pub mod decode;
 pub mod field;
 pub mod gap;
@@ -26,6 +25,9 @@ pub mod timeline;
 pub mod transcription;
 pub mod turn;
 pub mod voice_result;
+
+// Number text, read with the frame JSON parser's number code: a part of decoding.
+pub use decode::decimal;
 
 pub use chat_api::ChatApi;
 pub use metrics::RequestMetrics;

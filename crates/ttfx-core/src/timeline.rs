@@ -10,7 +10,7 @@ use std::fmt;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::decimal::Decimal;
+use crate::decode::decimal::Decimal;
 use crate::handoff::HandoffRecord;
 use crate::milestone::Milestone;
 use crate::playback::OutputTimestamp;

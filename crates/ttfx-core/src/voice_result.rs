@@ -125,7 +125,7 @@ impl VoiceResult {
                 // every wasm that merges voice results (9 KB gzip).
                 format!(
                     "{part:?} result did not arrive within {} ms",
-                    crate::decimal::Decimal(TIMEOUT_MS)
+                    crate::decode::decimal::Decimal(TIMEOUT_MS)
                 ),
             )),
             VoiceResult::Unreadable(part, e) => timeline
