@@ -4,6 +4,7 @@
 //! inside the browser probe (wasm32) and inside the native `ttfx` tools.
 
 pub mod chat_api;
+pub mod chunk_summary;
 pub mod crossover;
 pub mod decode;
 pub mod field;
@@ -12,6 +13,7 @@ pub mod handoff;
 pub mod metrics;
 pub mod milestone;
 pub mod order;
+pub mod percentile;
 pub mod playback;
 pub mod recorder;
 pub mod report;
@@ -20,7 +22,10 @@ pub mod selection;
 pub mod series;
 pub mod server_record;
 pub mod server_timing;
+pub mod stall;
 pub mod stats;
+#[cfg(test)]
+mod test_support;
 pub mod timeline;
 pub mod transcription;
 pub mod turn;
