@@ -1,10 +1,10 @@
 //! What the crate's tests share: deterministic random numbers and a relative comparison.
 
 /// SplitMix64: deterministic streams without a dependency.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -13,17 +13,17 @@ impl Rng {
     }
 
     /// Uniform in `lo..hi`.
-    pub fn below(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(crate) fn below(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.next() % (hi - lo)
     }
 
     /// True once in `n`.
-    pub fn one_in(&mut self, n: u64) -> bool {
+    pub(crate) fn one_in(&mut self, n: u64) -> bool {
         self.next().is_multiple_of(n)
     }
 }
 
 /// `a` is within `rel` of `b`, relative to `b` (plus float noise).
-pub fn within(a: f64, b: f64, rel: f64) -> bool {
+pub(crate) fn within(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs() + 1e-9
 }

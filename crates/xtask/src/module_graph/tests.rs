@@ -74,62 +74,72 @@ fn read(files: &[(&str, &str)]) -> Crate {
     Crate::read(Path::new("src/lib.rs"), &read).unwrap()
 }
 
-fn members(c: &cycles::Cycle) -> Vec<String> {
-    c.member_paths()
+fn no_cycle(files: &[(&str, &str)]) {
+    let found = cycles_in(files);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+/// The cycle's message names the edge `edge` (modules, file:line, path).
+fn names_edge(cycle: &cycles::Cycle, edge: &str) {
+    let message = cycle.to_string();
+    assert!(message.contains(edge), "{message}");
+}
+
+/// The one cycle among `files`, between the modules `members`.
+fn one_cycle(files: &[(&str, &str)], members: &[&str]) -> cycles::Cycle {
+    let mut found = cycles_in(files);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let cycle = found.remove(0);
+    assert_eq!(cycle.member_paths(), members);
+    cycle
 }
 
 #[test]
 fn two_siblings_that_use_each_other_are_a_cycle_named_with_file_and_line() {
-    let found = cycles_in(&[
-        ("src/lib.rs", "mod a;\nmod b;\n"),
-        ("src/a.rs", "use crate::b::B;\npub struct A;\n"),
-        (
-            "src/b.rs",
-            "pub struct B;\n\nfn f() -> crate::a::A { crate::a::A }\n",
-        ),
-    ]);
-    assert_eq!(found.len(), 1);
-    assert_eq!(members(&found[0]), ["a", "b"]);
-    let message = found[0].to_string();
-    assert!(
-        message.contains("a -> b: src/a.rs:1 `crate::b::B`"),
-        "{message}"
+    let cycle = one_cycle(
+        &[
+            ("src/lib.rs", "mod a;\nmod b;\n"),
+            ("src/a.rs", "use crate::b::B;\npub struct A;\n"),
+            (
+                "src/b.rs",
+                "pub struct B;\n\nfn f() -> crate::a::A { crate::a::A }\n",
+            ),
+        ],
+        &["a", "b"],
     );
-    assert!(
-        message.contains("b -> a: src/b.rs:3 `crate::a::A`"),
-        "{message}"
-    );
+    names_edge(&cycle, "a -> b: src/a.rs:1 `crate::b::B`");
+    names_edge(&cycle, "b -> a: src/b.rs:3 `crate::a::A`");
 }
 
 #[test]
 fn a_ring_of_three_is_one_cycle() {
-    let found = cycles_in(&[
-        ("src/lib.rs", "mod a;\nmod b;\nmod c;\nmod d;\n"),
-        ("src/a.rs", "use crate::b::B;\npub struct A;\n"),
-        ("src/b.rs", "use crate::c::C;\npub struct B;\n"),
-        ("src/c.rs", "pub struct C;\nfn f(_: super::a::A) {}\n"),
-        // Uses the ring without being part of it.
-        ("src/d.rs", "use crate::{a::A, c::C};\n"),
-    ]);
-    assert_eq!(found.len(), 1);
-    assert_eq!(members(&found[0]), ["a", "b", "c"]);
-    assert_eq!(found[0].edges.len(), 3);
+    let cycle = one_cycle(
+        &[
+            ("src/lib.rs", "mod a;\nmod b;\nmod c;\nmod d;\n"),
+            ("src/a.rs", "use crate::b::B;\npub struct A;\n"),
+            ("src/b.rs", "use crate::c::C;\npub struct B;\n"),
+            ("src/c.rs", "pub struct C;\nfn f(_: super::a::A) {}\n"),
+            // Uses the ring without being part of it.
+            ("src/d.rs", "use crate::{a::A, c::C};\n"),
+        ],
+        &["a", "b", "c"],
+    );
+    assert_eq!(cycle.edges.len(), 3);
 }
 
 #[test]
 fn one_way_dependencies_are_not_a_cycle() {
-    let found = cycles_in(&[
+    no_cycle(&[
         ("src/lib.rs", "mod a;\nmod b;\nmod c;\n"),
         ("src/a.rs", "pub struct A;\n"),
         ("src/b.rs", "use crate::a::A;\npub struct B;\n"),
         ("src/c.rs", "use crate::{a::A, b::B};\n"),
     ]);
-    assert!(found.is_empty(), "{found:?}");
 }
 
 #[test]
 fn a_parent_and_its_children_may_use_each_other() {
-    let found = cycles_in(&[
+    no_cycle(&[
         ("src/lib.rs", "mod a;\npub struct Root;\nfn f(_: a::A) {}\n"),
         (
             "src/a/mod.rs",
@@ -140,12 +150,11 @@ fn a_parent_and_its_children_may_use_each_other() {
             "use super::A;\npub struct X;\nfn h(_: super::super::Root) {}\n",
         ),
     ]);
-    assert!(found.is_empty(), "{found:?}");
 }
 
 #[test]
 fn test_modules_are_ignored() {
-    let found = cycles_in(&[
+    no_cycle(&[
         ("src/lib.rs", "mod a;\nmod b;\n"),
         ("src/a.rs", "use crate::b::B;\npub struct A;\n"),
         (
@@ -155,35 +164,35 @@ fn test_modules_are_ignored() {
         ),
         ("src/b/more.rs", "use crate::a::A;\n"),
     ]);
-    assert!(found.is_empty(), "{found:?}");
 }
 
 #[test]
 fn a_test_module_that_says_so_inside_is_ignored() {
-    let found = cycles_in(&[
+    no_cycle(&[
         ("src/lib.rs", "mod a;\nmod b;\n"),
         ("src/a.rs", "use crate::b::B;\npub struct A;\n"),
         ("src/b.rs", "pub struct B;\nmod tests;\n"),
         ("src/b/tests.rs", "#![cfg(test)]\nuse crate::a::A;\n"),
     ]);
-    assert!(found.is_empty(), "{found:?}");
 }
 
 #[test]
 fn a_re_export_leads_to_the_module_that_defines_the_item() {
     // `crate::A` is `a::A`: b depends on a through the root.
-    let found = cycles_in(&[
-        ("src/lib.rs", "mod a;\nmod b;\npub use a::A;\n"),
-        ("src/a.rs", "pub struct A;\nfn f(_: crate::b::B) {}\n"),
-        ("src/b.rs", "pub struct B;\nfn g() -> crate::A { todo() }\n"),
-    ]);
-    assert_eq!(found.len(), 1);
-    assert_eq!(members(&found[0]), ["a", "b"]);
+    let cycle = one_cycle(
+        &[
+            ("src/lib.rs", "mod a;\nmod b;\npub use a::A;\n"),
+            ("src/a.rs", "pub struct A;\nfn f(_: crate::b::B) {}\n"),
+            ("src/b.rs", "pub struct B;\nfn g() -> crate::A { todo() }\n"),
+        ],
+        &["a", "b"],
+    );
+    names_edge(&cycle, "b -> a: src/b.rs:2 `crate::A`");
 }
 
 #[test]
 fn a_glob_re_export_leads_to_the_module_that_defines_the_item() {
-    let found = cycles_in(&[
+    no_cycle(&[
         ("src/lib.rs", "mod a;\nmod b;\nmod c;\n"),
         (
             "src/a.rs",
@@ -193,44 +202,41 @@ fn a_glob_re_export_leads_to_the_module_that_defines_the_item() {
         ("src/c.rs", "pub struct C;\n"),
     ]);
     // b uses c's C through a's glob: no cycle between a and b.
-    assert!(found.is_empty(), "{found:?}");
 }
 
 #[test]
 fn cycles_between_grandchildren_are_lifted_to_their_ancestors() {
     // a::x uses b, b uses a::y: a as a whole and b depend on each other.
-    let found = cycles_in(&[
-        ("src/lib.rs", "mod a;\nmod b;\n"),
-        (
-            "src/a.rs",
-            "pub mod x {\n    use crate::b::B;\n}\npub mod y {\n    pub struct Y;\n}\n",
-        ),
-        ("src/b.rs", "pub struct B;\nuse crate::a::y::Y;\n"),
-    ]);
-    assert_eq!(found.len(), 1);
-    assert_eq!(members(&found[0]), ["a", "b"]);
-    let message = found[0].to_string();
-    assert!(
-        message.contains("a -> b: src/a.rs:2 `crate::b::B` (in a::x)"),
-        "{message}"
+    let cycle = one_cycle(
+        &[
+            ("src/lib.rs", "mod a;\nmod b;\n"),
+            (
+                "src/a.rs",
+                "pub mod x {\n    use crate::b::B;\n}\npub mod y {\n    pub struct Y;\n}\n",
+            ),
+            ("src/b.rs", "pub struct B;\nuse crate::a::y::Y;\n"),
+        ],
+        &["a", "b"],
     );
+    names_edge(&cycle, "a -> b: src/a.rs:2 `crate::b::B` (in a::x)");
 }
 
 #[test]
 fn siblings_inside_a_module_form_a_cycle_there() {
-    let found = cycles_in(&[
-        ("src/lib.rs", "mod m;\n"),
-        ("src/m/mod.rs", "mod x;\nmod y;\n"),
-        ("src/m/x.rs", "use super::y::Y;\npub struct X;\n"),
-        ("src/m/y.rs", "use super::x::X;\npub struct Y;\n"),
-    ]);
-    assert_eq!(found.len(), 1);
-    assert_eq!(members(&found[0]), ["m::x", "m::y"]);
+    one_cycle(
+        &[
+            ("src/lib.rs", "mod m;\n"),
+            ("src/m/mod.rs", "mod x;\nmod y;\n"),
+            ("src/m/x.rs", "use super::y::Y;\npub struct X;\n"),
+            ("src/m/y.rs", "use super::x::X;\npub struct Y;\n"),
+        ],
+        &["m::x", "m::y"],
+    );
 }
 
 #[test]
 fn visibility_paths_comments_and_strings_are_not_uses() {
-    let found = cycles_in(&[
+    no_cycle(&[
         ("src/lib.rs", "mod a;\nmod b;\n"),
         ("src/a.rs", "use crate::b::B;\n"),
         (
@@ -239,7 +245,6 @@ fn visibility_paths_comments_and_strings_are_not_uses() {
              let _ = \"crate::a::A\"; }\n",
         ),
     ]);
-    assert!(found.is_empty(), "{found:?}");
 }
 
 #[test]
