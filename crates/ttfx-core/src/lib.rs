@@ -2,6 +2,19 @@
 //!
 //! This crate never depends on `web-sys` or `tokio`, so the same code decodes a stream
 //! inside the browser probe (wasm32) and inside the native `ttfx` tools.
+//!
+//! Its modules depend one way: a module uses modules of its own layer (never in a ring)
+//! or of the layers below it, from the bottom:
+//! - plain data and rules over numbers: `milestone`, `server_timing`, `turn`, `segment`,
+//!   `handoff`, `playback`, `selection`, `order`, `percentile`, `stall`;
+//! - decoding: `decode` (with `decimal`), `chat_api`, `transcription`;
+//! - the timeline: `timeline` and the `chunk_summary` it holds;
+//! - series, metrics and statistics: `series`, `gap`, `metrics`, `stats`, and what
+//!   fills or reads a timeline (`recorder`, `voice_result`, `server_record`);
+//! - the report and the field: `report`, `field`, `crossover`.
+//!
+//! A test in `cargo xtask test` (xtask's `module_graph`) fails on any cycle between
+//! modules.
 
 pub mod chat_api;
 pub mod chunk_summary;
