@@ -1,8 +1,8 @@
 //! llama.cpp server's native `/completion` stream (SSE): `content` pieces, `stop: true`
 //! on the last object, with its `timings` (`prompt_n`, `prompt_ms`, `predicted_n`,
 //! `predicted_ms`, `predicted_per_second`, `cache_n`). The same `timings` object rides on
-//! the last chunk of llama.cpp's OpenAI-compatible endpoint, so the OpenAI dialect uses
-//! [`push_timings`] too.
+//! the last chunk of llama.cpp's OpenAI-compatible endpoint, so both dialects read it
+//! with `llamacpp_timings::push_timings`.
 //!
 //! llama-server also serves `/v1/chat/completions`: OpenAI chat chunks (with `timings`).
 //! `--dialect llamacpp` reads that stream too: a chunk with `choices` or an `object` of
