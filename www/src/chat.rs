@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::lab;
-use crate::request::ReplySink;
+use crate::reply::ReplySink;
 
 /// One exchange in the chat view.
 #[derive(Clone)]

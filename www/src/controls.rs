@@ -12,7 +12,8 @@ use ttfx_probe::{Probe, ProbeOptions};
 use web_sys::AudioContext;
 
 use crate::chat::Message;
-use crate::request::{ReplySink, measure};
+use crate::reply::ReplySink;
+use crate::request::measure;
 use crate::target::Target;
 use crate::voice::audio_context;
 use crate::{Lab, lab, turn};

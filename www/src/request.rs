@@ -14,15 +14,10 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AudioContext, Element, ReadableStreamDefaultReader, RequestInit, Response};
 
+use crate::js;
+use crate::reply::ReplySink;
 use crate::target::Target;
 use crate::voice::{Voice, VoicedSink};
-
-/// Where the page shows a reply while it streams.
-pub trait ReplySink {
-    fn text(&self, piece: &str);
-    fn reasoning(&self, piece: &str);
-    fn error(&self, message: &str);
-}
 
 /// Measures one request to `target`; `reply` is the element the text lands in (watched
 /// for render timing). With `voice` (an AudioContext, created before the request) and a
@@ -78,7 +73,7 @@ pub async fn measure(
                 sink.error(&e);
             }
         }
-        Err(e) => sink.error(&format!("fetch failed: {}", js_text(&e))),
+        Err(e) => sink.error(&format!("fetch failed: {}", js::text(&e))),
     }
     // A turn's moments are all known once the reply has streamed or failed (the lab has
     // no barge-in): the run need not wait for it.
@@ -119,7 +114,7 @@ async fn read_reply(
     loop {
         let step = JsFuture::from(reader.read())
             .await
-            .map_err(|e| format!("the stream broke: {}", js_text(&e)))?;
+            .map_err(|e| format!("the stream broke: {}", js::text(&e)))?;
         let done = Reflect::get(&step, &"done".into())
             .ok()
             .and_then(|d| d.as_bool())
@@ -184,18 +179,6 @@ async fn fetch_record(request_id: &str) -> Option<ServerRecord> {
         gloo_timers::future::TimeoutFuture::new(30).await;
     }
     None
-}
-
-/// A JS error or value as text for the page's messages.
-pub(crate) fn js_text(value: &JsValue) -> String {
-    value
-        .as_string()
-        .or_else(|| {
-            value
-                .dyn_ref::<js_sys::Error>()
-                .map(|e| String::from(e.message()))
-        })
-        .unwrap_or_else(|| format!("{value:?}"))
 }
 
 #[cfg(test)]

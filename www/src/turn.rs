@@ -16,7 +16,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{JsFuture, future_to_promise};
 use web_sys::{AudioContext, Blob, BlobPropertyBag, FormData, MediaStream, RequestInit, Response};
 
-use crate::request::js_text as text;
+use crate::js::text;
 
 /// How long a turn waits for the user to speak.
 const LISTEN_TIMEOUT_MS: f64 = 30_000.0;

@@ -18,7 +18,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{JsFuture, future_to_promise};
 use web_sys::{AudioContext, ReadableStream, RequestInit, Response};
 
-use crate::request::ReplySink;
+use crate::reply::ReplySink;
 
 /// How long the audio result waits for the first audible sample.
 const AUDIO_TIMEOUT_MS: f64 = 10_000.0;

@@ -2,8 +2,9 @@
 //! `VoiceHandoff` returned, as plain JS objects, and they are read back into ttfx-core
 //! types with serde-wasm-bindgen (no JSON text in between).
 
-use ttfx_core::turn::TurnMeasurement;
-use ttfx_core::voice_result::{AudioMeasurement, HandoffResult, VoicePart, VoiceResult};
+use ttfx_core::voice_result::{
+    AudioMeasurement, HandoffResult, TurnMeasurement, VoicePart, VoiceResult,
+};
 use wasm_bindgen::prelude::*;
 
 use crate::{Analysis, js};

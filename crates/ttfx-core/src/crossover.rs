@@ -11,7 +11,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::{Outcome, RequestMetrics};
-use crate::stats::percentile;
+use crate::percentile::percentile;
 
 /// A target as the crossover sees it: completion(n) = ttft + n / rate, and the lengths
 /// its real answers had.

@@ -20,12 +20,12 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Milestone;
+use crate::chunk_summary::{ChunkBin, ChunkSummary};
 use crate::metrics::{Buffered, BufferedVerdict, Outcome, RequestMetrics, SCALAR_NAMES, SCALARS};
 use crate::recorder::url_without_query;
 use crate::report::Run;
-use crate::series::{ChunkBin, ChunkSummary};
 use crate::timeline::{
-    Environment, Failure, FailureClass, Milestones, PaintMethod, RequestInfo, Timeline,
+    Chunk, Environment, Failure, FailureClass, Milestones, PaintMethod, RequestInfo, Timeline,
     TimelineError, Visibility,
 };
 
@@ -448,7 +448,7 @@ impl FieldReport {
 /// Every chunk of the timeline (kept ones and summarized bins) merged into at most
 /// [`FIELD_BINS`] bins of about equal chunk count.
 fn chunks(t: &Timeline) -> FieldChunks {
-    let mut units: Vec<ChunkBin> = t.chunks.iter().map(ChunkBin::of).collect();
+    let mut units: Vec<ChunkBin> = t.chunks.iter().map(Chunk::as_bin).collect();
     if let Some(summary) = &t.chunk_summary {
         units.extend_from_slice(&summary.bins);
     }

@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decimal::Decimal;
+use crate::decode::decimal::Decimal;
 use crate::milestone::Milestone;
 use crate::server_timing::{ServerTiming, TimingSource};
 use crate::timeline::{Timeline, milestone_name};

@@ -379,7 +379,7 @@ fn wall_clock(timings: &[ServerTiming]) -> Option<ServerWallClock> {
             .iter()
             .find(|t| t.name == name)
             .and_then(|t| t.description.as_deref())
-            .and_then(|d| crate::decimal::parse(d.trim()))
+            .and_then(|d| crate::decode::decimal::parse(d.trim()))
             .filter(|v| v.is_finite())
     };
     Some(ServerWallClock {

@@ -10,11 +10,11 @@ use std::fmt;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::decimal::Decimal;
+use crate::chunk_summary::{ChunkBin, ChunkSummary};
+use crate::decode::decimal::Decimal;
 use crate::handoff::HandoffRecord;
 use crate::milestone::Milestone;
 use crate::playback::OutputTimestamp;
-use crate::series::ChunkSummary;
 use crate::server_timing::{ServerTiming, TimingSource, Usage};
 
 /// One measured request.
@@ -179,6 +179,19 @@ impl Chunk {
     /// Tokens on any channel.
     pub fn tokens(&self) -> u64 {
         u64::from(self.visible_tokens) + u64::from(self.reasoning_tokens)
+    }
+
+    /// The chunk as a bin of one, to merge with others.
+    pub(crate) fn as_bin(&self) -> ChunkBin {
+        ChunkBin {
+            from_ms: self.at_ms,
+            to_ms: self.at_ms,
+            chunks: 1,
+            bytes: self.bytes,
+            events: u64::from(self.events),
+            visible_tokens: u64::from(self.visible_tokens),
+            reasoning_tokens: u64::from(self.reasoning_tokens),
+        }
     }
 }
 

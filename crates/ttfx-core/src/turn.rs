@@ -6,11 +6,10 @@
 //! milestones `speech_start`, `speech_end`, `stt_first_partial` and `stt_final` hold
 //! them; this record holds what a milestone cannot: when the voice-activity detector
 //! decided the speech was over, when the transcription request left, the detector's
-//! settings, and a barge-in. The stage breakdown is in `metrics::turn`.
+//! settings, and a barge-in. The stage breakdown is in `metrics::turn`; what a page hands
+//! over for a turn, and how it joins the run, is `voice_result::TurnMeasurement`.
 
 use serde::{Deserialize, Serialize};
-
-use crate::timeline::{Anomaly, Milestones, Timeline};
 
 /// What a turn adds to its run's timeline beside its milestones. Times are ms since the
 /// run's `request_start`, negative before it.
@@ -127,38 +126,6 @@ impl VadSettings {
     }
 }
 
-/// A turn's measurement as the page hands it over (`VoiceTurn.result()`), relative to
-/// the LLM request's `request_start`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TurnMeasurement {
-    /// `speech_start`, `speech_end`, `stt_first_partial`, `stt_final`.
-    pub milestones: Milestones,
-    pub turn: TurnRecord,
-    /// What limited the measurement (no worklet, a transcript that never came, …).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-impl TurnMeasurement {
-    /// Adds the turn's milestones and record to `timeline`; notes become anomalies.
-    pub fn apply_to(self, timeline: &mut Timeline) {
-        for (m, at) in self.milestones.iter() {
-            // Only the turn's own milestones: a result cannot move the LLM's.
-            if m.precedes_request() {
-                timeline.milestones.set(m, at);
-            }
-        }
-        timeline.turn = Some(self.turn);
-        for note in self.notes {
-            timeline.anomalies.push(Anomaly {
-                at_ms: 0.0,
-                class: "turn_note".into(),
-                detail: note,
-            });
-        }
-    }
-}
-
 impl TurnRecord {
     /// Its times, named as in the report, for the timeline's finiteness check.
     pub(crate) fn times(&self) -> Vec<(String, f64)> {
@@ -183,7 +150,6 @@ impl TurnRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Milestone;
 
     #[test]
     fn the_detector_rule_is_whole_ten_ms_frames() {
@@ -218,26 +184,5 @@ mod tests {
         let (s, r) = VadSettings::at_rate(-30.0, 0.0, 65.0, 48_000.0, None);
         assert_eq!((r.min_speech_frames, r.hangover_frames), (7, 1));
         assert_eq!((s.min_speech_ms, s.hangover_ms), (70.0, 10.0));
-    }
-
-    #[test]
-    fn a_turn_adds_only_its_own_milestones_and_its_notes() {
-        let mut t = Timeline::default();
-        t.milestones.set(Milestone::FirstToken, 300.0);
-        let mut m = TurnMeasurement::default();
-        m.milestones.set(Milestone::SpeechStart, -2000.0);
-        m.milestones.set(Milestone::SpeechEnd, -900.0);
-        m.milestones.set(Milestone::FirstToken, 5.0);
-        m.turn.speech_end_detected_ms = Some(-400.0);
-        m.notes.push("no streamed transcript".into());
-        m.apply_to(&mut t);
-        assert_eq!(t.milestones.get(Milestone::SpeechEnd), Some(-900.0));
-        assert_eq!(t.milestones.get(Milestone::FirstToken), Some(300.0));
-        assert_eq!(
-            t.turn.as_ref().and_then(|r| r.speech_end_detected_ms),
-            Some(-400.0)
-        );
-        assert_eq!(t.anomalies[0].class, "turn_note");
-        assert!(t.validate().is_ok());
     }
 }

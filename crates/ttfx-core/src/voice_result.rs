@@ -1,5 +1,6 @@
 //! Voice results a run merges into its timeline before its metrics: the audio side of a
-//! TTS stream (a player's or tap's `AudioMeasurement`) and an LLM → TTS handoff record.
+//! TTS stream (a player's or tap's `AudioMeasurement`), an LLM → TTS handoff record and
+//! a voice turn's measurement (`TurnMeasurement`).
 //!
 //! The browser produces them beside the LLM stream; the analysis (wherever it runs)
 //! merges them here, so the rule for what a voice result adds to a run exists once.
@@ -8,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::handoff::HandoffRecord;
 use crate::timeline::{Anomaly, AudioOutMethod, AudioSeries, Milestones, Timeline};
-use crate::turn::TurnMeasurement;
+use crate::turn::TurnRecord;
 
 /// Longest a run waits for included voice results after its stream ends: TTS of the first
 /// sentence plus device start, with room for a slow engine.
@@ -49,6 +50,38 @@ impl AudioMeasurement {
 pub struct HandoffResult {
     pub record: HandoffRecord,
     pub milestones: Milestones,
+}
+
+/// A turn's measurement as the page hands it over (`VoiceTurn.result()`), relative to
+/// the LLM request's `request_start`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnMeasurement {
+    /// `speech_start`, `speech_end`, `stt_first_partial`, `stt_final`.
+    pub milestones: Milestones,
+    pub turn: TurnRecord,
+    /// What limited the measurement (no worklet, a transcript that never came, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl TurnMeasurement {
+    /// Adds the turn's milestones and record to `timeline`; notes become anomalies.
+    pub fn apply_to(self, timeline: &mut Timeline) {
+        for (m, at) in self.milestones.iter() {
+            // Only the turn's own milestones: a result cannot move the LLM's.
+            if m.precedes_request() {
+                timeline.milestones.set(m, at);
+            }
+        }
+        timeline.turn = Some(self.turn);
+        for note in self.notes {
+            timeline.anomalies.push(Anomaly {
+                at_ms: 0.0,
+                class: "turn_note".into(),
+                detail: note,
+            });
+        }
+    }
 }
 
 /// A voice result a run waits for before it reports.
@@ -125,7 +158,7 @@ impl VoiceResult {
                 // every wasm that merges voice results (9 KB gzip).
                 format!(
                     "{part:?} result did not arrive within {} ms",
-                    crate::decimal::Decimal(TIMEOUT_MS)
+                    crate::decode::decimal::Decimal(TIMEOUT_MS)
                 ),
             )),
             VoiceResult::Unreadable(part, e) => timeline
@@ -158,5 +191,26 @@ mod tests {
         assert_eq!(classes, ["audio_note", "voice_missing"]);
         assert_eq!(VoicePart::from_name("audio"), Ok(VoicePart::Audio));
         assert!(VoicePart::from_name("video").unwrap_err().contains("video"));
+    }
+
+    #[test]
+    fn a_turn_adds_only_its_own_milestones_and_its_notes() {
+        let mut t = Timeline::default();
+        t.milestones.set(Milestone::FirstToken, 300.0);
+        let mut m = TurnMeasurement::default();
+        m.milestones.set(Milestone::SpeechStart, -2000.0);
+        m.milestones.set(Milestone::SpeechEnd, -900.0);
+        m.milestones.set(Milestone::FirstToken, 5.0);
+        m.turn.speech_end_detected_ms = Some(-400.0);
+        m.notes.push("no streamed transcript".into());
+        m.apply_to(&mut t);
+        assert_eq!(t.milestones.get(Milestone::SpeechEnd), Some(-900.0));
+        assert_eq!(t.milestones.get(Milestone::FirstToken), Some(300.0));
+        assert_eq!(
+            t.turn.as_ref().and_then(|r| r.speech_end_detected_ms),
+            Some(-400.0)
+        );
+        assert_eq!(t.anomalies[0].class, "turn_note");
+        assert!(t.validate().is_ok());
     }
 }

@@ -14,7 +14,8 @@ use audio_support::{SimTts, page_now, report};
 use gloo_timers::future::TimeoutFuture;
 use js_sys::{Array, Function, Object, Reflect};
 use ttfx_core::Milestone;
-use ttfx_core::turn::{TurnMeasurement, VadSettings};
+use ttfx_core::turn::VadSettings;
+use ttfx_core::voice_result::TurnMeasurement;
 use ttfx_probe::audio::{
     JsVoiceTurn, PlayerOptions, TtsFormat, TtsPlayer, TurnOptions, Vad, VadEvent, VoiceTurn,
 };

@@ -17,6 +17,7 @@ use ttfx_records::Records;
 mod forward;
 pub mod presets;
 mod provider_timing;
+pub mod tls;
 pub mod upstream;
 pub mod upstream_conn;
 

@@ -7,7 +7,7 @@ use axum::http::{HeaderName, HeaderValue};
 use ttfx_core::ChatApi;
 use ttfx_core::decode::DialectKind;
 
-use crate::upstream_conn::Tls;
+use crate::tls::Tls;
 
 #[derive(Debug, Default)]
 pub struct Upstreams(pub Vec<Upstream>);

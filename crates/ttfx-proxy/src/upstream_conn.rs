@@ -6,16 +6,14 @@
 //! benchmark client's first request (and every request of a client that does not keep
 //! its connections) pays both. The proxy pays them every time and times each.
 //!
-//! TLS is rustls with its ring provider. Trusted: the public roots compiled into the
+//! TLS is rustls with its ring provider ([`Tls`]). Trusted: the public roots compiled into the
 //! binary (webpki-roots, Mozilla's list: no OS certificate store is read and nothing is
 //! fetched at run time), plus the certificates of the upstream's `ca_file`, when it has
 //! one, for a private CA. The server name checked (and sent as SNI) is the base URL's
 //! host; an IP address is checked against the certificate's IP addresses.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
-use anyhow::{Context, anyhow, bail};
 use axum::body::Bytes;
 use axum::http::{Request, Response, Uri, header};
 use http_body_util::Full;
@@ -26,70 +24,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
-use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
+use tokio_rustls::rustls;
 
+pub use crate::tls::Tls;
 use crate::upstream::Upstream;
-
-/// ALPN: HTTP/2 first, so an upstream that speaks it is spoken to in it.
-const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
-
-/// How an `https` upstream is reached: the client config (trust, ALPN) and the name its
-/// certificate must have.
-#[derive(Debug)]
-pub struct Tls {
-    config: Arc<ClientConfig>,
-    server_name: ServerName<'static>,
-    /// Named in the hint when a certificate's issuer is not trusted.
-    ca_file: Option<PathBuf>,
-}
-
-impl Tls {
-    /// For `host` (the base URL's host, an IPv6 address in brackets), trusting the
-    /// bundled public roots and, when given, the certificates in the PEM file `ca_file`
-    /// (read now: a missing or unusable file is a config error, not a failed request).
-    pub fn new(host: &str, ca_file: Option<&Path>) -> anyhow::Result<Tls> {
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let server_name = ServerName::try_from(bare.to_owned())
-            .map_err(|e| anyhow!("host `{host}` is not a name TLS can check: {e}"))?;
-        let mut roots = RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        if let Some(path) = ca_file {
-            add_ca_file(&mut roots, path)
-                .with_context(|| format!("ca_file `{}`", path.display()))?;
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .context("TLS setup")?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
-        Ok(Tls {
-            config: Arc::new(config),
-            server_name,
-            ca_file: ca_file.map(Path::to_path_buf),
-        })
-    }
-}
-
-fn add_ca_file(roots: &mut RootCertStore, path: &Path) -> anyhow::Result<()> {
-    let text = std::fs::read(path).map_err(|e| anyhow!("cannot read: {e}"))?;
-    let mut added = 0;
-    for (i, cert) in CertificateDer::pem_slice_iter(&text).enumerate() {
-        let cert = cert.map_err(|e| anyhow!("certificate {}: not valid PEM: {e}", i + 1))?;
-        roots
-            .add(cert)
-            .map_err(|e| anyhow!("certificate {}: not a usable CA: {e}", i + 1))?;
-        added += 1;
-    }
-    if added == 0 {
-        bail!("no PEM certificate (`-----BEGIN CERTIFICATE-----`) in it");
-    }
-    Ok(())
-}
 
 /// The HTTP version spoken on the connection, named as ALPN names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,13 +8,13 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use anyhow::Context;
+use clap::Args;
 use serde_json::{Value, json};
 use ttfx_core::decode::{Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, Transcript};
-
-use crate::DecodeArgs;
 
 /// What `--dialect` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,30 @@ impl FromStr for DecodeMode {
                 .map_err(|_| UnknownMode(other.to_owned())),
         }
     }
+}
+
+// `ttfx decode`'s options (the binary's command line embeds them).
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// The captured response body (raw bytes as they came over the wire).
+    pub file: PathBuf,
+
+    /// auto, a dialect (openai-chat, openai-responses, openai-realtime, anthropic, ollama,
+    /// llamacpp, openai-speech, wav, pcm16, text), or sse / ndjson to print the raw frames.
+    #[arg(long, default_value = "auto")]
+    pub dialect: DecodeMode,
+
+    /// Feed the decoder this many bytes at a time (the result must not depend on it).
+    #[arg(long, default_value_t = 65536)]
+    pub chunk_bytes: usize,
+
+    /// The response's Content-Type, to help `auto`.
+    #[arg(long)]
+    pub content_type: Option<String>,
+
+    /// Longest line (and SSE event) kept; longer ones are dropped and reported.
+    #[arg(long, default_value_t = ttfx_core::decode::Limits::DEFAULT.max_line_bytes)]
+    pub max_line_bytes: usize,
 }
 
 pub fn run(args: DecodeArgs) -> anyhow::Result<()> {

@@ -6,8 +6,8 @@
 //! It depends on ttfx-core only (plus the table and argument crates); it must not depend
 //! on any server, the collector or the runner.
 
-mod args;
 pub mod decode_cmd;
 pub mod report_cmd;
 
-pub use args::{DecodeArgs, ReportArgs};
+pub use decode_cmd::DecodeArgs;
+pub use report_cmd::ReportArgs;

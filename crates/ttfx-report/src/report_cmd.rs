@@ -5,13 +5,29 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use clap::Args;
 use comfy_table::{CellAlignment, ColumnConstraint, Table, Width, presets};
 use ttfx_core::Milestone;
 use ttfx_core::metrics::{SCALAR_NAMES, Stage, StageTime, TurnBreakdown};
 use ttfx_core::report::{BatchReport, ReportFile, Run};
 use ttfx_core::stats::{Budget, Summary};
 
-use crate::ReportArgs;
+// `ttfx report`'s options (the binary's command line embeds them).
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Report files (single runs or batches), merged into one batch.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// Print the merged batch as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// An SLO budget for goodput, METRIC=LIMIT (e.g. ttft_ms=500); repeat for several.
+    /// Metrics ending in _per_s are floors, the rest ceilings.
+    #[arg(long = "slo", value_name = "METRIC=LIMIT")]
+    pub slo: Vec<String>,
+}
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let inputs = read_all(&args.files)?;

@@ -1,4 +1,5 @@
-//! `ttfx run`'s options (the binary's command line embeds them).
+//! `ttfx run`'s options (the binary's command line embeds them) and the value types of
+//! its choices; they depend on no other module of the runner.
 
 use std::path::PathBuf;
 
@@ -80,7 +81,7 @@ pub struct RunArgs {
     /// The browser: chromium (chromedriver), firefox (geckodriver) or webkit
     /// (WebKitWebDriver).
     #[arg(long, value_enum, default_value = "chromium")]
-    pub browser: crate::Browser,
+    pub browser: Browser,
 
     /// The WebDriver server to start (default $CHROMEDRIVER / $GECKODRIVER /
     /// $WEBKITWEBDRIVER, else the driver on the PATH).
@@ -138,7 +139,7 @@ pub struct RunArgs {
     /// `Page.addScriptToEvaluateOnNewDocument`), or auto (BiDi where the session has it,
     /// else the DevTools protocol).
     #[arg(long, value_enum, default_value = "auto", requires = "inject")]
-    pub inject_via: crate::InjectVia,
+    pub inject_via: InjectVia,
 
     /// With --inject: measure only requests whose URL contains this text (or matches
     /// /a regular expression/), and take the first one after the submit as the stream.
@@ -164,4 +165,26 @@ pub struct RunArgs {
     /// wait for the reply, type the next prompt, …); every turn is measured.
     #[arg(long, value_name = "FILE", requires = "inject")]
     pub flow: Option<PathBuf>,
+}
+
+/// The browser engines `ttfx run` drives, each through its own WebDriver server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Browser {
+    /// Headless Chromium through chromedriver (with DevTools ground truth).
+    Chromium,
+    /// Headless Firefox through geckodriver.
+    Firefox,
+    /// WebKitGTK's MiniBrowser through WebKitWebDriver.
+    Webkit,
+}
+
+/// How the preload script is registered (`--inject-via`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InjectVia {
+    /// WebDriver BiDi where the session has a socket, else the DevTools protocol.
+    Auto,
+    /// WebDriver BiDi `script.addPreloadScript` (Chromium, Firefox).
+    Bidi,
+    /// The DevTools protocol's `Page.addScriptToEvaluateOnNewDocument` (Chromium).
+    Devtools,
 }

@@ -12,16 +12,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 use ttfx_webdriver::{Driver, Engine};
 
-/// The browser engines `ttfx run` drives, each through its own WebDriver server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Browser {
-    /// Headless Chromium through chromedriver (with DevTools ground truth).
-    Chromium,
-    /// Headless Firefox through geckodriver.
-    Firefox,
-    /// WebKitGTK's MiniBrowser through WebKitWebDriver.
-    Webkit,
-}
+pub use crate::args::Browser;
 
 impl Browser {
     pub fn engine(self) -> Engine {
@@ -78,7 +69,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     pub fn remote(url: &str, browser: Browser) -> anyhow::Result<Endpoint> {
-        if !super::scenario::is_http(url) {
+        if !ttfx_core::target::is_http(url) {
             bail!("--webdriver {url}: expected an http(s):// WebDriver URL");
         }
         if url.starts_with("https://") {

@@ -95,7 +95,7 @@ impl Flow {
                 bail!("step {n}: `into` goes with `type`");
             }
             let step = if let Some(url) = s.open {
-                if !super::scenario::is_http(&url) {
+                if !ttfx_core::target::is_http(&url) {
                     bail!("step {n}: open needs an http(s):// URL");
                 }
                 Step::Open(url)

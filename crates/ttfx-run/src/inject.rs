@@ -31,16 +31,7 @@ use super::flow::{Flow, Step};
 /// The bundle's file in the probe package (`cargo xtask probe-pkg`).
 pub const BUNDLE: &str = "inject.js";
 
-/// How the preload script is registered (`--inject-via`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum InjectVia {
-    /// WebDriver BiDi where the session has a socket, else the DevTools protocol.
-    Auto,
-    /// WebDriver BiDi `script.addPreloadScript` (Chromium, Firefox).
-    Bidi,
-    /// The DevTools protocol's `Page.addScriptToEvaluateOnNewDocument` (Chromium).
-    Devtools,
-}
+pub use crate::args::InjectVia;
 
 /// What inject mode measures.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use ttfx_core::ChatApi;
 use ttfx_core::decode::DialectKind;
-use ttfx_core::target::Target;
+use ttfx_core::target::{Target, is_http};
 
 use super::budget::RunBudget;
 use crate::RunArgs;
@@ -172,9 +172,6 @@ impl RunTarget {
         Target::sim(profile, query).ok()
     }
 }
-
-/// Whether `url` is an absolute http(s) URL: a page, an endpoint or a WebDriver server.
-pub use ttfx_core::target::is_http;
 
 /// Everything one `ttfx run` does.
 #[derive(Debug)]

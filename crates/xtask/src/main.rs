@@ -7,6 +7,9 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod cmd;
 mod lab;
+#[cfg(test)]
+mod module_graph;
+mod npm_versions;
 mod paths;
 mod probe_pkg;
 mod setup;

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::npm_versions;
+
 /// The workspace root.
 pub fn root() -> PathBuf {
     // `cargo run` (the `xtask` alias) sets CARGO_MANIFEST_DIR when it runs the binary:
@@ -37,7 +39,7 @@ pub fn cargo_bin() -> PathBuf {
 /// Vite's entry point, installed by `cargo xtask setup` into the per-user cache.
 pub fn vite() -> PathBuf {
     npm_cache()
-        .join(format!("vite-{}", crate::setup::VITE_VERSION))
+        .join(format!("vite-{}", npm_versions::VITE_VERSION))
         .join("node_modules/vite/bin/vite.js")
 }
 
@@ -47,8 +49,8 @@ pub fn vite() -> PathBuf {
 pub fn chat_ui_deps() -> PathBuf {
     npm_cache().join(format!(
         "chat-ui-deps-react-{}-openai-{}",
-        crate::setup::REACT_VERSION,
-        crate::setup::OPENAI_VERSION
+        npm_versions::REACT_VERSION,
+        npm_versions::OPENAI_VERSION
     ))
 }
 
@@ -61,22 +63,23 @@ fn npm_cache() -> PathBuf {
         .join(".cache/ttfx")
 }
 
-/// TypeScript's compiler, installed by `cargo xtask setup` into the per-user cache.
+/// esbuild's entry point, installed by `cargo xtask setup` into the per-user cache.
 pub fn esbuild() -> PathBuf {
     npm_cache()
-        .join(format!("esbuild-{}", crate::setup::ESBUILD_VERSION))
+        .join(format!("esbuild-{}", npm_versions::ESBUILD_VERSION))
         .join("node_modules/esbuild/bin/esbuild")
 }
 
 /// Binaryen's wasm-opt, installed by `cargo xtask setup` into the per-user cache.
 pub fn wasm_opt() -> PathBuf {
     npm_cache()
-        .join(format!("binaryen-{}", crate::setup::BINARYEN_VERSION))
+        .join(format!("binaryen-{}", npm_versions::BINARYEN_VERSION))
         .join("node_modules/binaryen/bin/wasm-opt")
 }
 
+/// TypeScript's compiler, installed by `cargo xtask setup` into the per-user cache.
 pub fn tsc() -> PathBuf {
     npm_cache()
-        .join(format!("typescript-{}", crate::setup::TYPESCRIPT_VERSION))
+        .join(format!("typescript-{}", npm_versions::TYPESCRIPT_VERSION))
         .join("node_modules/typescript/bin/tsc")
 }

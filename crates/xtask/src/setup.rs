@@ -11,6 +11,10 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use crate::cmd;
+use crate::npm_versions::{
+    BINARYEN_VERSION, ESBUILD_VERSION, OPENAI_VERSION, REACT_VERSION, TYPESCRIPT_VERSION,
+    VITE_VERSION,
+};
 use crate::paths;
 use crate::webdriver_json;
 
@@ -20,32 +24,6 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// Where Debian's chromium-driver puts it; the test and bench stages hand it to the tests.
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-
-/// TypeScript for the e2e test that type-checks the probe package's `.d.ts` files the way
-/// an app would. 5.x: the compiler is plain JavaScript on Node.js (7.x ships native
-/// binaries per platform).
-pub const TYPESCRIPT_VERSION: &str = "5.9.3";
-
-/// Vite for the e2e test that bundles the packed probe into an app, as a frontend team
-/// would. 7.x runs on the Node.js 20 these machines have.
-pub const VITE_VERSION: &str = "7.3.8";
-
-/// esbuild minifies the probe's front for the package (`cargo xtask probe-pkg`): the part
-/// a page loads up front must stay under 12 KB gzip, and its comments alone are 4 KB.
-/// The version Vite 7.3.8 itself installs.
-pub const ESBUILD_VERSION: &str = "0.28.2";
-
-/// Binaryen's wasm-opt (the npm build: JavaScript and wasm, no native binary) shrinks the
-/// analysis worker's wasm after wasm-bindgen (`cargo xtask probe-pkg`): 1.7 KB gzip of
-/// #15's 70 KB. Debian's binaryen 108 breaks these modules; 132 does not.
-pub const BINARYEN_VERSION: &str = "132.0.0";
-
-/// The libraries of the React chat UI fixture (e2e/chat-uis/react-openai, issue #20): a
-/// React app that streams through the official `openai` client, built by Vite in its e2e
-/// test. Installed here so nothing downloads at test time; its package.json lists the
-/// same pins (a test checks). openai 6.x: 7.x asks for Node.js 22, these machines have 20.
-pub const REACT_VERSION: &str = "19.3.1";
-pub const OPENAI_VERSION: &str = "6.30.1";
 
 /// geckodriver for `ttfx run --browser firefox`, built by `cargo install` (Debian has no
 /// package of it).

@@ -15,6 +15,7 @@
 pub mod audio;
 pub mod auto;
 pub mod base64;
+pub mod decimal;
 pub mod decoder;
 pub mod dialect;
 pub mod event;

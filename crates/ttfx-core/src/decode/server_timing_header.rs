@@ -206,7 +206,7 @@ impl<'a> Parser<'a> {
             match param.to_ascii_lowercase().as_str() {
                 "dur" if !seen_dur => {
                     seen_dur = true;
-                    match crate::decimal::parse(&value) {
+                    match crate::decode::decimal::parse(&value) {
                         Some(ms) => timing.duration_ms = Some(ms),
                         None => parsed.junk.push(ServerTimingJunk::BadDuration {
                             metric: timing.name.clone(),

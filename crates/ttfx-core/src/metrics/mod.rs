@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::gap::{self, ClockOffset, Gap};
 use crate::handoff::{self, Handoff};
 use crate::milestone::Milestone;
-use crate::stats::Summary;
+use crate::percentile::Summary;
 use crate::timeline::{AudioOutMethod, PaintMethod, Timeline, TimelineError};
 
 pub mod audio;

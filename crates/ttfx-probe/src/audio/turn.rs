@@ -19,9 +19,9 @@ use js_sys::{Function, Reflect};
 use ttfx_core::Milestone;
 use ttfx_core::decimal::Decimal;
 use ttfx_core::turn::{
-    BargeIn, DEFAULT_HANGOVER_MS, DEFAULT_MIN_SPEECH_MS, DEFAULT_THRESHOLD_DBFS, TurnMeasurement,
-    VadSettings,
+    BargeIn, DEFAULT_HANGOVER_MS, DEFAULT_MIN_SPEECH_MS, DEFAULT_THRESHOLD_DBFS, VadSettings,
 };
+use ttfx_core::voice_result::TurnMeasurement;
 use wasm_bindgen::prelude::*;
 use web_sys::{AudioContext, MediaStream, MediaStreamAudioSourceNode, MediaStreamTrack, Response};
 

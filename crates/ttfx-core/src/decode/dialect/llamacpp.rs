@@ -1,8 +1,8 @@
 //! llama.cpp server's native `/completion` stream (SSE): `content` pieces, `stop: true`
 //! on the last object, with its `timings` (`prompt_n`, `prompt_ms`, `predicted_n`,
 //! `predicted_ms`, `predicted_per_second`, `cache_n`). The same `timings` object rides on
-//! the last chunk of llama.cpp's OpenAI-compatible endpoint, so the OpenAI dialect uses
-//! [`push_timings`] too.
+//! the last chunk of llama.cpp's OpenAI-compatible endpoint, so both dialects read it
+//! with `llamacpp_timings::push_timings`.
 //!
 //! llama-server also serves `/v1/chat/completions`: OpenAI chat chunks (with `timings`).
 //! `--dialect llamacpp` reads that stream too: a chunk with `choices` or an `object` of
@@ -11,13 +11,13 @@
 
 use crate::decode::json::{JsonExt, Value};
 
+use crate::decode::dialect::llamacpp_timings::push_timings;
 use crate::decode::dialect::openai_chat::OpenAiChat;
 use crate::decode::dialect::{
-    Progress, SseDialect, f64_field, parse_json, push_text, server_error, str_field, u64_field,
+    Progress, SseDialect, parse_json, push_text, server_error, str_field,
 };
 use crate::decode::event::{ErrorClass, Event};
 use crate::decode::sse::SseEvent;
-use crate::server_timing::{ServerTiming, TimingSource, Usage};
 
 #[derive(Default)]
 pub struct LlamaCpp {
@@ -84,46 +84,11 @@ fn is_openai_chat_chunk(chunk: &Value) -> bool {
         || str_field(chunk, "object").is_some_and(|o| o.starts_with("chat.completion"))
 }
 
-/// llama.cpp's `timings` object → usage counts and server timings (already in ms; the
-/// generation rate becomes milliseconds per token so every timing shares one unit).
-pub(crate) fn push_timings(timings: &Value, out: &mut Vec<Event>) {
-    let usage = Usage {
-        prompt_tokens: u64_field(timings, "prompt_n"),
-        completion_tokens: u64_field(timings, "predicted_n"),
-        reasoning_tokens: None,
-        cached_prompt_tokens: u64_field(timings, "cache_n"),
-    };
-    if usage != Usage::default() {
-        out.push(Event::Usage { usage });
-    }
-    let timing = |name: &str, duration_ms: f64, description: Option<&str>| ServerTiming {
-        name: name.to_owned(),
-        duration_ms: Some(duration_ms),
-        description: description.map(str::to_owned),
-        source: TimingSource::LlamaCppTimings,
-    };
-    let mut list = Vec::new();
-    for name in ["prompt_ms", "predicted_ms"] {
-        if let Some(ms) = f64_field(timings, name) {
-            list.push(timing(name, ms, None));
-        }
-    }
-    if let Some(rate) = f64_field(timings, "predicted_per_second").filter(|r| *r > 0.0) {
-        list.push(timing(
-            "predicted_per_token_ms",
-            1000.0 / rate,
-            Some("1000 / predicted_per_second"),
-        ));
-    }
-    if !list.is_empty() {
-        out.push(Event::ServerTimings { timings: list });
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::decode::dialect::test_support::{classes, run_sse, run_sse_data, text};
+    use crate::server_timing::Usage;
 
     #[test]
     fn content_then_stop_with_timings() {

@@ -16,6 +16,7 @@ use crate::server_timing::Usage;
 
 pub mod anthropic;
 pub mod llamacpp;
+mod llamacpp_timings;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_realtime;

@@ -19,7 +19,7 @@
 use crate::decode::json::{self, JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
-    Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, llamacpp, openai_usage,
+    Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, llamacpp_timings, openai_usage,
     parse_json, push_reasoning, push_text, server_error, str_field, u64_field,
 };
 use crate::decode::event::{ErrorClass, Event};
@@ -129,7 +129,7 @@ impl OpenAiChat {
         }
         if let Some(timings) = chunk.get("timings").filter(|t| t.is_object()) {
             known = true;
-            llamacpp::push_timings(timings, out);
+            llamacpp_timings::push_timings(timings, out);
         }
         known
     }

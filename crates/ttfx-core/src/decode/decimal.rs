@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use crate::decode::json::{self, JsonExt};
+
 /// `value` rounded to three decimals, trailing zeros dropped: `12.5`, `-0.001`, `3`,
 /// `NaN`, `inf`; from 1e18 on only `>1e18` or `<-1e18`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,8 +84,8 @@ pub fn parse(text: &str) -> Option<f64> {
     }
     // The exponent is checked by the JSON reader: `e`, an optional sign, digits.
     json.push_str(exponent);
-    crate::decode::json::parse(&json)
-        .and_then(|v| crate::decode::json::JsonExt::as_f64(&v))
+    json::parse(&json)
+        .and_then(|v| JsonExt::as_f64(&v))
         .filter(|v| v.is_finite())
 }
 
