@@ -17,11 +17,14 @@ use ttfx_records::Records;
 mod forward;
 pub mod presets;
 mod provider_timing;
+mod relay;
 pub mod tls;
 pub mod upstream;
 pub mod upstream_conn;
+mod upstream_request;
 
-pub use forward::{KEY_HEADERS, router};
+pub use forward::router;
+pub use upstream_request::KEY_HEADERS;
 
 /// What the proxy's routes share.
 pub struct ProxyState {

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{FromRequest, Multipart, Request, State};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
@@ -20,8 +20,9 @@ use ttfx_core::server_timing::Usage;
 use self::events::DEFAULT_TRANSCRIPT;
 use self::upload::{Refused, Upload};
 use self::wav::Audio;
+use super::front::Front;
 use super::limits::MAX_REPLY_MS;
-use super::profile::{Failure, Profile};
+use super::profile::{Delivery, Failure, Profile};
 use super::sink::{Gone, Sink, body_channel};
 use super::tts::{openai_error, refuse};
 use super::{Call, Refusal};
@@ -53,54 +54,15 @@ pub async fn handle(State(state): State<Arc<SimState>>, req: Request) -> Respons
         Ok(p) => p,
         Err(Refusal(status, message)) => return refuse(status, &message),
     };
-    let content_type = parts
-        .headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let form = match Multipart::from_request(Request::from_parts(parts, body), &state).await {
-        Ok(form) => form,
-        Err(_) => {
-            let sent = content_type.map_or("none".to_owned(), |c| {
-                format!("`{}`", super::limits::shown(&c))
-            });
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                &format!(
-                    "expected a multipart/form-data body with a boundary (Content-Type: \
-                     multipart/form-data; boundary=…), as OpenAI's endpoint takes; the \
-                     request's Content-Type is {sent}"
-                ),
-            );
-        }
-    };
-    let upload = match upload::read(form).await {
+    let upload = match upload::receive(Request::from_parts(parts, body)).await {
         Ok(upload) => upload,
         Err(Refused(status, message)) => return refuse(status, &message),
     };
     let uploaded = Instant::now();
-
-    let format = match upload.response_format.as_deref() {
-        None | Some("json") => Format::Json,
-        Some("text") => Format::Text,
-        Some(other) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                &format!(
-                    "response_format `{}`: ttfx sim answers `json` and `text` only \
-                     (verbose_json, srt, vtt and diarized_json carry segment timestamps \
-                     it does not simulate)",
-                    super::limits::shown(other)
-                ),
-            );
-        }
+    let format = match Format::of(&upload) {
+        Ok(format) => format,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, &message),
     };
-    if upload.stream && format == Format::Text {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            "stream=true answers with transcript.text.* events: leave response_format \
-             out or set it to `json`",
-        );
-    }
     let p = &parsed.profile;
     let text = p
         .transcript
@@ -119,24 +81,12 @@ pub async fn handle(State(state): State<Arc<SimState>>, req: Request) -> Respons
         Ok(front) => front,
         Err(res) => return res,
     };
-    let audio_ms = match upload.audio {
-        Audio::Wav { ms } => Some(ms),
-        Audio::Unknown => None,
-    };
-    let words = text.split_whitespace().count();
-    let usage = events::usage(audio_ms, upload.prompt_chars, words);
-    {
-        let mut r = lock(&front.record);
-        r.moment("upload_complete", uploaded);
-        if let Some(ms) = audio_ms {
-            r.duration("audio", ms);
-        }
-        r.usage = Some(Usage {
-            prompt_tokens: usage["input_tokens"].as_u64(),
-            completion_tokens: usage["output_tokens"].as_u64(),
-            ..Usage::default()
-        });
-    }
+    let usage = events::usage(
+        upload.audio.ms(),
+        upload.prompt_chars,
+        text.split_whitespace().count(),
+    );
+    record_upload(&front.record, uploaded, upload.audio, &usage);
     let job = Transcription {
         fail_after: p.fail_after.unwrap_or(plan.deltas.len() / 2),
         failure: p.failure,
@@ -148,22 +98,46 @@ pub async fn handle(State(state): State<Arc<SimState>>, req: Request) -> Respons
         uploaded,
         record: front.record.clone(),
     };
-    let (tx, body) = body_channel();
-    let sink = Sink::new(tx, p.delivery, front.record.clone());
-    if job.upload.stream {
-        let res = front.stream("text/event-stream", body);
-        tokio::spawn(job.run(sink));
-        return res;
+    job.answer(front, p.delivery).await
+}
+
+impl Format {
+    /// The reply's format from the upload's `response_format` and `stream`.
+    fn of(upload: &Upload) -> Result<Format, String> {
+        let format = match upload.response_format.as_deref() {
+            None | Some("json") => Format::Json,
+            Some("text") => Format::Text,
+            Some(other) => {
+                return Err(format!(
+                    "response_format `{}`: ttfx sim answers `json` and `text` only \
+                     (verbose_json, srt, vtt and diarized_json carry segment timestamps \
+                     it does not simulate)",
+                    super::limits::shown(other)
+                ));
+            }
+        };
+        if upload.stream && format == Format::Text {
+            return Err("stream=true answers with transcript.text.* events: leave \
+                        response_format out or set it to `json`"
+                .into());
+        }
+        Ok(format)
     }
-    // A non-streamed reply leaves whole, headers and all, when the text is final.
-    deadline::until(uploaded + job.plan.done).await;
-    let content_type = match format {
-        Format::Json => "application/json",
-        Format::Text => "text/plain; charset=utf-8",
-    };
-    let res = front.stream(content_type, body);
-    tokio::spawn(job.run(sink));
-    res
+}
+
+/// When the upload was complete, the audio's length when its file says it, and the
+/// usage the reply will report.
+fn record_upload(record: &RecordHandle, uploaded: Instant, audio: Audio, usage: &Value) {
+    let mut r = lock(record);
+    r.moment("upload_complete", uploaded);
+    if let Some(ms) = audio.ms() {
+        r.duration("audio", ms);
+    }
+    r.usage = Some(Usage {
+        prompt_tokens: usage["input_tokens"].as_u64(),
+        completion_tokens: usage["output_tokens"].as_u64(),
+        ..Usage::default()
+    });
 }
 
 /// When each delta and the final text are due, after the upload is complete.
@@ -235,6 +209,24 @@ struct Transcription {
 }
 
 impl Transcription {
+    /// Starts the reply. A stream's headers leave now; a non-streamed reply leaves whole,
+    /// headers and all, when the text is final.
+    async fn answer(self, front: Front, delivery: Delivery) -> Response {
+        let (tx, body) = body_channel();
+        let sink = Sink::new(tx, delivery, front.record.clone());
+        let content_type = match (self.upload.stream, self.format) {
+            (true, _) => "text/event-stream",
+            (false, Format::Json) => "application/json",
+            (false, Format::Text) => "text/plain; charset=utf-8",
+        };
+        if !self.upload.stream {
+            deadline::until(self.uploaded + self.plan.done).await;
+        }
+        let res = front.stream(content_type, body);
+        tokio::spawn(self.run(sink));
+        res
+    }
+
     async fn run(self, mut sink: Sink) {
         let produced = if self.upload.stream {
             self.stream(&mut sink).await

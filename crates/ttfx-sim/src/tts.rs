@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use ttfx_core::decode::DialectKind;
 
+use super::body::Body;
 use super::deadline;
 use super::limits::{MAX_AUDIO_MS, MAX_HELD_BYTES, MAX_REPLY_MS};
 use super::profile::{Delivery, Failure, Profile};
@@ -52,75 +53,38 @@ pub async fn handle(mut call: Call) -> Response {
         Ok(p) => p,
         Err(Refusal(status, message)) => return refuse(status, &message),
     };
-    let format = match parsed.body.response_format.as_deref() {
-        None | Some("pcm") => Format::Pcm,
-        Some("wav") => Format::Wav,
-        Some(other) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                &format!("response_format `{other}`: ttfx sim synthesizes `pcm` and `wav` only"),
-            );
-        }
+    let format = match Format::of(&parsed.body) {
+        Ok(format) => format,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, &message),
     };
-    let sse = match parsed.body.stream_format.as_deref() {
-        None | Some("audio") => false,
-        Some("sse") => true,
-        Some(other) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                &format!("stream_format `{other}`: expected `audio` or `sse`"),
-            );
-        }
+    let sse = match sse(&parsed.body) {
+        Ok(sse) => sse,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, &message),
     };
     let input_chars = parsed.body.input_chars.unwrap_or(0);
     let p = &parsed.profile;
-    let audio_ms = match p.audio_ms {
-        Some(ms) => ms,
-        None => {
-            let ms = (input_chars as u64).saturating_mul(u64::from(MS_PER_CHAR));
-            if ms > u64::from(MAX_AUDIO_MS) {
-                return refuse(
-                    StatusCode::BAD_REQUEST,
-                    &format!(
-                        "input of {input_chars} characters makes a clip of {ms} ms \
-                         ({MS_PER_CHAR} ms per character), above the cap of {MAX_AUDIO_MS} ms \
-                         per clip: send shorter input, or set audio_ms"
-                    ),
-                );
-            }
-            (ms as u32).max(MIN_INPUT_AUDIO_MS)
-        }
+    let audio_ms = match audio_ms(p, input_chars) {
+        Ok(ms) => ms,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, &message),
     };
     let chunks = chunk_plan(p, audio_ms);
-    let total_samples = u64::from(audio_ms) * u64::from(SAMPLE_RATE) / 1000;
-    let input_tokens = input_chars.div_ceil(4);
     let shape = Shape {
         format,
         sse,
-        total_samples,
-        input_tokens,
+        total_samples: u64::from(audio_ms) * u64::from(SAMPLE_RATE) / 1000,
+        input_tokens: input_chars.div_ceil(4),
     };
     let held = match check(p, &chunks, &shape) {
         Ok(held) => held,
         Err(message) => return refuse(StatusCode::BAD_REQUEST, &message),
     };
 
-    let dialect = match (sse, format) {
-        (true, _) => DialectKind::OpenAiSpeech,
-        (false, Format::Pcm) => DialectKind::Pcm16,
-        (false, Format::Wav) => DialectKind::Wav,
-    };
-    let front = match call.hold(&parsed, dialect, openai_error).await {
+    let front = match call.hold(&parsed, shape.dialect(), openai_error).await {
         Ok(front) => front,
         Err(res) => return res,
     };
-    let content_type = match (sse, format) {
-        (true, _) => "text/event-stream",
-        (false, Format::Pcm) => "audio/pcm",
-        (false, Format::Wav) => "audio/wav",
-    };
     let (tx, body) = body_channel();
-    let res = front.stream(content_type, body);
+    let res = front.stream(shape.content_type(), body);
     let mut sink = Sink::new(tx, p.delivery, front.record.clone());
     if let Some(bytes) = held {
         sink.reserve(bytes);
@@ -135,6 +99,46 @@ pub async fn handle(mut call: Call) -> Response {
     };
     tokio::spawn(job.run(sink));
     res
+}
+
+impl Format {
+    /// The audio format the request's `response_format` asks for.
+    fn of(body: &Body) -> Result<Format, String> {
+        match body.response_format.as_deref() {
+            None | Some("pcm") => Ok(Format::Pcm),
+            Some("wav") => Ok(Format::Wav),
+            Some(other) => Err(format!(
+                "response_format `{other}`: ttfx sim synthesizes `pcm` and `wav` only"
+            )),
+        }
+    }
+}
+
+/// Whether the request's `stream_format` asks for SSE events rather than bare audio.
+fn sse(body: &Body) -> Result<bool, String> {
+    match body.stream_format.as_deref() {
+        None | Some("audio") => Ok(false),
+        Some("sse") => Ok(true),
+        Some(other) => Err(format!(
+            "stream_format `{other}`: expected `audio` or `sse`"
+        )),
+    }
+}
+
+/// The clip's length: `audio_ms`, else as long as the input text takes to say.
+fn audio_ms(p: &Profile, input_chars: usize) -> Result<u32, String> {
+    if let Some(ms) = p.audio_ms {
+        return Ok(ms);
+    }
+    let ms = (input_chars as u64).saturating_mul(u64::from(MS_PER_CHAR));
+    if ms > u64::from(MAX_AUDIO_MS) {
+        return Err(format!(
+            "input of {input_chars} characters makes a clip of {ms} ms \
+             ({MS_PER_CHAR} ms per character), above the cap of {MAX_AUDIO_MS} ms \
+             per clip: send shorter input, or set audio_ms"
+        ));
+    }
+    Ok((ms as u32).max(MIN_INPUT_AUDIO_MS))
 }
 
 /// One audio chunk: samples [from, to), due `at` after arrival.
@@ -213,6 +217,23 @@ struct Shape {
 }
 
 impl Shape {
+    /// How the record decodes the body.
+    fn dialect(&self) -> DialectKind {
+        match (self.sse, self.format) {
+            (true, _) => DialectKind::OpenAiSpeech,
+            (false, Format::Pcm) => DialectKind::Pcm16,
+            (false, Format::Wav) => DialectKind::Wav,
+        }
+    }
+
+    fn content_type(&self) -> &'static str {
+        match (self.sse, self.format) {
+            (true, _) => "text/event-stream",
+            (false, Format::Pcm) => "audio/pcm",
+            (false, Format::Wav) => "audio/wav",
+        }
+    }
+
     fn samples_at(&self, ms: u32) -> u64 {
         (u64::from(ms) * u64::from(SAMPLE_RATE) / 1000).min(self.total_samples)
     }

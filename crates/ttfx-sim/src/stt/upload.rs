@@ -4,9 +4,9 @@
 //! counted against its cap (`limits`); the audio is never held, only its head, for the
 //! WAV header. The end of the stream is the moment the upload is complete.
 
-use axum::extract::Multipart;
 use axum::extract::multipart::{Field, MultipartError};
-use axum::http::StatusCode;
+use axum::extract::{FromRequest, Multipart, Request};
+use axum::http::{StatusCode, header};
 
 use super::wav::{self, Audio};
 use crate::limits::{
@@ -55,8 +55,27 @@ fn multipart(e: &MultipartError) -> Refused {
     ))
 }
 
+/// Reads the whole upload from the request's multipart/form-data body. Returns when the
+/// last byte of the body has been read.
+pub async fn receive(req: Request) -> Result<Upload, Refused> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    // Multipart uses no state.
+    let Ok(form) = Multipart::from_request(req, &()).await else {
+        let sent = content_type.map_or("none".to_owned(), |c| format!("`{}`", shown(&c)));
+        return Err(bad(format!(
+            "expected a multipart/form-data body with a boundary (Content-Type: \
+             multipart/form-data; boundary=…), as OpenAI's endpoint takes; the \
+             request's Content-Type is {sent}"
+        )));
+    };
+    read(form).await
+}
+
 /// Reads the whole upload. Returns when the last byte of the body has been read.
-pub async fn read(mut form: Multipart) -> Result<Upload, Refused> {
+async fn read(mut form: Multipart) -> Result<Upload, Refused> {
     let mut file: Option<(u64, Vec<u8>)> = None;
     let mut upload = Upload {
         file_bytes: 0,

@@ -14,6 +14,16 @@ pub enum Audio {
     Unknown,
 }
 
+impl Audio {
+    /// The length in ms, when the file says it.
+    pub fn ms(self) -> Option<f64> {
+        match self {
+            Audio::Wav { ms } => Some(ms),
+            Audio::Unknown => None,
+        }
+    }
+}
+
 /// WAVE_FORMAT_PCM, WAVE_FORMAT_IEEE_FLOAT and WAVE_FORMAT_EXTENSIBLE (whose subformat
 /// is in practice PCM or float): formats whose bytes per second are the block alignment
 /// times the rate.
