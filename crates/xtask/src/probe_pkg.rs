@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::Context;
 
 use crate::lab::path_with_cargo_bin;
-use crate::{cmd, paths, setup};
+use crate::{cmd, paths, probe_front, setup};
 
 /// Where the package is written.
 pub fn out_dir() -> PathBuf {
@@ -120,18 +120,15 @@ pub fn bindgen(wasm: &Path, out: &Path) -> anyhow::Result<()> {
     )
 }
 
-/// The probe's front (`crates/ttfx-probe/js/`): what the package ships at its root.
-fn front_dir() -> PathBuf {
-    paths::root().join("crates/ttfx-probe/js")
-}
-
-/// The front as shipped: minified by esbuild (names, whitespace, comments), with a source
-/// map beside it for debugging (fetched only by developer tools).
-fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
+/// A module as shipped: minified by esbuild (names, whitespace, comments), with a source
+/// map beside it for debugging (fetched only by developer tools). `extra`: more esbuild
+/// arguments.
+fn minify(from: &Path, to: &Path, extra: &[&str]) -> anyhow::Result<()> {
     cmd::run(
         // esbuild's install puts its native binary at bin/esbuild.
         Command::new(crate::paths::esbuild())
             .arg(from)
+            .args(extra)
             .args([
                 "--minify",
                 "--format=esm",
@@ -144,6 +141,14 @@ fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
     )
 }
 
+/// The front as shipped, bundled and minified from its sources (`js/src/`) rather than
+/// from the committed bundle: the package is what the sources say even before the bundle
+/// is remade, and its source map names the modules. `cargo xtask test` checks that the
+/// committed bundle agrees (probe_front.rs).
+fn minify_front(to: &Path) -> anyhow::Result<()> {
+    minify(&probe_front::entry(), to, &probe_front::bundle_args())
+}
+
 /// The inject bundle (`js/inject.js` with the front it imports) as one classic script:
 /// what `ttfx run --inject` adds to a page before the page's own scripts. A preload
 /// script is a function body, not a module, so it is an IIFE. It stays out of the npm
@@ -153,7 +158,7 @@ fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
 fn bundle_inject(to: &Path) -> anyhow::Result<()> {
     cmd::run(
         Command::new(crate::paths::esbuild())
-            .arg(front_dir().join("inject.js"))
+            .arg(probe_front::front_dir().join("inject.js"))
             .args([
                 "--bundle",
                 "--minify",
@@ -226,8 +231,8 @@ pub fn build() -> anyhow::Result<PathBuf> {
         std::fs::remove_dir_all(&out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
     std::fs::create_dir_all(&out)?;
-    let front = front_dir();
-    minify(&front.join("probe.js"), &out.join("probe.js"))?;
+    let front = probe_front::front_dir();
+    minify_front(&out.join("probe.js"))?;
     copy(&front.join("probe.d.ts"), &out.join("probe.d.ts"))?;
     bundle_inject(&out.join("inject.js"))?;
 
@@ -251,10 +256,12 @@ pub fn build() -> anyhow::Result<PathBuf> {
     minify(
         &generated.join("ttfx_analysis.js"),
         &analysis.join("ttfx_analysis.js"),
+        &[],
     )?;
     minify(
         &paths::root().join("crates/ttfx-analysis/src/worker.js"),
         &analysis.join("worker.js"),
+        &[],
     )?;
 
     let voice = out.join("voice");

@@ -121,6 +121,8 @@ pub const PROBE_PKG_TOOLS: &[Tool] = &[
     Tool::Esbuild,
     Tool::Binaryen,
 ];
+/// `cargo xtask probe-front`: esbuild bundles the front's sources.
+pub const PROBE_FRONT_TOOLS: &[Tool] = &[Tool::Node, Tool::Esbuild];
 /// `cargo xtask bench`: the lab page, the probe package and the probe's cost in
 /// headless Chromium; Firefox, WebKit and the sound server for `bench fidelity`.
 pub const BENCH_TOOLS: &[Tool] = &[
