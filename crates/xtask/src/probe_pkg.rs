@@ -121,14 +121,12 @@ pub fn bindgen(wasm: &Path, out: &Path) -> anyhow::Result<()> {
 }
 
 /// A module as shipped: minified by esbuild (names, whitespace, comments), with a source
-/// map beside it for debugging (fetched only by developer tools). `extra`: more esbuild
-/// arguments.
-fn minify(from: &Path, to: &Path, extra: &[&str]) -> anyhow::Result<()> {
+/// map beside it for debugging (fetched only by developer tools).
+fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
     cmd::run(
         // esbuild's install puts its native binary at bin/esbuild.
         Command::new(crate::paths::esbuild())
             .arg(from)
-            .args(extra)
             .args([
                 "--minify",
                 "--format=esm",
@@ -141,12 +139,17 @@ fn minify(from: &Path, to: &Path, extra: &[&str]) -> anyhow::Result<()> {
     )
 }
 
-/// The front as shipped, bundled and minified from its sources (`js/src/`) rather than
-/// from the committed bundle: the package is what the sources say even before the bundle
-/// is remade, and its source map names the modules. `cargo xtask test` checks that the
-/// committed bundle agrees (probe_front.rs).
+/// The front as shipped: bundled and minified from its sources (`js/src/`) as the
+/// committed `js/probe.js` is, with a source map that names the modules (and without the
+/// committed file's header, which a page would download). From the sources, so the package
+/// is what they say even before the committed bundle is remade; `cargo xtask test` checks
+/// that the two agree (probe_front.rs).
 fn minify_front(to: &Path) -> anyhow::Result<()> {
-    minify(&probe_front::entry(), to, &probe_front::bundle_args())
+    cmd::run(
+        probe_front::esbuild()
+            .arg("--sourcemap")
+            .arg(format!("--outfile={}", to.display())),
+    )
 }
 
 /// The inject bundle (`js/inject.js` with the front it imports) as one classic script:
@@ -256,12 +259,10 @@ pub fn build() -> anyhow::Result<PathBuf> {
     minify(
         &generated.join("ttfx_analysis.js"),
         &analysis.join("ttfx_analysis.js"),
-        &[],
     )?;
     minify(
         &paths::root().join("crates/ttfx-analysis/src/worker.js"),
         &analysis.join("worker.js"),
-        &[],
     )?;
 
     let voice = out.join("voice");
