@@ -15,9 +15,9 @@
 // work on it runs later, in its own task; every probe step is guarded, and a fault
 // switches the probe off and settles the run with a `probe_fault` report.
 //
-// This is the entry of the front's sources, one concern per module; `cargo xtask
-// probe-front` bundles them into js/probe.js, the one file wasm-bindgen and the package
-// take (docs/probe.md, "The front's sources").
+// This is the entry of the front's sources, one concern per module. `cargo xtask
+// probe-front` bundles them into js/probe.js, the one file wasm-bindgen takes; the
+// package is bundled from them the same way (docs/probe.md, "The front's sources").
 //
 // version.js       the names shared with ttfx-core (VERSION, SCHEMA_VERSION)
 // clock.js         the page clock and its step
