@@ -30,9 +30,10 @@ pub const TYPESCRIPT_VERSION: &str = "5.9.3";
 /// would. 7.x runs on the Node.js 20 these machines have.
 pub const VITE_VERSION: &str = "7.3.8";
 
-/// esbuild minifies the probe's front for the package (`cargo xtask probe-pkg`): the part
-/// a page loads up front must stay under 12 KB gzip, and its comments alone are 4 KB.
-/// The version Vite 7.3.8 itself installs.
+/// esbuild bundles the probe's front from its modules and minifies it (`cargo xtask
+/// probe-front`, `cargo xtask probe-pkg`): the part a page loads up front must stay under
+/// 12 KB gzip, and its comments alone are 4 KB. The version Vite 7.3.8 itself installs;
+/// the committed bundle is this version's output (a newer one may write other bytes).
 pub const ESBUILD_VERSION: &str = "0.28.2";
 
 /// Binaryen's wasm-opt (the npm build: JavaScript and wasm, no native binary) shrinks the
@@ -85,7 +86,7 @@ pub enum Tool {
     TypeScript,
     /// Vite from npm, for the test that bundles the packed probe into an app.
     Vite,
-    /// esbuild from npm, which minifies the probe's front for the package.
+    /// esbuild from npm, which bundles and minifies the probe's front.
     Esbuild,
     /// Binaryen from npm: wasm-opt for the package's analysis wasm.
     Binaryen,
