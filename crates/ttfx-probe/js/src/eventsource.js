@@ -43,6 +43,8 @@ function tapEventSource(source, run) {
 
 // Measures the EventSources the page makes for matching URLs: `EventSource` becomes a
 // subclass, so instances, `instanceof`, `onmessage` and the constants are the browser's.
+// Its first lines have the shape of instrumentWebSocket's: a helper making both saved
+// 85 B but cost 51 B gzip (measured), and the gzip is what a page downloads.
 export function instrumentEventSource(probe, options) {
   const o = instrumentOptions(options);
   const Original = globalThis.EventSource;
