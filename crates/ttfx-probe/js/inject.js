@@ -1,5 +1,5 @@
 // The probe as `ttfx run --inject` adds it to a page that does not embed it: the front
-// (probe.js), measuring every transport the page streams over, with an analysis that
+// (src/), measuring every transport the page streams over, with an analysis that
 // only records. The runner adds this script (built as one classic script, `inject.js` in
 // the package) before any of the page's own scripts run, through WebDriver BiDi
 // `script.addPreloadScript` or the DevTools protocol's
@@ -21,7 +21,7 @@
 //   reply(from, to, selector)  which element's text grew while the stream arrived, and
 //              when it first did ({ found, ... }; see below)
 
-import { Probe } from "./probe.js";
+import { Probe } from "./src/index.js";
 
 const KEY = Symbol.for("ttfx.inject");
 

@@ -1,6 +1,10 @@
 //! The probe's front (`js/probe.js`): the part that takes the clocks and keeps the bytes,
 //! the same module the npm package ships at its root. Rust front ends reach it through
 //! these bindings, so every clock is taken by one piece of code.
+//!
+//! `js/probe.js` is the bundle of the front's sources (`js/src/`, one ES module per
+//! concern), committed: wasm-bindgen copies the one file named here and follows none of
+//! its imports (`cargo xtask probe-front` remakes it; docs/probe.md).
 
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
@@ -48,17 +52,20 @@ extern "C" {
 }
 
 /// The front speaks the names ttfx-core defines: its version and dialect list are checked
-/// against them here (the front is JS, so it cannot import them).
+/// against them here (the front is JS, so it cannot import them), in the sources that
+/// define them. The bundle, minified, is held to the sources by `cargo xtask test`'s
+/// "probe front bundle" stage.
 #[cfg(test)]
 mod tests {
     use ttfx_core::decode::DialectKind;
 
-    const FRONT: &str = include_str!("../js/probe.js");
+    const VERSION_JS: &str = include_str!("../js/src/version.js");
+    const OPTIONS_JS: &str = include_str!("../js/src/options.js");
 
-    fn quoted_list(after: &str) -> Vec<&str> {
-        let start = FRONT.find(after).expect("the marker is in probe.js") + after.len();
-        let end = start + FRONT[start..].find(']').expect("the list ends");
-        FRONT[start..end]
+    fn quoted_list(after: &str) -> Vec<&'static str> {
+        let start = OPTIONS_JS.find(after).expect("the marker is in options.js") + after.len();
+        let end = start + OPTIONS_JS[start..].find(']').expect("the list ends");
+        OPTIONS_JS[start..end]
             .split(',')
             .map(|s| s.trim().trim_matches('"'))
             .collect()
@@ -67,7 +74,10 @@ mod tests {
     #[test]
     fn the_front_knows_this_version_and_every_dialect() {
         let version = format!("export const VERSION = \"{}\";", env!("CARGO_PKG_VERSION"));
-        assert!(FRONT.contains(&version), "js/probe.js must say {version}");
+        assert!(
+            VERSION_JS.contains(&version),
+            "js/src/version.js must say {version}"
+        );
         let mut names: Vec<&str> = DialectKind::ALL.iter().map(|d| d.as_str()).collect();
         names.push("auto");
         names.sort_unstable();
@@ -75,9 +85,12 @@ mod tests {
         front.sort_unstable();
         assert_eq!(front, names);
         let schema = format!(
-            "const SCHEMA_VERSION = {};",
+            "export const SCHEMA_VERSION = {};",
             ttfx_core::report::SCHEMA_VERSION
         );
-        assert!(FRONT.contains(&schema), "js/probe.js must say {schema}");
+        assert!(
+            VERSION_JS.contains(&schema),
+            "js/src/version.js must say {schema}"
+        );
     }
 }

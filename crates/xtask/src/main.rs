@@ -11,6 +11,7 @@ mod lab;
 mod module_graph;
 mod npm_versions;
 mod paths;
+mod probe_front;
 mod probe_pkg;
 mod setup;
 mod test;
@@ -33,6 +34,8 @@ enum Command {
     Lab(lab::LabArgs),
     /// Build the probe as an npm-style package folder in target/probe-pkg.
     ProbePkg,
+    /// Bundle the probe's front (crates/ttfx-probe/js/src) into crates/ttfx-probe/js/probe.js.
+    ProbeFront(probe_front::ProbeFrontArgs),
     /// Every check and test: fmt, clippy, native, wasm in headless Chromium, e2e.
     Test,
     /// Print performance, size and accuracy figures.
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         Command::Setup(args) => setup::run(&args),
         Command::Lab(args) => lab::run(&args),
         Command::ProbePkg => probe_pkg::run(),
+        Command::ProbeFront(args) => probe_front::run(&args),
         Command::Test => test::run(),
         Command::Bench(args) => bench::run(&args),
     };

@@ -11,9 +11,10 @@ pub const TYPESCRIPT_VERSION: &str = "5.9.3";
 /// would. 7.x runs on the Node.js 20 these machines have.
 pub const VITE_VERSION: &str = "7.3.8";
 
-/// esbuild minifies the probe's front for the package (`cargo xtask probe-pkg`): the part
-/// a page loads up front must stay under 12 KB gzip, and its comments alone are 4 KB.
-/// The version Vite 7.3.8 itself installs.
+/// esbuild bundles the probe's front from its modules and minifies it (`cargo xtask
+/// probe-front`, `cargo xtask probe-pkg`): the part a page loads up front must stay under
+/// 12 KB gzip, and its comments alone are 4 KB. The version Vite 7.3.8 itself installs;
+/// the committed bundle is this version's output (a newer one may write other bytes).
 pub const ESBUILD_VERSION: &str = "0.28.2";
 
 /// Binaryen's wasm-opt (the npm build: JavaScript and wasm, no native binary) shrinks the

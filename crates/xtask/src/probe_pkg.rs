@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::Context;
 
 use crate::lab::path_with_cargo_bin;
-use crate::{cmd, paths, setup};
+use crate::{cmd, paths, probe_front, setup};
 
 /// Where the package is written.
 pub fn out_dir() -> PathBuf {
@@ -120,12 +120,7 @@ pub fn bindgen(wasm: &Path, out: &Path) -> anyhow::Result<()> {
     )
 }
 
-/// The probe's front (`crates/ttfx-probe/js/`): what the package ships at its root.
-fn front_dir() -> PathBuf {
-    paths::root().join("crates/ttfx-probe/js")
-}
-
-/// The front as shipped: minified by esbuild (names, whitespace, comments), with a source
+/// A module as shipped: minified by esbuild (names, whitespace, comments), with a source
 /// map beside it for debugging (fetched only by developer tools).
 fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
     cmd::run(
@@ -144,6 +139,19 @@ fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
     )
 }
 
+/// The front as shipped: bundled and minified from its sources (`js/src/`) as the
+/// committed `js/probe.js` is, with a source map that names the modules (and without the
+/// committed file's header, which a page would download). From the sources, so the package
+/// is what they say even before the committed bundle is remade; `cargo xtask test` checks
+/// that the two agree (probe_front.rs).
+fn minify_front(to: &Path) -> anyhow::Result<()> {
+    cmd::run(
+        probe_front::esbuild()
+            .arg("--sourcemap")
+            .arg(format!("--outfile={}", to.display())),
+    )
+}
+
 /// The inject bundle (`js/inject.js` with the front it imports) as one classic script:
 /// what `ttfx run --inject` adds to a page before the page's own scripts. A preload
 /// script is a function body, not a module, so it is an IIFE. It stays out of the npm
@@ -153,7 +161,7 @@ fn minify(from: &Path, to: &Path) -> anyhow::Result<()> {
 fn bundle_inject(to: &Path) -> anyhow::Result<()> {
     cmd::run(
         Command::new(crate::paths::esbuild())
-            .arg(front_dir().join("inject.js"))
+            .arg(probe_front::front_dir().join("inject.js"))
             .args([
                 "--bundle",
                 "--minify",
@@ -226,8 +234,8 @@ pub fn build() -> anyhow::Result<PathBuf> {
         std::fs::remove_dir_all(&out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
     std::fs::create_dir_all(&out)?;
-    let front = front_dir();
-    minify(&front.join("probe.js"), &out.join("probe.js"))?;
+    let front = probe_front::front_dir();
+    minify_front(&out.join("probe.js"))?;
     copy(&front.join("probe.d.ts"), &out.join("probe.d.ts"))?;
     bundle_inject(&out.join("inject.js"))?;
 

@@ -63,7 +63,7 @@ pub enum Tool {
     TypeScript,
     /// Vite from npm, for the test that bundles the packed probe into an app.
     Vite,
-    /// esbuild from npm, which minifies the probe's front for the package.
+    /// esbuild from npm, which bundles and minifies the probe's front.
     Esbuild,
     /// Binaryen from npm: wasm-opt for the package's analysis wasm.
     Binaryen,
@@ -99,6 +99,8 @@ pub const PROBE_PKG_TOOLS: &[Tool] = &[
     Tool::Esbuild,
     Tool::Binaryen,
 ];
+/// `cargo xtask probe-front`: esbuild bundles the front's sources.
+pub const PROBE_FRONT_TOOLS: &[Tool] = &[Tool::Node, Tool::Esbuild];
 /// `cargo xtask bench`: the lab page, the probe package and the probe's cost in
 /// headless Chromium; Firefox, WebKit and the sound server for `bench fidelity`.
 pub const BENCH_TOOLS: &[Tool] = &[

@@ -24,8 +24,9 @@ struct Outcome {
 
 pub fn run() -> anyhow::Result<()> {
     setup::ensure(setup::TEST_TOOLS)?;
-    let stages: [(&str, TestStage); 7] = [
+    let stages: [(&str, TestStage); 8] = [
         ("fmt", fmt),
+        ("probe front bundle", probe_front_bundle),
         ("clippy native", clippy_native),
         ("clippy wasm", clippy_wasm),
         ("native tests", native_tests),
@@ -142,6 +143,12 @@ const WASM: &[&str] = &[
     "--target",
     "wasm32-unknown-unknown",
 ];
+
+/// The committed `js/probe.js` is what the front's sources produce (probe_front.rs).
+fn probe_front_bundle() -> anyhow::Result<Option<TestCounts>> {
+    crate::probe_front::check()?;
+    Ok(None)
+}
 
 fn clippy(selection: &[&str]) -> anyhow::Result<Option<TestCounts>> {
     cmd::run(
