@@ -93,7 +93,7 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     let checked =
         check_host(headers, &hosts).and_then(|host| check_origin(headers, Some(host), &rule));
     if let Err(why) = checked {
-        return error(StatusCode::FORBIDDEN, &why);
+        return error(StatusCode::FORBIDDEN, &why.to_string());
     }
     let origin = headers.get(header::ORIGIN).cloned();
     let mut res = if req.method() == Method::OPTIONS {

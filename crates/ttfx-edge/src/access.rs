@@ -60,10 +60,32 @@ pub struct HostRule<'a> {
     pub list: &'a str,
 }
 
-/// The request's `Host` value when the rule allows it; `Err` is the refusal's reason.
-pub fn check_host<'h>(headers: &'h HeaderMap, rule: &HostRule<'_>) -> Result<&'h str, String> {
+/// Why a request may not act on an endpoint; its text is the 403's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessDenied {
+    #[error("the request has no Host header")]
+    NoHost,
+    #[error("Host `{name}` is not loopback or in {list} (a guard against DNS rebinding)")]
+    Host { name: String, list: String },
+    #[error("origin `{origin}` may not {action} (allowed: {own} and {list})")]
+    Origin {
+        origin: String,
+        action: String,
+        /// The server's own origin, as the request names it.
+        own: String,
+        list: String,
+    },
+    #[error("a {site} request without an Origin may not {action}")]
+    NoOrigin { site: String, action: String },
+}
+
+/// The request's `Host` value when the rule allows it.
+pub fn check_host<'h>(
+    headers: &'h HeaderMap,
+    rule: &HostRule<'_>,
+) -> Result<&'h str, AccessDenied> {
     let Some(host) = header(headers, &header::HOST) else {
-        return Err("the request has no Host header".into());
+        return Err(AccessDenied::NoHost);
     };
     let name = host_of(host);
     let is_ip = name
@@ -77,16 +99,16 @@ pub fn check_host<'h>(headers: &'h HeaderMap, rule: &HostRule<'_>) -> Result<&'h
     if allowed {
         Ok(host)
     } else {
-        Err(format!(
-            "Host `{name}` is not loopback or in {} (a guard against DNS rebinding)",
-            rule.list
-        ))
+        Err(AccessDenied::Host {
+            name: name.into(),
+            list: rule.list.into(),
+        })
     }
 }
 
 impl ProxyAccess {
-    /// Whether this request may use the proxy; `Err` is the refusal's reason.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), String> {
+    /// Whether this request may use the proxy.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), AccessDenied> {
         let host = check_host(
             headers,
             &HostRule {
@@ -122,13 +144,12 @@ pub struct OriginRule<'a> {
 /// The origin half of the rule (the proxy's and the collector's): a request with an
 /// `Origin` passes when it is this server's own (`http://` or `https://` + `host`, the
 /// request's `Host`) or in `rule.allowed`; one without an `Origin` passes when its
-/// `Sec-Fetch-Site` is absent (curl, native clients), `same-origin` or `none`. `Err` is
-/// the refusal's reason.
+/// `Sec-Fetch-Site` is absent (curl, native clients), `same-origin` or `none`.
 pub fn check_origin(
     headers: &HeaderMap,
     host: Option<&str>,
     rule: &OriginRule<'_>,
-) -> Result<(), String> {
+) -> Result<(), AccessDenied> {
     match header(headers, &header::ORIGIN) {
         Some(origin) => {
             let origin = origin.trim_end_matches('/');
@@ -147,18 +168,20 @@ pub fn check_origin(
                 let own = host.map_or("this server's own origin".to_owned(), |h| {
                     format!("http://{h}")
                 });
-                Err(format!(
-                    "origin `{origin}` may not {} (allowed: {own} and {})",
-                    rule.action, rule.list
-                ))
+                Err(AccessDenied::Origin {
+                    origin: origin.into(),
+                    action: rule.action.into(),
+                    own,
+                    list: rule.list.into(),
+                })
             }
         }
         None => match header(headers, &SEC_FETCH_SITE) {
             None | Some("same-origin" | "none") => Ok(()),
-            Some(site) => Err(format!(
-                "a {site} request without an Origin may not {}",
-                rule.action
-            )),
+            Some(site) => Err(AccessDenied::NoOrigin {
+                site: site.into(),
+                action: rule.action.into(),
+            }),
         },
     }
 }
@@ -225,7 +248,7 @@ mod tests {
             ),
             (vec![], "no Host"),
         ] {
-            let e = access.check(&headers(&bad)).unwrap_err();
+            let e = access.check(&headers(&bad)).unwrap_err().to_string();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
     }

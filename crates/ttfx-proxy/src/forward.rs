@@ -66,7 +66,7 @@ async fn root(
 /// target picker and for people. Names, hosts and APIs only: never a key or a header.
 async fn list(State(state): State<Arc<ProxyState>>, headers: HeaderMap) -> Response {
     if let Err(why) = state.access.check(&headers) {
-        return error(StatusCode::FORBIDDEN, &why);
+        return error(StatusCode::FORBIDDEN, &why.to_string());
     }
     let upstreams: Vec<_> = state
         .upstreams
@@ -110,7 +110,7 @@ async fn forward(
 ) -> Response {
     // Before anything else, and before any record: a refused request reaches no upstream.
     if let Err(why) = state.access.check(&headers) {
-        return error(StatusCode::FORBIDDEN, &why);
+        return error(StatusCode::FORBIDDEN, &why.to_string());
     }
     let Some(upstream) = state.upstreams.get(&name) else {
         return error(StatusCode::NOT_FOUND, &unknown_upstream(&state, &name));

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, anyhow, bail};
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
@@ -23,25 +22,55 @@ pub struct Tls {
     pub(crate) ca_file: Option<PathBuf>,
 }
 
+/// Why an upstream's TLS cannot be set up; the config names the upstream around it.
+/// Each text carries its cause (no `source` chain, so a `{:#}` print says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("host `{host}` is not a name TLS can check: {reason}")]
+    HostName { host: String, reason: String },
+    #[error("ca_file `{}`: {problem}", path.display())]
+    CaFile { path: PathBuf, problem: CaFileProblem },
+    #[error("TLS setup: {0}")]
+    Setup(rustls::Error),
+}
+
+/// What is wrong with a `ca_file`.
+#[derive(Debug, thiserror::Error)]
+pub enum CaFileProblem {
+    #[error("cannot read: {0}")]
+    Read(std::io::Error),
+    #[error("certificate {number}: not valid PEM: {reason}")]
+    NotPem { number: usize, reason: String },
+    #[error("certificate {number}: not a usable CA: {reason}")]
+    NotCa { number: usize, reason: String },
+    #[error("no PEM certificate (`-----BEGIN CERTIFICATE-----`) in it")]
+    Empty,
+}
+
 impl Tls {
     /// For `host` (the base URL's host, an IPv6 address in brackets), trusting the
     /// bundled public roots and, when given, the certificates in the PEM file `ca_file`
     /// (read now: a missing or unusable file is a config error, not a failed request).
-    pub fn new(host: &str, ca_file: Option<&Path>) -> anyhow::Result<Tls> {
+    pub fn new(host: &str, ca_file: Option<&Path>) -> Result<Tls, TlsError> {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let server_name = ServerName::try_from(bare.to_owned())
-            .map_err(|e| anyhow!("host `{host}` is not a name TLS can check: {e}"))?;
+        let server_name =
+            ServerName::try_from(bare.to_owned()).map_err(|e| TlsError::HostName {
+                host: host.into(),
+                reason: e.to_string(),
+            })?;
         let mut roots = RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
         if let Some(path) = ca_file {
-            add_ca_file(&mut roots, path)
-                .with_context(|| format!("ca_file `{}`", path.display()))?;
+            add_ca_file(&mut roots, path).map_err(|problem| TlsError::CaFile {
+                path: path.to_path_buf(),
+                problem,
+            })?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .context("TLS setup")?
+            .map_err(TlsError::Setup)?
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
@@ -53,18 +82,23 @@ impl Tls {
     }
 }
 
-fn add_ca_file(roots: &mut RootCertStore, path: &Path) -> anyhow::Result<()> {
-    let text = std::fs::read(path).map_err(|e| anyhow!("cannot read: {e}"))?;
+fn add_ca_file(roots: &mut RootCertStore, path: &Path) -> Result<(), CaFileProblem> {
+    let text = std::fs::read(path).map_err(CaFileProblem::Read)?;
     let mut added = 0;
     for (i, cert) in CertificateDer::pem_slice_iter(&text).enumerate() {
-        let cert = cert.map_err(|e| anyhow!("certificate {}: not valid PEM: {e}", i + 1))?;
-        roots
-            .add(cert)
-            .map_err(|e| anyhow!("certificate {}: not a usable CA: {e}", i + 1))?;
+        let number = i + 1;
+        let cert = cert.map_err(|e| CaFileProblem::NotPem {
+            number,
+            reason: e.to_string(),
+        })?;
+        roots.add(cert).map_err(|e| CaFileProblem::NotCa {
+            number,
+            reason: e.to_string(),
+        })?;
         added += 1;
     }
     if added == 0 {
-        bail!("no PEM certificate (`-----BEGIN CERTIFICATE-----`) in it");
+        return Err(CaFileProblem::Empty);
     }
     Ok(())
 }
