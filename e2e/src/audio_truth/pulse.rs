@@ -1,7 +1,7 @@
 //! The sound server the audio truth listens at: PulseAudio with a null sink made the
 //! default output, so every browser's audio goes there and its monitor can be recorded.
 //!
-//! The server is ttfx-webdriver's ([`PulseServer`]: started when none answers, else the
+//! The server is ttfx-hostaudio's ([`PulseServer`]: started when none answers, else the
 //! one running). Only the null sink is added and made the default, and both are undone
 //! on drop. Users are serialized within the process ([`SoundServer::acquire`]): two
 //! browsers playing to one default sink at once would mix in its monitor.
@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;
 use tokio::sync::{Mutex, OwnedMutexGuard};
-use ttfx_webdriver::pulse::{PulseServer, load_module, pactl};
+use ttfx_hostaudio::pulse::{PulseServer, load_module, pactl};
 
 /// The null sink's sample rate: PulseAudio's default rate, which Chromium's
 /// AudioContext takes (Firefox's takes the sink's), so both engines' output reaches the

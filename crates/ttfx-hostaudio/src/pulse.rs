@@ -11,13 +11,37 @@
 
 use std::io::Write as _;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use ttfx_webdriver::kill_group;
 
-use crate::SpeechFile;
-use crate::driver::kill_group;
+use crate::{SpeechError, SpeechFile};
+
+/// Why the sound server or the microphone could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum PulseError {
+    #[error(
+        "cannot start pulseaudio (`cargo xtask setup` installs Debian's pulseaudio \
+         and pulseaudio-utils)"
+    )]
+    StartServer(#[source] std::io::Error),
+    #[error("pulseaudio exited at start ({0}); is another one running?")]
+    ServerExited(ExitStatus),
+    #[error("pulseaudio did not answer `pactl info` within 10 s")]
+    ServerSilent,
+    #[error("cannot run pactl (`cargo xtask setup` installs pulseaudio-utils)")]
+    RunPactl(#[source] std::io::Error),
+    /// `pactl ARGS` failed, with what it said.
+    #[error("pactl {args}: {said}")]
+    Pactl { args: String, said: String },
+    #[error("cannot run pacat (`cargo xtask setup` installs pulseaudio-utils)")]
+    RunPacat(#[source] std::io::Error),
+    #[error("pacat has no stdin")]
+    PacatStdin,
+    #[error(transparent)]
+    Speech(#[from] SpeechError),
+}
 
 /// A PulseAudio server: one this process started (stopped on drop), or the one that was
 /// already running.
@@ -29,7 +53,7 @@ pub struct PulseServer {
 impl PulseServer {
     /// Joins the server that answers, else starts one with no modules but its socket
     /// (no default.pa: no hardware probing) and waits until it answers.
-    pub fn start_or_join() -> anyhow::Result<PulseServer> {
+    pub fn start_or_join() -> Result<PulseServer, PulseError> {
         if answers() {
             return Ok(PulseServer { daemon: None });
         }
@@ -50,10 +74,7 @@ impl PulseServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .context(
-                "cannot start pulseaudio (`cargo xtask setup` installs Debian's pulseaudio \
-                 and pulseaudio-utils)",
-            )?;
+            .map_err(PulseError::StartServer)?;
         let mut server = PulseServer {
             daemon: Some(daemon),
         };
@@ -62,10 +83,10 @@ impl PulseServer {
             if let Some(child) = server.daemon.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
-                bail!("pulseaudio exited at start ({status}); is another one running?");
+                return Err(PulseError::ServerExited(status));
             }
             if Instant::now() > deadline {
-                bail!("pulseaudio did not answer `pactl info` within 10 s");
+                return Err(PulseError::ServerSilent);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -92,24 +113,23 @@ pub fn answers() -> bool {
 }
 
 /// Runs `pactl ARGS` and returns its trimmed output.
-pub fn pactl(args: &[&str]) -> anyhow::Result<String> {
+pub fn pactl(args: &[&str]) -> Result<String, PulseError> {
     let out = Command::new("pactl")
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .context("cannot run pactl (`cargo xtask setup` installs pulseaudio-utils)")?;
+        .map_err(PulseError::RunPactl)?;
     if !out.status.success() {
-        bail!(
-            "pactl {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        return Err(PulseError::Pactl {
+            args: args.join(" "),
+            said: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// Loads a module (`pactl load-module NAME ARGS…`) and returns its index.
-pub fn load_module(spec: &str) -> anyhow::Result<String> {
+pub fn load_module(spec: &str) -> Result<String, PulseError> {
     let args: Vec<&str> = ["load-module"].into_iter().chain(spec.split(' ')).collect();
     pactl(&args)
 }
@@ -130,7 +150,7 @@ pub struct PulseMicrophone {
 }
 
 impl PulseMicrophone {
-    pub fn start(speech: &SpeechFile) -> anyhow::Result<PulseMicrophone> {
+    pub fn start(speech: &SpeechFile) -> Result<PulseMicrophone, PulseError> {
         let server = PulseServer::start_or_join()?;
         let pid = std::process::id();
         let mic = format!("ttfx_mic_{pid}");
@@ -170,8 +190,8 @@ impl PulseMicrophone {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .context("cannot run pacat (`cargo xtask setup` installs pulseaudio-utils)")?;
-        let stdin = player.stdin.take().context("pacat has no stdin")?;
+            .map_err(PulseError::RunPacat)?;
+        let stdin = player.stdin.take().ok_or(PulseError::PacatStdin)?;
         let pcm = speech.pcm_bytes()?;
         std::thread::spawn(move || feed(stdin, &pcm));
         this.player = Some(player);
