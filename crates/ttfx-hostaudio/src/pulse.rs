@@ -2,21 +2,27 @@
 //! `AudioContext` runs, and the microphone Firefox hears. Firefox's fake microphone plays
 //! a tone, not a file, so Firefox's voice turns take their speech from a real capture
 //! device instead: a null sink the speech is played into, in a loop, whose monitor is the
-//! default source ([`PulseMicrophone`]).
+//! default source ([`PulseMicrophone`]). [`NullSink`] is that device, and the one the
+//! e2e audio truth records the browsers' output from.
 //!
 //! Where no server answers, one is started as a child in its own process group, at
 //! libpulse's default socket for this environment, so the browsers the drivers start
 //! (which inherit this process's HOME and XDG_RUNTIME_DIR) find it with no variable set.
 //! A server already running is used as it is: what is added to it is undone on drop.
 
-use std::io::Write as _;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use ttfx_webdriver::kill_group;
 
-use crate::{SpeechError, SpeechFile};
+use crate::SpeechError;
+
+mod microphone;
+mod null_sink;
+
+pub use microphone::PulseMicrophone;
+pub use null_sink::{NullSink, SampleFormat};
 
 /// Why the sound server or the microphone could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -129,98 +135,7 @@ pub fn pactl(args: &[&str]) -> Result<String, PulseError> {
 }
 
 /// Loads a module (`pactl load-module NAME ARGS…`) and returns its index.
-pub fn load_module(spec: &str) -> Result<String, PulseError> {
+fn load_module(spec: &str) -> Result<String, PulseError> {
     let args: Vec<&str> = ["load-module"].into_iter().chain(spec.split(' ')).collect();
     pactl(&args)
-}
-
-/// A microphone that says a [`SpeechFile`] over and over: a null sink the speech is
-/// played into (`pacat`, fed in a loop), whose monitor is made the default source, so a
-/// browser's `getUserMedia` hears it. A second null sink becomes the default output when
-/// this process started the server, so the browser's own playback (the reply) does not
-/// reach the microphone.
-#[must_use = "the microphone stops, and the server's defaults come back, when dropped"]
-pub struct PulseMicrophone {
-    player: Option<Child>,
-    modules: Vec<String>,
-    previous_source: Option<String>,
-    previous_sink: Option<String>,
-    /// Last: stopped after the player and the modules.
-    server: PulseServer,
-}
-
-impl PulseMicrophone {
-    pub fn start(speech: &SpeechFile) -> Result<PulseMicrophone, PulseError> {
-        let server = PulseServer::start_or_join()?;
-        let pid = std::process::id();
-        let mic = format!("ttfx_mic_{pid}");
-        // Built first, so whatever is added below is undone if a later step fails.
-        let mut this = PulseMicrophone {
-            player: None,
-            modules: Vec::new(),
-            previous_source: pactl(&["get-default-source"]).ok(),
-            previous_sink: pactl(&["get-default-sink"]).ok(),
-            server,
-        };
-        this.modules.push(load_module(&format!(
-            "module-null-sink sink_name={mic} rate={} channels=1 \
-             sink_properties=device.description=ttfx-microphone",
-            speech.sample_rate
-        ))?);
-        if this.server.is_own() {
-            let speaker = format!("ttfx_speaker_{pid}");
-            this.modules.push(load_module(&format!(
-                "module-null-sink sink_name={speaker} \
-                 sink_properties=device.description=ttfx-speaker"
-            ))?);
-            pactl(&["set-default-sink", &speaker])?;
-        }
-        pactl(&["set-default-source", &format!("{mic}.monitor")])?;
-        let mut player = Command::new("pacat")
-            .process_group(0)
-            .args([
-                "--playback",
-                "--raw",
-                "--format=s16le",
-                "--channels=1",
-                &format!("--rate={}", speech.sample_rate),
-                &format!("--device={mic}"),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(PulseError::RunPacat)?;
-        let stdin = player.stdin.take().ok_or(PulseError::PacatStdin)?;
-        let pcm = speech.pcm_bytes()?;
-        std::thread::spawn(move || feed(stdin, &pcm));
-        this.player = Some(player);
-        Ok(this)
-    }
-}
-
-/// Writes the speech again and again; pacat takes it at the sink's pace. Ends when pacat
-/// is stopped (the pipe breaks).
-fn feed(mut stdin: ChildStdin, pcm: &[u8]) {
-    while stdin.write_all(pcm).is_ok() {}
-}
-
-impl Drop for PulseMicrophone {
-    fn drop(&mut self) {
-        if let Some(player) = self.player.as_mut() {
-            kill_group(player);
-        }
-        if self.server.is_own() {
-            return;
-        }
-        if let Some(source) = self.previous_source.as_deref() {
-            let _ = pactl(&["set-default-source", source]);
-        }
-        if let Some(sink) = self.previous_sink.as_deref() {
-            let _ = pactl(&["set-default-sink", sink]);
-        }
-        for module in self.modules.iter().rev() {
-            let _ = pactl(&["unload-module", module]);
-        }
-    }
 }

@@ -84,44 +84,40 @@ mod tests {
 
     use super::*;
 
-    fn ev(method: &str, params: Value) -> Event {
+    fn event(method: &str, params: Value) -> Event {
         Event {
             method: method.to_owned(),
             params,
         }
     }
 
+    /// `requestWillBeSent` for request `id` with one header.
+    fn sent(id: &str, at_s: f64, wall_s: f64, header: (&str, &str)) -> Event {
+        let (name, value) = header;
+        let params = json!({"requestId": id, "timestamp": at_s, "wallTime": wall_s,
+                            "request": {"headers": {name: value}}});
+        event("Network.requestWillBeSent", params)
+    }
+
+    /// `method` for request `id` at `at_s`.
+    fn at(method: &str, id: &str, at_s: f64) -> Event {
+        event(method, json!({"requestId": id, "timestamp": at_s}))
+    }
+
     /// Two requests; ours is named with another case of the header, its data arrives
     /// out of order, and the other request's data comes first.
     fn two_requests() -> Vec<Event> {
+        let data = "Network.dataReceived";
+        let mut response = at("Network.responseReceived", "9", 100.25);
+        response.params["response"] = json!({"timing":
+            {"requestTime": 100.0, "sendStart": 0.5, "receiveHeadersStart": 240.0}});
         vec![
-            ev(
-                "Network.requestWillBeSent",
-                json!({"requestId": "7", "timestamp": 10.0, "wallTime": 1000.0,
-                       "request": {"headers": {"x-request-id": "other"}}}),
-            ),
-            ev(
-                "Network.requestWillBeSent",
-                json!({"requestId": "9", "timestamp": 100.0, "wallTime": 1_700_000_000.5,
-                       "request": {"headers": {"X-Request-Id": "run-1"}}}),
-            ),
-            ev(
-                "Network.dataReceived",
-                json!({"requestId": "7", "timestamp": 100.1}),
-            ),
-            ev(
-                "Network.responseReceived",
-                json!({"requestId": "9", "timestamp": 100.25, "response": {"timing":
-                    {"requestTime": 100.0, "sendStart": 0.5, "receiveHeadersStart": 240.0}}}),
-            ),
-            ev(
-                "Network.dataReceived",
-                json!({"requestId": "9", "timestamp": 100.5}),
-            ),
-            ev(
-                "Network.dataReceived",
-                json!({"requestId": "9", "timestamp": 100.3}),
-            ),
+            sent("7", 10.0, 1000.0, ("x-request-id", "other")),
+            sent("9", 100.0, 1_700_000_000.5, ("X-Request-Id", "run-1")),
+            at(data, "7", 100.1),
+            response,
+            at(data, "9", 100.5),
+            at(data, "9", 100.3),
         ]
     }
 
@@ -148,7 +144,7 @@ mod tests {
     #[test]
     fn a_response_without_timestamp_or_timing_leaves_them_unknown() {
         let mut events = two_requests();
-        events[3] = ev("Network.responseReceived", json!({"requestId": "9"}));
+        events[3] = event("Network.responseReceived", json!({"requestId": "9"}));
         let found = find_request(&events, "run-1").unwrap();
         assert_eq!(found.response_s, None);
         assert_eq!(found.timing_ms("sendStart"), None);
