@@ -225,7 +225,7 @@ mod tests {
     use super::*;
 
     /// The lookup itself is ttfx-webdriver's (`devtools::network`); here its seconds
-    /// become ms after the request, and the performance log's events carry no wallTime.
+    /// become ms after the request, with no need of the request's wallTime.
     #[test]
     fn network_times_are_ms_after_the_request() {
         let ev = |method: &str, params: Value| Event {
