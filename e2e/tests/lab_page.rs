@@ -521,7 +521,7 @@ async fn a_voice_turn_puts_first_audio_on_the_waterfall() -> anyhow::Result<()> 
 #[tokio::test]
 async fn a_voice_turn_from_the_microphone_draws_its_stages() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let speech = ttfx_webdriver::SpeechFile::say(dir.path(), "lab", "Tell me a story", 1.0, 3.0)?;
+    let speech = ttfx_hostaudio::SpeechFile::say(dir.path(), "lab", "Tell me a story", 1.0, 3.0)?;
     let lab = Lab::open_in(&[], &speech.chromium_args()).await?;
     lab.fill(
         "#overrides",

@@ -7,7 +7,7 @@ use std::sync::Once;
 
 use wasm_bindgen::prelude::*;
 
-use crate::Analysis;
+use crate::{Analysis, AnalysisError};
 
 static HOOK: Once = Once::new();
 
@@ -60,10 +60,10 @@ pub enum Injected {
 }
 
 impl Injected {
-    pub fn from_name(name: &str) -> Result<Injected, String> {
+    pub fn from_name(name: &str) -> Result<Injected, AnalysisError> {
         match name {
             "decoder-panic" => Ok(Injected::DecoderPanic),
-            other => Err(format!("unknown fault `{other}` (known: decoder-panic)")),
+            other => Err(AnalysisError::UnknownFault(other.to_owned())),
         }
     }
 

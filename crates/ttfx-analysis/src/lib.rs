@@ -12,14 +12,16 @@
 //! builds one itself.
 
 use ttfx_core::Milestone;
+use ttfx_core::decode::dialect::UnknownDialect;
 use ttfx_core::decode::{DialectKind, Limits};
 use ttfx_core::field::{FieldContext, FieldReport};
+use ttfx_core::milestone::UnknownMilestone;
 use ttfx_core::recorder::{Recorder, url_without_query};
 use ttfx_core::report::RunReport;
 use ttfx_core::server_timing::{ServerTiming, TimingSource};
 use ttfx_core::timeline::{
     AnalysisSite, Environment, Milestones, PaintMethod, RequestInfo, ResourceTiming, Timeline,
-    Visibility, VisibilityChange,
+    TimelineError, Visibility, VisibilityChange,
 };
 use ttfx_core::voice_result::VoiceResult;
 use wasm_bindgen::prelude::*;
@@ -121,31 +123,50 @@ pub struct Runs {
     runs: Vec<(u32, RunInProgress)>,
 }
 
-fn no_run(run: u32) -> String {
-    format!("ttfx analysis: no run {run} in progress (begin it first)")
+/// Why a call on [`Runs`] failed; [`Analysis`] hands JS the same text.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("ttfx analysis: no run {0} in progress (begin it first)")]
+    NoRun(u32),
+    #[error(transparent)]
+    UnknownDialect(#[from] UnknownDialect),
+    #[error("unknown fault `{0}` (known: decoder-panic)")]
+    UnknownFault(String),
+    #[error(transparent)]
+    UnknownMilestone(#[from] UnknownMilestone),
+    #[error("unknown paint method `{0}`")]
+    UnknownPaintMethod(String),
+    #[error("unknown analysis site `{0}` (worker, main_thread)")]
+    UnknownAnalysisSite(String),
+    /// The run's timeline cannot make a report (the text names why; no source, so a
+    /// printed chain says it once).
+    #[error("ttfx analysis: {0}")]
+    Report(TimelineError),
+    #[error("ttfx analysis: {0}")]
+    Json(report_json::Error),
 }
 
 impl Runs {
-    fn run(&mut self, run: u32) -> Result<&mut RunInProgress, String> {
+    fn run(&mut self, run: u32) -> Result<&mut RunInProgress, AnalysisError> {
         self.runs
             .iter_mut()
             .find(|(key, _)| *key == run)
             .map(|(_, in_progress)| in_progress)
-            .ok_or_else(|| no_run(run))
+            .ok_or(AnalysisError::NoRun(run))
     }
 
     /// The run's recorder, for the stream's moments (headers, chunks, end, …).
-    pub fn recorder(&mut self, run: u32) -> Result<&mut Recorder, String> {
+    pub fn recorder(&mut self, run: u32) -> Result<&mut Recorder, AnalysisError> {
         Ok(&mut self.run(run)?.recorder)
     }
 
     /// What the page observed beside the stream, filled in before [`Runs::finish`].
-    pub fn page(&mut self, run: u32) -> Result<&mut PageObservations, String> {
+    pub fn page(&mut self, run: u32) -> Result<&mut PageObservations, AnalysisError> {
         Ok(&mut self.run(run)?.page)
     }
 
     /// See [`Analysis::begin`].
-    pub fn begin(&mut self, run: u32, dialect: Option<&str>) -> Result<(), String> {
+    pub fn begin(&mut self, run: u32, dialect: Option<&str>) -> Result<(), AnalysisError> {
         self.begin_with_fault(run, dialect, None)
     }
 
@@ -155,10 +176,10 @@ impl Runs {
         run: u32,
         dialect: Option<&str>,
         fault: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AnalysisError> {
         let dialect = match dialect {
             None | Some("auto") => None,
-            Some(name) => Some(name.parse::<DialectKind>().map_err(|e| e.to_string())?),
+            Some(name) => Some(name.parse::<DialectKind>()?),
         };
         let fault = fault.map(fault::Injected::from_name).transpose()?;
         let recorder = Recorder::new(dialect, Limits::DEFAULT);
@@ -177,7 +198,7 @@ impl Runs {
     }
 
     /// See [`Analysis::chunks`].
-    pub fn chunks(&mut self, run: u32, meta: &[f64], bytes: &[u8]) -> Result<(), String> {
+    pub fn chunks(&mut self, run: u32, meta: &[f64], bytes: &[u8]) -> Result<(), AnalysisError> {
         let state = self.run(run)?;
         if let Some(fault) = state.fault {
             fault.trigger();
@@ -203,7 +224,7 @@ impl Runs {
         id: Option<String>,
         label: Option<String>,
         fault: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AnalysisError> {
         self.begin_with_fault(run, dialect, fault)?;
         let page = self.page(run)?;
         page.id = id;
@@ -219,7 +240,7 @@ impl Runs {
         url: Option<String>,
         start_unix_ms: Option<f64>,
         transport: Option<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AnalysisError> {
         let page = self.page(run)?;
         page.request.method = method;
         page.request.transport = transport;
@@ -236,7 +257,7 @@ impl Runs {
         status: u16,
         content_type: Option<&str>,
         server_timing: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AnalysisError> {
         let values: Vec<&str> = server_timing.into_iter().collect();
         self.recorder(run)?
             .headers(at_ms, status, content_type, &values);
@@ -250,25 +271,30 @@ impl Runs {
         at_ms: f64,
         class: &str,
         detail: String,
-    ) -> Result<(), String> {
+    ) -> Result<(), AnalysisError> {
         self.recorder(run)?.anomaly(at_ms, class, detail);
         Ok(())
     }
 
     /// See [`Analysis::end`].
-    pub fn end(&mut self, run: u32, at_ms: f64) -> Result<(), String> {
+    pub fn end(&mut self, run: u32, at_ms: f64) -> Result<(), AnalysisError> {
         self.recorder(run)?.end(at_ms);
         Ok(())
     }
 
     /// See [`Analysis::abort`].
-    pub fn abort(&mut self, run: u32, at_ms: f64) -> Result<(), String> {
+    pub fn abort(&mut self, run: u32, at_ms: f64) -> Result<(), AnalysisError> {
         self.recorder(run)?.abort(at_ms);
         Ok(())
     }
 
     /// See [`Analysis::network_error`].
-    pub fn network_error(&mut self, run: u32, at_ms: f64, detail: String) -> Result<(), String> {
+    pub fn network_error(
+        &mut self,
+        run: u32,
+        at_ms: f64,
+        detail: String,
+    ) -> Result<(), AnalysisError> {
         self.recorder(run)?.network_error(at_ms, detail);
         Ok(())
     }
@@ -280,14 +306,14 @@ impl Runs {
         milestone: &str,
         at_ms: f64,
         paint_method: Option<&str>,
-    ) -> Result<(), String> {
-        let m = milestone.parse::<Milestone>().map_err(|e| e.to_string())?;
+    ) -> Result<(), AnalysisError> {
+        let m = milestone.parse::<Milestone>()?;
         let method = match paint_method {
             None => None,
             Some("element_timing") => Some(PaintMethod::ElementTiming),
             Some("interaction_contentful_paint") => Some(PaintMethod::InteractionContentfulPaint),
             Some("raf_estimate") => Some(PaintMethod::RafEstimate),
-            Some(other) => return Err(format!("unknown paint method `{other}`")),
+            Some(other) => return Err(AnalysisError::UnknownPaintMethod(other.to_owned())),
         };
         let page = self.page(run)?;
         page.milestones.set(m, at_ms);
@@ -304,14 +330,14 @@ impl Runs {
         run: u32,
         environment: Environment,
         analysis: Option<&str>,
-    ) -> Result<(), String> {
-        let site =
-            match analysis {
-                None => None,
-                Some(name) => Some(AnalysisSite::from_name(name).ok_or_else(|| {
-                    format!("unknown analysis site `{name}` (worker, main_thread)")
-                })?),
-            };
+    ) -> Result<(), AnalysisError> {
+        let site = match analysis {
+            None => None,
+            Some(name) => Some(
+                AnalysisSite::from_name(name)
+                    .ok_or_else(|| AnalysisError::UnknownAnalysisSite(name.to_owned()))?,
+            ),
+        };
         let env = &mut self.page(run)?.environment;
         let changes = std::mem::take(&mut env.visibility_changes);
         *env = Environment {
@@ -323,7 +349,7 @@ impl Runs {
     }
 
     /// See [`Analysis::visibility`].
-    pub fn visibility(&mut self, run: u32, at_ms: f64, hidden: bool) -> Result<(), String> {
+    pub fn visibility(&mut self, run: u32, at_ms: f64, hidden: bool) -> Result<(), AnalysisError> {
         let state = if hidden {
             Visibility::Hidden
         } else {
@@ -336,7 +362,11 @@ impl Runs {
     }
 
     /// See [`Analysis::resource_timing`].
-    pub fn resource_timing(&mut self, run: u32, entry: ResourceTiming) -> Result<(), String> {
+    pub fn resource_timing(
+        &mut self,
+        run: u32,
+        entry: ResourceTiming,
+    ) -> Result<(), AnalysisError> {
         self.page(run)?.resource_timing = Some(entry);
         Ok(())
     }
@@ -348,7 +378,7 @@ impl Runs {
         name: String,
         duration_ms: Option<f64>,
         description: Option<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AnalysisError> {
         self.page(run)?.server_timings.push(ServerTiming {
             name,
             duration_ms,
@@ -365,7 +395,7 @@ impl Runs {
         run: u32,
         page_path: Option<String>,
         sample_rate: Option<f64>,
-    ) -> Result<String, String> {
+    ) -> Result<String, AnalysisError> {
         if let Some(sample_rate) = sample_rate {
             self.page(run)?.field = Some(FieldContext {
                 page_path,
@@ -390,12 +420,12 @@ impl Runs {
 
     /// Ends the run: its report's JSON and, when the page set [`PageObservations::field`],
     /// its field report's. The run is forgotten either way.
-    pub fn finish(&mut self, run: u32) -> Result<Finished, String> {
+    pub fn finish(&mut self, run: u32) -> Result<Finished, AnalysisError> {
         let index = self
             .runs
             .iter()
             .position(|(key, _)| *key == run)
-            .ok_or_else(|| no_run(run))?;
+            .ok_or(AnalysisError::NoRun(run))?;
         let (
             _,
             RunInProgress {
@@ -405,8 +435,7 @@ impl Runs {
         let (id, label, field) = (page.id.clone(), page.label.clone(), page.field.take());
         let mut timeline = recorder.finish();
         page.apply_to(&mut timeline);
-        let report = RunReport::of_timeline(id, label, timeline)
-            .map_err(|e| format!("ttfx analysis: {e}"))?;
+        let report = RunReport::of_timeline(id, label, timeline).map_err(AnalysisError::Report)?;
         let field = match field {
             Some(context) => Some(json(&FieldReport::of_run(&report.run, &context))?),
             None => None,
@@ -420,8 +449,8 @@ impl Runs {
 
 /// Writing derived Serialize types to a String does not fail (string keys, no custom
 /// errors); the error keeps a fixed message.
-fn json<T: serde::Serialize>(value: &T) -> Result<String, String> {
-    report_json::to_string(value).map_err(|e| format!("ttfx analysis: {e}"))
+fn json<T: serde::Serialize>(value: &T) -> Result<String, AnalysisError> {
+    report_json::to_string(value).map_err(AnalysisError::Json)
 }
 
 /// A finished run's JSON texts.
@@ -442,8 +471,8 @@ pub struct Analysis {
     runs: Runs,
 }
 
-fn js(e: String) -> JsError {
-    JsError::new(&e)
+fn js(e: AnalysisError) -> JsError {
+    JsError::new(&e.to_string())
 }
 
 #[wasm_bindgen]
@@ -787,12 +816,29 @@ mod tests {
     #[test]
     fn misuse_is_a_clear_error() {
         let mut runs = Runs::default();
-        assert!(runs.chunks(1, &[], &[]).unwrap_err().contains("no run 1"));
-        assert!(runs.finish(1).unwrap_err().contains("no run 1"));
-        assert!(
-            runs.begin(1, Some("klingon"))
+        let no_run = "ttfx analysis: no run 1 in progress (begin it first)";
+        assert_eq!(runs.chunks(1, &[], &[]).unwrap_err().to_string(), no_run);
+        assert_eq!(runs.finish(1).unwrap_err().to_string(), no_run);
+        let klingon = runs.begin(1, Some("klingon")).unwrap_err().to_string();
+        assert!(klingon.contains("klingon"), "{klingon}");
+        runs.begin(2, None).unwrap();
+        assert_eq!(
+            runs.begin_with_fault(2, None, Some("flood"))
                 .unwrap_err()
-                .contains("klingon")
+                .to_string(),
+            "unknown fault `flood` (known: decoder-panic)"
+        );
+        assert_eq!(
+            runs.observed(2, "first_token", 1.0, Some("guess"))
+                .unwrap_err()
+                .to_string(),
+            "unknown paint method `guess`"
+        );
+        assert_eq!(
+            runs.environment(2, Environment::default(), Some("gpu"))
+                .unwrap_err()
+                .to_string(),
+            "unknown analysis site `gpu` (worker, main_thread)"
         );
         // A batch whose lengths overrun its bytes uses what is there.
         runs.begin(3, None).unwrap();

@@ -11,7 +11,31 @@ use serde_json::Value;
 
 use ttfx_core::timeline::{Environment, ResourceTiming};
 
-use crate::Runs;
+use crate::{AnalysisError, Runs};
+
+/// Why a recorded call could not be played.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("ttfx replay: a call is [run, op, ...args], got {0}")]
+    NotACall(Value),
+    #[error("ttfx replay: a run number, got {0}")]
+    BadRun(Value),
+    #[error("ttfx replay: an op name, got {0}")]
+    BadOp(Value),
+    #[error("ttfx replay: unknown call `{0}`")]
+    UnknownCall(String),
+    /// Argument `index` of `op` is not what the call takes.
+    #[error("ttfx replay: `{op}` argument {index} must be {what}, got {got}")]
+    BadArgument {
+        op: String,
+        index: usize,
+        what: &'static str,
+        got: Value,
+    },
+    /// The call itself failed, as it would have in the page.
+    #[error(transparent)]
+    Analysis(#[from] AnalysisError),
+}
 
 /// Where [`Runs::environment`] says the analysis ran, for replayed runs.
 pub const SITE: &str = "runner";
@@ -26,15 +50,16 @@ impl Args<'_> {
         self.values.get(i).filter(|v| !v.is_null())
     }
 
-    fn bad(&self, i: usize, what: &str) -> String {
-        format!(
-            "ttfx replay: `{}` argument {i} must be {what}, got {}",
-            self.op,
-            self.values.get(i).unwrap_or(&Value::Null)
-        )
+    fn bad(&self, i: usize, what: &'static str) -> ReplayError {
+        ReplayError::BadArgument {
+            op: self.op.to_owned(),
+            index: i,
+            what,
+            got: self.values.get(i).cloned().unwrap_or(Value::Null),
+        }
     }
 
-    fn opt_string(&self, i: usize) -> Result<Option<String>, String> {
+    fn opt_string(&self, i: usize) -> Result<Option<String>, ReplayError> {
         match self.get(i) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -42,11 +67,11 @@ impl Args<'_> {
         }
     }
 
-    fn string(&self, i: usize) -> Result<String, String> {
+    fn string(&self, i: usize) -> Result<String, ReplayError> {
         self.opt_string(i)?.ok_or_else(|| self.bad(i, "a string"))
     }
 
-    fn opt_f64(&self, i: usize) -> Result<Option<f64>, String> {
+    fn opt_f64(&self, i: usize) -> Result<Option<f64>, ReplayError> {
         match self.get(i) {
             None => Ok(None),
             Some(v) => v
@@ -57,12 +82,12 @@ impl Args<'_> {
         }
     }
 
-    fn f64(&self, i: usize) -> Result<f64, String> {
+    fn f64(&self, i: usize) -> Result<f64, ReplayError> {
         self.opt_f64(i)?
             .ok_or_else(|| self.bad(i, "a finite number"))
     }
 
-    fn opt_bool(&self, i: usize) -> Result<Option<bool>, String> {
+    fn opt_bool(&self, i: usize) -> Result<Option<bool>, ReplayError> {
         match self.get(i) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -70,7 +95,7 @@ impl Args<'_> {
         }
     }
 
-    fn opt_u32(&self, i: usize) -> Result<Option<u32>, String> {
+    fn opt_u32(&self, i: usize) -> Result<Option<u32>, ReplayError> {
         match self.get(i) {
             None => Ok(None),
             Some(v) => v
@@ -81,7 +106,7 @@ impl Args<'_> {
         }
     }
 
-    fn numbers(&self, i: usize) -> Result<Vec<f64>, String> {
+    fn numbers(&self, i: usize) -> Result<Vec<f64>, ReplayError> {
         let Some(Value::Array(items)) = self.get(i) else {
             return Err(self.bad(i, "an array of numbers"));
         };
@@ -91,7 +116,7 @@ impl Args<'_> {
             .collect()
     }
 
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, String> {
+    fn bytes(&self, i: usize) -> Result<Vec<u8>, ReplayError> {
         let text = self.string(i)?;
         text.chars()
             .map(|c| {
@@ -103,19 +128,15 @@ impl Args<'_> {
 
 /// Plays one recorded call into `runs`; `finish` returns the report's JSON text (then,
 /// after a newline, the field report's when the page asked for one).
-pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, String> {
+pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayError> {
     let Some([run, op, values @ ..]) = call.as_array().map(Vec::as_slice) else {
-        return Err(format!(
-            "ttfx replay: a call is [run, op, ...args], got {call}"
-        ));
+        return Err(ReplayError::NotACall(call.clone()));
     };
     let run = run
         .as_u64()
         .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| format!("ttfx replay: a run number, got {run}"))?;
-    let op = op
-        .as_str()
-        .ok_or_else(|| format!("ttfx replay: an op name, got {op}"))?;
+        .ok_or_else(|| ReplayError::BadRun(run.clone()))?;
+    let op = op.as_str().ok_or_else(|| ReplayError::BadOp(op.clone()))?;
     let a = Args { op, values };
     match op {
         "begin" => runs.begin_page(
@@ -181,11 +202,13 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, String> {
             runs.resource_server_timing(run, a.string(0)?, a.opt_f64(1)?, a.opt_string(2)?)?
         }
         "finish" => {
-            return runs
-                .finish_page(run, a.opt_string(0)?, a.opt_f64(1)?)
-                .map(Some);
+            return Ok(Some(runs.finish_page(
+                run,
+                a.opt_string(0)?,
+                a.opt_f64(1)?,
+            )?));
         }
-        other => return Err(format!("ttfx replay: unknown call `{other}`")),
+        other => return Err(ReplayError::UnknownCall(other.to_owned())),
     }
     Ok(None)
 }
@@ -227,7 +250,11 @@ mod tests {
             json!([1, "observed", "first_dom", 22.0, null]),
         ];
         for call in &calls {
-            assert_eq!(apply(&mut runs, call), Ok(None), "{call}");
+            assert_eq!(
+                apply(&mut runs, call).map_err(|e| e.to_string()),
+                Ok(None),
+                "{call}"
+            );
         }
         let report = apply(&mut runs, &json!([1, "finish", null, null]))
             .expect("finish works")
@@ -248,13 +275,31 @@ mod tests {
     #[test]
     fn a_bad_call_is_a_clear_error() {
         let mut runs = Runs::default();
-        assert!(apply(&mut runs, &json!({"op": "begin"})).is_err());
-        let unknown = apply(&mut runs, &json!([1, "explode"])).unwrap_err();
-        assert!(unknown.contains("unknown call `explode`"), "{unknown}");
+        let error = |runs: &mut Runs, call: Value| apply(runs, &call).unwrap_err().to_string();
+        assert_eq!(
+            error(&mut runs, json!({"op": "begin"})),
+            r#"ttfx replay: a call is [run, op, ...args], got {"op":"begin"}"#
+        );
+        assert_eq!(
+            error(&mut runs, json!([-1, "end"])),
+            "ttfx replay: a run number, got -1"
+        );
+        assert_eq!(
+            error(&mut runs, json!([1, 7])),
+            "ttfx replay: an op name, got 7"
+        );
+        assert_eq!(
+            error(&mut runs, json!([1, "explode"])),
+            "ttfx replay: unknown call `explode`"
+        );
         apply(&mut runs, &json!([1, "begin", null, null, null, null])).expect("begin");
-        let bad = apply(&mut runs, &json!([1, "chunks", [0.0, 1.0], "\u{100}"])).unwrap_err();
-        assert!(bad.contains("code points 0-255"), "{bad}");
-        let missing = apply(&mut runs, &json!([2, "end", 1.0])).unwrap_err();
-        assert!(missing.contains("no run 2"), "{missing}");
+        assert_eq!(
+            error(&mut runs, json!([1, "chunks", [0.0, 1.0], "\u{100}"])),
+            "ttfx replay: `chunks` argument 1 must be bytes (code points 0-255), got \"\u{100}\""
+        );
+        assert_eq!(
+            error(&mut runs, json!([2, "end", 1.0])),
+            "ttfx analysis: no run 2 in progress (begin it first)"
+        );
     }
 }

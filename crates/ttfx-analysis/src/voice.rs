@@ -33,7 +33,7 @@ impl Analysis {
     /// A voice result the run included (`part`: `"audio"`, `"handoff"` or `"turn"`), merged before
     /// the metrics; `null` when it did not arrive in time.
     pub fn voice(&mut self, run: u32, part: String, value: JsValue) -> Result<(), JsError> {
-        let part = VoicePart::from_name(&part).map_err(js)?;
+        let part = VoicePart::from_name(&part).map_err(|e| JsError::new(&e))?;
         let result = read(part, value);
         self.runs.page(run).map_err(js)?.voice.push(result);
         Ok(())

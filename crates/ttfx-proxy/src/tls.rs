@@ -29,7 +29,10 @@ pub enum TlsError {
     #[error("host `{host}` is not a name TLS can check: {reason}")]
     HostName { host: String, reason: String },
     #[error("ca_file `{}`: {problem}", path.display())]
-    CaFile { path: PathBuf, problem: CaFileProblem },
+    CaFile {
+        path: PathBuf,
+        problem: CaFileProblem,
+    },
     #[error("TLS setup: {0}")]
     Setup(rustls::Error),
 }

@@ -10,6 +10,7 @@ use fantoccini::wd::{TimeoutConfiguration, WebDriverCompatibleCommand};
 use fantoccini::{Client, ClientBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
+use ttfx_webdriver::devtools::{Event, network};
 use ttfx_webdriver::{Driver, Engine};
 
 pub use crate::args::Browser;
@@ -170,10 +171,10 @@ impl WebDriverCompatibleCommand for GetLog {
     }
 }
 
-/// The DevTools Network events of the performance log since the last read, as
-/// `(method, params)`. An endpoint without the log (another browser, a grid node that
-/// drops the capability) gives an empty list: ground truth is then simply absent.
-pub async fn network_events(client: &Client) -> Vec<(String, Value)> {
+/// The DevTools Network events of the performance log since the last read. An endpoint
+/// without the log (another browser, a grid node that drops the capability) gives an
+/// empty list: ground truth is then simply absent.
+pub async fn network_events(client: &Client) -> Vec<Event> {
     let Ok(Value::Array(entries)) = client.issue_cmd(GetLog).await else {
         return Vec::new();
     };
@@ -183,11 +184,9 @@ pub async fn network_events(client: &Client) -> Vec<(String, Value)> {
             let message: Value = serde_json::from_str(e.get("message")?.as_str()?).ok()?;
             let inner = message.get("message")?;
             let method = inner.get("method")?.as_str()?;
-            method.starts_with("Network.").then(|| {
-                (
-                    method.to_owned(),
-                    inner.get("params").cloned().unwrap_or(Value::Null),
-                )
+            method.starts_with("Network.").then(|| Event {
+                method: method.to_owned(),
+                params: inner.get("params").cloned().unwrap_or(Value::Null),
             })
         })
         .collect()
@@ -204,35 +203,11 @@ pub struct NetworkTimes {
 }
 
 /// Finds the request that carried `x-request-id: request_id` and its first data.
-pub fn network_times(events: &[(String, Value)], request_id: &str) -> Option<NetworkTimes> {
-    let (devtools_id, sent) = events.iter().find_map(|(method, p)| {
-        if method != "Network.requestWillBeSent" {
-            return None;
-        }
-        let headers = p.get("request")?.get("headers")?.as_object()?;
-        let ours = headers
-            .iter()
-            .any(|(k, v)| k.eq_ignore_ascii_case("x-request-id") && v.as_str() == Some(request_id));
-        ours.then(|| {
-            Some((
-                p.get("requestId")?.as_str()?.to_owned(),
-                p.get("timestamp")?.as_f64()?,
-            ))
-        })?
-    })?;
-    let at = |wanted: &str| {
-        events
-            .iter()
-            .filter(|(m, p)| {
-                m == wanted && p.get("requestId").and_then(Value::as_str) == Some(&devtools_id)
-            })
-            .filter_map(|(_, p)| p.get("timestamp")?.as_f64())
-            .min_by(f64::total_cmp)
-    };
-    let first_data = at("Network.dataReceived")?;
+pub fn network_times(events: &[Event], request_id: &str) -> Option<NetworkTimes> {
+    let record = network::find_request(events, request_id)?;
     Some(NetworkTimes {
-        response_ms: at("Network.responseReceived").map(|t| (t - sent) * 1000.0),
-        first_data_ms: (first_data - sent) * 1000.0,
+        response_ms: record.response_s.map(|t| (t - record.sent_s) * 1000.0),
+        first_data_ms: (record.first_data_s - record.sent_s) * 1000.0,
     })
 }
 
@@ -240,31 +215,23 @@ pub fn network_times(events: &[(String, Value)], request_id: &str) -> Option<Net
 mod tests {
     use super::*;
 
+    /// The lookup itself is ttfx-webdriver's (`devtools::network`); here its seconds
+    /// become ms after the request, with no need of the request's wallTime.
     #[test]
-    fn network_times_pick_our_request_and_its_first_data() {
-        let ev = |m: &str, p: Value| (m.to_owned(), p);
+    fn network_times_are_ms_after_the_request() {
+        let ev = |method: &str, params: Value| Event {
+            method: method.to_owned(),
+            params,
+        };
         let events = vec![
             ev(
                 "Network.requestWillBeSent",
-                json!({"requestId": "7", "timestamp": 10.0,
-                "request": {"headers": {"x-request-id": "other"}}}),
-            ),
-            ev(
-                "Network.requestWillBeSent",
                 json!({"requestId": "9", "timestamp": 100.0,
-                "request": {"headers": {"X-Request-Id": "run-1"}}}),
-            ),
-            ev(
-                "Network.dataReceived",
-                json!({"requestId": "7", "timestamp": 100.1}),
+                "request": {"headers": {"x-request-id": "run-1"}}}),
             ),
             ev(
                 "Network.responseReceived",
                 json!({"requestId": "9", "timestamp": 100.25}),
-            ),
-            ev(
-                "Network.dataReceived",
-                json!({"requestId": "9", "timestamp": 100.5}),
             ),
             ev(
                 "Network.dataReceived",

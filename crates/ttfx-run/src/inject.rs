@@ -181,6 +181,7 @@ impl PageState {
                 .and_then(Value::as_u64)
                 .and_then(|k| u32::try_from(k).ok());
             let replayed = ttfx_analysis::replay::apply(&mut self.runs, call)
+                .map_err(|e| e.to_string())
                 .and_then(|report| report.map(|r| parse_run(&r)).transpose());
             let Some(key) = key else { continue };
             match replayed {

@@ -85,7 +85,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
     // A voice turn's fake microphone: espeak-ng's speech in the site's folder.
     let speech = match (&scenario.turn, &site) {
         (Some(turn), Some(site)) => Some(
-            ttfx_webdriver::SpeechFile::say(
+            ttfx_hostaudio::SpeechFile::say(
                 &site.dir,
                 "speech",
                 &turn.speech,
@@ -105,10 +105,10 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         match args.browser {
             driver::Browser::Firefox => {
                 _microphone = Some(
-                    ttfx_webdriver::pulse::PulseMicrophone::start(file)
+                    ttfx_hostaudio::pulse::PulseMicrophone::start(file)
                         .context("Firefox's microphone (PulseAudio)")?,
                 );
-                firefox_prefs.extend(ttfx_webdriver::SpeechFile::firefox_prefs());
+                firefox_prefs.extend(ttfx_hostaudio::SpeechFile::firefox_prefs());
             }
             _ => browser_args.extend(file.chromium_args()),
         }
@@ -450,7 +450,7 @@ fn ground_truth(
     run: &Run,
     job: &Job,
     target: &RunTarget,
-    events: &[(String, Value)],
+    events: &[ttfx_webdriver::devtools::Event],
 ) -> Option<GroundTruth> {
     let probe = run.timeline.milestones.get(Milestone::FirstByte)?;
     let net = driver::network_times(events, &job.request_id)?;

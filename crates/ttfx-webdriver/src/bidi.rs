@@ -4,11 +4,22 @@
 //! its answer carries the `id` with `result` or `error`, an event has `method` and
 //! `params` and no `id`), so the socket is [`Cdp`](crate::devtools::Cdp)'s.
 
-use anyhow::Context;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::devtools::{Cdp, Event};
+use crate::devtools::{Cdp, DevToolsError, Event};
+
+/// Why a BiDi connection or command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BidiError {
+    #[error("the session names no webSocketUrl (the driver has no WebDriver BiDi?)")]
+    NoWebSocketUrl,
+    #[error("BiDi session.subscribe")]
+    Subscribe(#[source] DevToolsError),
+    /// The socket, shared with the DevTools client.
+    #[error(transparent)]
+    Socket(#[from] DevToolsError),
+}
 
 /// The capability that asks the driver for a BiDi WebSocket.
 pub const WEB_SOCKET_URL: &str = "webSocketUrl";
@@ -25,18 +36,18 @@ impl Bidi {
     pub async fn attach(
         capabilities: Option<&serde_json::Map<String, serde_json::Value>>,
         events: &[&str],
-    ) -> anyhow::Result<(Bidi, mpsc::UnboundedReceiver<Event>)> {
+    ) -> Result<(Bidi, mpsc::UnboundedReceiver<Event>), BidiError> {
         let url = capabilities
             .and_then(|caps| caps.get(WEB_SOCKET_URL))
             .and_then(|url| url.as_str())
-            .context("the session names no webSocketUrl (the driver has no WebDriver BiDi?)")?
+            .ok_or(BidiError::NoWebSocketUrl)?
             .to_owned();
         let (socket, receiver) = Cdp::connect(&url).await?;
         if !events.is_empty() {
             socket
                 .call("session.subscribe", json!({ "events": events }))
                 .await
-                .context("BiDi session.subscribe")?;
+                .map_err(BidiError::Subscribe)?;
         }
         Ok((Bidi { socket }, receiver))
     }
@@ -46,7 +57,7 @@ impl Bidi {
         &self,
         method: &str,
         params: serde_json::Value,
-    ) -> anyhow::Result<serde_json::Value> {
-        self.socket.call(method, params).await
+    ) -> Result<serde_json::Value, BidiError> {
+        Ok(self.socket.call(method, params).await?)
     }
 }

@@ -12,12 +12,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio_tungstenite::tungstenite::Message;
+use tokio::time::error::Elapsed;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+pub mod network;
 
 type Sink = futures_util::stream::SplitSink<
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
@@ -27,6 +29,67 @@ type Pending = Arc<std::sync::Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 
 /// How long a command may wait for its answer.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why a DevTools connection or command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DevToolsError {
+    #[error("the session names no goog:chromeOptions.debuggerAddress (not chromedriver?)")]
+    NoDebuggerAddress,
+    #[error("DevTools /json is not JSON")]
+    TargetsNotJson(#[source] serde_json::Error),
+    #[error("no page target at {address}: {targets}")]
+    NoPageTarget { address: String, targets: Value },
+    #[error("cannot open the DevTools WebSocket {url}")]
+    Connect {
+        url: String,
+        #[source]
+        source: tungstenite::Error,
+    },
+    #[error("DevTools client poisoned")]
+    Poisoned,
+    #[error("{method}: no answer within {:?}", COMMAND_TIMEOUT)]
+    NoAnswer {
+        method: String,
+        #[source]
+        source: Elapsed,
+    },
+    #[error("{method}: the DevTools connection closed")]
+    Closed {
+        method: String,
+        #[source]
+        source: oneshot::error::RecvError,
+    },
+    /// The command's answer was an error.
+    #[error("{method} failed: {error}")]
+    Failed { method: String, error: Value },
+    #[error("cannot send {method}")]
+    Send {
+        method: String,
+        #[source]
+        source: tungstenite::Error,
+    },
+    #[error("cannot reach DevTools at {address}")]
+    Reach {
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("DevTools closed the connection mid-answer")]
+    ClosedMidAnswer,
+    #[error("GET {path} at {address}: {head}")]
+    HttpStatus {
+        path: String,
+        address: String,
+        head: String,
+    },
+    #[error("DevTools answered without Content-Length")]
+    NoContentLength,
+    #[error("DevTools /json did not answer")]
+    HttpTimeout(#[source] Elapsed),
+    /// Reading or writing the DevTools HTTP endpoint.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
 
 /// One DevTools event: its method and params.
 #[derive(Debug, Clone)]
@@ -48,30 +111,37 @@ impl Cdp {
     /// (its first `page` target).
     pub async fn attach(
         capabilities: Option<&serde_json::Map<String, Value>>,
-    ) -> anyhow::Result<(Cdp, mpsc::UnboundedReceiver<Event>)> {
+    ) -> Result<(Cdp, mpsc::UnboundedReceiver<Event>), DevToolsError> {
         let address = capabilities
             .and_then(|caps| caps.get("goog:chromeOptions"))
             .and_then(|options| options["debuggerAddress"].as_str())
-            .context("the session names no goog:chromeOptions.debuggerAddress (not chromedriver?)")?
+            .ok_or(DevToolsError::NoDebuggerAddress)?
             .to_owned();
         let targets: Value = serde_json::from_str(&http_get(&address, "/json").await?)
-            .context("DevTools /json is not JSON")?;
+            .map_err(DevToolsError::TargetsNotJson)?;
         let url = targets
             .as_array()
             .into_iter()
             .flatten()
             .find(|t| t["type"] == "page")
             .and_then(|t| t["webSocketDebuggerUrl"].as_str())
-            .with_context(|| format!("no page target at {address}: {targets}"))?
-            .to_owned();
+            .map(str::to_owned);
+        let Some(url) = url else {
+            return Err(DevToolsError::NoPageTarget { address, targets });
+        };
         Cdp::connect(&url).await
     }
 
     /// Connects to a `ws://` DevTools URL; events arrive on the returned channel.
-    pub async fn connect(url: &str) -> anyhow::Result<(Cdp, mpsc::UnboundedReceiver<Event>)> {
+    pub async fn connect(
+        url: &str,
+    ) -> Result<(Cdp, mpsc::UnboundedReceiver<Event>), DevToolsError> {
         let (socket, _) = tokio_tungstenite::connect_async(url)
             .await
-            .with_context(|| format!("cannot open the DevTools WebSocket {url}"))?;
+            .map_err(|source| DevToolsError::Connect {
+                url: url.to_owned(),
+                source,
+            })?;
         let (sink, mut stream) = socket.split();
         let pending: Pending = Arc::default();
         let (events, receiver) = mpsc::unbounded_channel();
@@ -107,40 +177,52 @@ impl Cdp {
     }
 
     /// Runs `method` with `params` and returns its result (an error answer is an error).
-    pub async fn call(&self, method: &str, params: Value) -> anyhow::Result<Value> {
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, DevToolsError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending
             .lock()
-            .map_err(|_| anyhow::anyhow!("DevTools client poisoned"))?
+            .map_err(|_| DevToolsError::Poisoned)?
             .insert(id, tx);
         self.write(id, method, params).await?;
         let answer = tokio::time::timeout(COMMAND_TIMEOUT, rx)
             .await
-            .with_context(|| format!("{method}: no answer within {COMMAND_TIMEOUT:?}"))?
-            .with_context(|| format!("{method}: the DevTools connection closed"))?;
+            .map_err(|source| DevToolsError::NoAnswer {
+                method: method.to_owned(),
+                source,
+            })?
+            .map_err(|source| DevToolsError::Closed {
+                method: method.to_owned(),
+                source,
+            })?;
         if let Some(error) = answer.get("error") {
-            bail!("{method} failed: {error}");
+            return Err(DevToolsError::Failed {
+                method: method.to_owned(),
+                error: error.clone(),
+            });
         }
         Ok(answer["result"].clone())
     }
 
     /// Sends `method` without waiting for its answer (for acknowledgements that must not
     /// hold up the event loop).
-    pub async fn send(&self, method: &str, params: Value) -> anyhow::Result<()> {
+    pub async fn send(&self, method: &str, params: Value) -> Result<(), DevToolsError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.write(id, method, params).await
     }
 
     /// Writes one command to the socket.
-    async fn write(&self, id: u64, method: &str, params: Value) -> anyhow::Result<()> {
+    async fn write(&self, id: u64, method: &str, params: Value) -> Result<(), DevToolsError> {
         let message = json!({ "id": id, "method": method, "params": params }).to_string();
         self.sink
             .lock()
             .await
             .send(Message::Text(message.into()))
             .await
-            .with_context(|| format!("cannot send {method}"))
+            .map_err(|source| DevToolsError::Send {
+                method: method.to_owned(),
+                source,
+            })
     }
 }
 
@@ -151,10 +233,13 @@ impl Drop for Cdp {
 }
 
 /// `GET path` from the DevTools HTTP endpoint at `address` (loopback `host:port`).
-async fn http_get(address: &str, path: &str) -> anyhow::Result<String> {
+async fn http_get(address: &str, path: &str) -> Result<String, DevToolsError> {
     let mut stream = tokio::net::TcpStream::connect(address)
         .await
-        .with_context(|| format!("cannot reach DevTools at {address}"))?;
+        .map_err(|source| DevToolsError::Reach {
+            address: address.to_owned(),
+            source,
+        })?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     // Chromium's DevTools HTTP server keeps the connection open: read the head, then
@@ -165,7 +250,7 @@ async fn http_get(address: &str, path: &str) -> anyhow::Result<String> {
         loop {
             let n = stream.read(&mut buf).await?;
             if n == 0 {
-                bail!("DevTools closed the connection mid-answer");
+                return Err(DevToolsError::ClosedMidAnswer);
             }
             response.extend_from_slice(&buf[..n]);
             let text = String::from_utf8_lossy(&response);
@@ -173,7 +258,11 @@ async fn http_get(address: &str, path: &str) -> anyhow::Result<String> {
                 continue;
             };
             if !head.starts_with("HTTP/1.1 200") {
-                bail!("GET {path} at {address}: {head}");
+                return Err(DevToolsError::HttpStatus {
+                    path: path.to_owned(),
+                    address: address.to_owned(),
+                    head: head.to_owned(),
+                });
             }
             let length = head
                 .lines()
@@ -182,7 +271,7 @@ async fn http_get(address: &str, path: &str) -> anyhow::Result<String> {
                     name.eq_ignore_ascii_case("content-length")
                         .then(|| value.trim().parse::<usize>().ok())?
                 })
-                .context("DevTools answered without Content-Length")?;
+                .ok_or(DevToolsError::NoContentLength)?;
             if body.len() >= length {
                 return Ok(body[..length].to_owned());
             }
@@ -190,5 +279,5 @@ async fn http_get(address: &str, path: &str) -> anyhow::Result<String> {
     };
     tokio::time::timeout(COMMAND_TIMEOUT, read)
         .await
-        .context("DevTools /json did not answer")?
+        .map_err(DevToolsError::HttpTimeout)?
 }

@@ -3,16 +3,57 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-
 use crate::engine::Engine;
 use crate::status::answers_webdriver_status;
-use crate::xvfb::{self, Xvfb};
+use crate::xvfb::{self, Xvfb, XvfbError};
+
+/// Why a driver could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error("no {name} on the PATH and ${env} is unset (`cargo xtask setup` installs it)")]
+    NotFound {
+        name: &'static str,
+        env: &'static str,
+    },
+    #[error("no {name} at {}", .bin.display())]
+    NoBinary { name: &'static str, bin: PathBuf },
+    #[error("cannot start {}", .bin.display())]
+    Spawn {
+        bin: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The driver exited before it listened: worth one more start (see
+    /// [`Driver::start_at`]).
+    #[error("{name} exited with {status} before listening; it printed: {printed}")]
+    ExitedEarly {
+        name: &'static str,
+        status: ExitStatus,
+        printed: String,
+    },
+    #[error("{name} did not listen on a port within {} s", START_LIMIT.as_secs())]
+    NoPort { name: &'static str },
+    #[error("cannot read {name}'s listening port: /proc is not readable")]
+    ProcUnreadable { name: &'static str },
+    #[error("{name} exited with {status} before listening on {addr}")]
+    ExitedBeforeReady {
+        name: &'static str,
+        status: ExitStatus,
+        addr: String,
+    },
+    #[error("{name} did not answer WebDriver's /status on {addr} within {} s", START_LIMIT.as_secs())]
+    NotReady { name: &'static str, addr: String },
+    #[error(transparent)]
+    Xvfb(#[from] XvfbError),
+    /// Waiting on the driver process.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
 
 /// Process groups of the drivers this process started and has not killed yet: what
 /// [`kill_all`] ends when the process must stop before its handles are dropped (a signal,
@@ -56,13 +97,12 @@ pub struct Driver {
 
 impl Driver {
     /// Starts the engine's driver from [`Engine::driver_path`].
-    pub fn start(engine: Engine) -> anyhow::Result<Driver> {
+    pub fn start(engine: Engine) -> Result<Driver, DriverError> {
         let Some(bin) = engine.driver_path() else {
-            bail!(
-                "no {} on the PATH and ${} is unset (`cargo xtask setup` installs it)",
-                engine.driver_name(),
-                engine.driver_env(),
-            );
+            return Err(DriverError::NotFound {
+                name: engine.driver_name(),
+                env: engine.driver_env(),
+            });
         };
         Driver::start_at(engine, &bin)
     }
@@ -82,11 +122,11 @@ impl Driver {
     /// times: chromedriver did so once in a full e2e run beside other test runs on a busy
     /// machine, and a test should not fail for it. Each error quotes the first lines the
     /// driver printed, so a cause that repeats shows itself.
-    pub fn start_at(engine: Engine, bin: &Path) -> anyhow::Result<Driver> {
+    pub fn start_at(engine: Engine, bin: &Path) -> Result<Driver, DriverError> {
         let mut attempt = 1;
         loop {
             match Driver::try_start(engine, bin) {
-                Err(e) if e.is::<ExitedEarly>() && attempt < START_ATTEMPTS => {
+                Err(e @ DriverError::ExitedEarly { .. }) if attempt < START_ATTEMPTS => {
                     eprintln!("ttfx-webdriver: {e}; starting it again");
                     attempt += 1;
                     std::thread::sleep(Duration::from_millis(100));
@@ -96,10 +136,13 @@ impl Driver {
         }
     }
 
-    fn try_start(engine: Engine, bin: &Path) -> anyhow::Result<Driver> {
+    fn try_start(engine: Engine, bin: &Path) -> Result<Driver, DriverError> {
         let name = engine.driver_name();
         if !bin.is_file() {
-            bail!("no {name} at {}", bin.display());
+            return Err(DriverError::NoBinary {
+                name,
+                bin: bin.to_owned(),
+            });
         }
         let xvfb = if engine.needs_display() && !xvfb::has_display() {
             Some(Xvfb::start()?)
@@ -129,16 +172,14 @@ impl Driver {
         let Some(port) = port else {
             match driver.child.try_wait()? {
                 Some(status) => {
-                    let said = printed.lock().map(|l| l.join(" | ")).unwrap_or_default();
-                    return Err(ExitedEarly(format!(
-                        "{name} exited with {status} before listening; it printed: {said}"
-                    ))
-                    .into());
+                    let printed = printed.lock().map(|l| l.join(" | ")).unwrap_or_default();
+                    return Err(DriverError::ExitedEarly {
+                        name,
+                        status,
+                        printed,
+                    });
                 }
-                None => bail!(
-                    "{name} did not listen on a port within {} s",
-                    START_LIMIT.as_secs()
-                ),
+                None => return Err(DriverError::NoPort { name }),
             }
         };
         driver.url = format!("http://127.0.0.1:{port}");
@@ -148,17 +189,16 @@ impl Driver {
 
     /// The port the driver process listens on, from `/proc`, once it does; `None` if it
     /// exits first or does not listen within `limit`.
-    fn port_from_proc(&mut self, limit: Duration) -> anyhow::Result<Option<u16>> {
+    fn port_from_proc(&mut self, limit: Duration) -> Result<Option<u16>, DriverError> {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
             if self.child.try_wait()?.is_some() {
                 return Ok(None);
             }
             let Some(ports) = listening_ports(self.child.id()) else {
-                bail!(
-                    "cannot read {}'s listening port: /proc is not readable",
-                    self.engine.driver_name()
-                );
+                return Err(DriverError::ProcUnreadable {
+                    name: self.engine.driver_name(),
+                });
             };
             // One port, bound on 127.0.0.1 and ::1 alike.
             if let Some(port) = ports.into_iter().min() {
@@ -170,23 +210,20 @@ impl Driver {
     }
 
     /// Waits until the driver answers WebDriver's `GET /status` on its port.
-    fn wait_ready(&mut self) -> anyhow::Result<()> {
+    fn wait_ready(&mut self) -> Result<(), DriverError> {
         let name = self.engine.driver_name();
         let deadline = Instant::now() + START_LIMIT;
         let addr = self.url.trim_start_matches("http://").to_owned();
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait()? {
-                bail!("{name} exited with {status} before listening on {addr}");
+                return Err(DriverError::ExitedBeforeReady { name, status, addr });
             }
             if answers_webdriver_status(&addr) {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        bail!(
-            "{name} did not answer WebDriver's /status on {addr} within {} s",
-            START_LIMIT.as_secs()
-        )
+        Err(DriverError::NotReady { name, addr })
     }
 
     /// The driver's base URL, `http://127.0.0.1:PORT`.
@@ -232,7 +269,12 @@ impl Drop for Driver {
 /// The driver as a child in its own process group, so killing the group also ends the
 /// browsers it started (killing the driver alone orphans them). `announce`: its output
 /// is piped to read the port it says; otherwise it goes nowhere.
-fn spawn(engine: Engine, bin: &Path, xvfb: Option<&Xvfb>, announce: bool) -> anyhow::Result<Child> {
+fn spawn(
+    engine: Engine,
+    bin: &Path,
+    xvfb: Option<&Xvfb>,
+    announce: bool,
+) -> Result<Child, DriverError> {
     let mut command = Command::new(bin);
     command.process_group(0).arg("--port=0");
     if engine == Engine::Firefox {
@@ -255,7 +297,10 @@ fn spawn(engine: Engine, bin: &Path, xvfb: Option<&Xvfb>, announce: bool) -> any
         .stdout(output())
         .stderr(output())
         .spawn()
-        .with_context(|| format!("cannot start {}", bin.display()))
+        .map_err(|source| DriverError::Spawn {
+            bin: bin.to_owned(),
+            source,
+        })
 }
 
 /// Kills a child started with `process_group(0)` and everything in its group, and
@@ -307,18 +352,6 @@ fn announced_port(
     drop(tx);
     rx.recv_timeout(limit).ok()
 }
-
-/// A driver exited before it listened: worth one more start (see [`Driver::start_at`]).
-#[derive(Debug)]
-struct ExitedEarly(String);
-
-impl std::fmt::Display for ExitedEarly {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ExitedEarly {}
 
 /// Starts of a driver that exits before it listens.
 const START_ATTEMPTS: u32 = 3;

@@ -10,16 +10,16 @@
 //! - [`Xvfb`]: a virtual X display for WebKitGTK's MiniBrowser, which has no headless
 //!   mode; `Driver::start` starts one when `DISPLAY` is unset.
 //!
-//! - [`SpeechFile`]: the speech a fake microphone plays, with its true start and end;
-//!   [`pulse`]: the PulseAudio server the browsers' audio needs, and the microphone
-//!   Firefox hears that speech from.
-//!
 //! - [`devtools::Cdp`] and [`bidi::Bidi`] (feature `devtools`): the DevTools protocol
 //!   and WebDriver BiDi over a session's WebSocket, for what classic WebDriver cannot
-//!   do (preload scripts, network events).
+//!   do (preload scripts, network events); [`devtools::network`] finds one request in
+//!   the DevTools `Network` events, for the runner's ground truth and the e2e harness.
 //!
 //! Native and Unix only (process groups, `/proc`). It opens no sessions itself: callers
-//! pass [`Engine::capabilities`] to their WebDriver client.
+//! pass [`Engine::capabilities`] to their WebDriver client. It must not depend on the
+//! runner, the e2e harness or the host's audio (`ttfx-hostaudio` uses it, not the other
+//! way round); its errors are its own enums ([`DriverError`], [`XvfbError`],
+//! `devtools::DevToolsError`), not `anyhow`.
 
 #[cfg(feature = "devtools")]
 pub mod bidi;
@@ -27,15 +27,12 @@ pub mod bidi;
 pub mod devtools;
 mod driver;
 mod engine;
-mod fake_mic;
-pub mod pulse;
 mod status;
 pub mod xvfb;
 
-pub use driver::{Driver, kill_all, kill_group};
+pub use driver::{Driver, DriverError, kill_all, kill_group};
 pub use engine::{
     CHROMIUM_ARGS, Capabilities, Engine, FIREFOX_ARGS, WEBKIT_ARGS, wasm_test_webdriver_json,
 };
-pub use fake_mic::{SpeechFile, TRUTH_THRESHOLD_DBFS};
 pub use status::answers_webdriver_status;
-pub use xvfb::Xvfb;
+pub use xvfb::{Xvfb, XvfbError};

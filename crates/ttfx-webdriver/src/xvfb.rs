@@ -6,7 +6,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+/// Why no display could be started.
+#[derive(Debug, thiserror::Error)]
+pub enum XvfbError {
+    #[error(
+        "WebKitGTK needs an X display: DISPLAY is unset and Xvfb is not installed \
+         (`cargo xtask setup` or `apt-get install -y xvfb` installs it)"
+    )]
+    NotInstalled,
+    #[error("cannot start {}", .bin.display())]
+    Spawn {
+        bin: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("Xvfb :{number} did not create {} within {} s", .socket.display(), READY_LIMIT.as_secs())]
+    NoSocket { number: u32, socket: PathBuf },
+    #[error("no free X display number in :{}..:{} for Xvfb", NUMBERS.start, NUMBERS.end - 1)]
+    NoFreeNumber,
+    /// Waiting on the Xvfb process.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
 
 /// A running `Xvfb`, killed when dropped.
 #[must_use = "Xvfb is stopped when the guard is dropped"]
@@ -26,11 +47,8 @@ impl Xvfb {
     /// `Xvfb :N -screen 0 1280x800x24 -nolisten tcp` on the first N with neither a socket
     /// (`/tmp/.X11-unix/XN`) nor a lock file (`/tmp/.XN-lock`); a number another process
     /// takes meanwhile makes this Xvfb exit, and the next one is tried.
-    pub fn start() -> anyhow::Result<Xvfb> {
-        let bin = find_xvfb().context(
-            "WebKitGTK needs an X display: DISPLAY is unset and Xvfb is not installed \
-             (`cargo xtask setup` or `apt-get install -y xvfb` installs it)",
-        )?;
+    pub fn start() -> Result<Xvfb, XvfbError> {
+        let bin = find_xvfb().ok_or(XvfbError::NotInstalled)?;
         for n in NUMBERS {
             let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
             if socket.exists() || Path::new(&format!("/tmp/.X{n}-lock")).exists() {
@@ -43,7 +61,10 @@ impl Xvfb {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
-                .with_context(|| format!("cannot start {}", bin.display()))?;
+                .map_err(|source| XvfbError::Spawn {
+                    bin: bin.clone(),
+                    source,
+                })?;
             let deadline = Instant::now() + READY_LIMIT;
             loop {
                 if child.try_wait()?.is_some() {
@@ -59,20 +80,12 @@ impl Xvfb {
                 if Instant::now() >= deadline {
                     let _ = child.kill();
                     let _ = child.wait();
-                    bail!(
-                        "Xvfb :{n} did not create {} within {} s",
-                        socket.display(),
-                        READY_LIMIT.as_secs()
-                    );
+                    return Err(XvfbError::NoSocket { number: n, socket });
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        bail!(
-            "no free X display number in :{}..:{} for Xvfb",
-            NUMBERS.start,
-            NUMBERS.end - 1
-        )
+        Err(XvfbError::NoFreeNumber)
     }
 }
 

@@ -1,16 +1,16 @@
 //! The sound server the audio truth listens at: PulseAudio with a null sink made the
 //! default output, so every browser's audio goes there and its monitor can be recorded.
 //!
-//! The server is ttfx-webdriver's ([`PulseServer`]: started when none answers, else the
-//! one running). Only the null sink is added and made the default, and both are undone
-//! on drop. Users are serialized within the process ([`SoundServer::acquire`]): two
+//! The server is ttfx-hostaudio's ([`PulseServer`]: started when none answers, else the
+//! one running). Only the null sink ([`NullSink`]) is added and made the default, and
+//! both are undone on drop. Users are serialized within the process ([`SoundServer::acquire`]): two
 //! browsers playing to one default sink at once would mix in its monitor.
 
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;
 use tokio::sync::{Mutex, OwnedMutexGuard};
-use ttfx_webdriver::pulse::{PulseServer, load_module, pactl};
+use ttfx_hostaudio::pulse::{NullSink, PulseServer, SampleFormat, pactl};
 
 /// The null sink's sample rate: PulseAudio's default rate, which Chromium's
 /// AudioContext takes (Firefox's takes the sink's), so both engines' output reaches the
@@ -20,13 +20,9 @@ pub const SINK_RATE: u32 = 44_100;
 /// A PulseAudio server with the truth's null sink as its default sink, held by one user
 /// at a time.
 pub struct SoundServer {
-    /// The null sink module's index.
-    module: Option<String>,
-    /// The default sink before ours, restored on drop.
-    previous_default: Option<String>,
-    sink: String,
-    /// After the sink: a server this process started stops last.
-    server: PulseServer,
+    /// Before the server: a server this process started stops last.
+    sink: NullSink,
+    _server: PulseServer,
     _turn: OwnedMutexGuard<()>,
 }
 
@@ -44,32 +40,34 @@ impl SoundServer {
     }
 
     fn start(turn: OwnedMutexGuard<()>) -> anyhow::Result<SoundServer> {
-        let sink = format!("ttfx_truth_{}", std::process::id());
-        let spec = format!(
-            "module-null-sink sink_name={sink} rate={SINK_RATE} channels=2 \
-             sink_properties=device.description=ttfx-audio-truth"
-        );
-        let mut server = SoundServer {
-            module: None,
-            previous_default: pactl(&["get-default-sink"]).ok(),
-            sink: sink.clone(),
-            server: PulseServer::start_or_join()?,
+        let server = PulseServer::start_or_join()?;
+        let mut sink = NullSink::load(
+            &server,
+            &format!("ttfx_truth_{}", std::process::id()),
+            "ttfx-audio-truth",
+            Some(SampleFormat {
+                rate: SINK_RATE,
+                channels: 2,
+            }),
+        )
+        .context("cannot add a null sink to the PulseAudio server")?;
+        sink.make_default_sink()
+            .context("cannot make the null sink the default")?;
+        Ok(SoundServer {
+            sink,
+            _server: server,
             _turn: turn,
-        };
-        server.module =
-            Some(load_module(&spec).context("cannot add a null sink to the PulseAudio server")?);
-        pactl(&["set-default-sink", &sink]).context("cannot make the null sink the default")?;
-        Ok(server)
+        })
     }
 
     /// The null sink's name (its monitor is `NAME.monitor`).
     pub fn sink(&self) -> &str {
-        &self.sink
+        self.sink.name()
     }
 
     /// The monitor source that records what the sink plays.
     pub fn monitor(&self) -> String {
-        format!("{}.monitor", self.sink)
+        self.sink.monitor()
     }
 
     /// The server's own description of the monitor's latency (`pactl list sources`),
@@ -84,20 +82,5 @@ impl SoundServer {
             .lines()
             .find(|l| l.trim_start().starts_with("Latency:"))
             .map(|l| l.trim().to_owned())
-    }
-}
-
-impl Drop for SoundServer {
-    fn drop(&mut self) {
-        // A server this process started goes with everything in it.
-        if self.server.is_own() {
-            return;
-        }
-        if let Some(previous) = self.previous_default.as_deref() {
-            let _ = pactl(&["set-default-sink", previous]);
-        }
-        if let Some(module) = self.module.as_deref() {
-            let _ = pactl(&["unload-module", module]);
-        }
     }
 }

@@ -19,7 +19,7 @@ use anyhow::Context;
 use serde_json::json;
 use tokio::sync::{Mutex, mpsc};
 
-use ttfx_webdriver::devtools::{Cdp, Event};
+use ttfx_webdriver::devtools::{Cdp, Event, network};
 
 /// The first body bytes of one request as DevTools saw them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,45 +40,19 @@ pub struct FirstData {
     pub send_start_ticks_ms: Option<f64>,
 }
 
-/// The request that carried `x-request-id: id`, and its first `dataReceived`.
+/// The request that carried `x-request-id: id`, and its first `dataReceived`
+/// (ttfx-webdriver's lookup, the runner's too), placed on both clocks.
 pub fn first_data(events: &[Event], id: &str) -> Option<FirstData> {
-    let (request_id, sent, wall) = events.iter().find_map(|e| {
-        if e.method != "Network.requestWillBeSent" {
-            return None;
-        }
-        let p = &e.params;
-        let ours = p["request"]["headers"]
-            .as_object()?
-            .iter()
-            .any(|(k, v)| k.eq_ignore_ascii_case("x-request-id") && v.as_str() == Some(id));
-        ours.then(|| {
-            Some((
-                p["requestId"].as_str()?.to_owned(),
-                p["timestamp"].as_f64()?,
-                p["wallTime"].as_f64()?,
-            ))
-        })?
-    })?;
-    let first = events
-        .iter()
-        .filter(|e| e.method == "Network.dataReceived" && e.params["requestId"] == request_id)
-        .filter_map(|e| e.params["timestamp"].as_f64())
-        .min_by(f64::total_cmp)?;
-    let timing = events
-        .iter()
-        .find(|e| e.method == "Network.responseReceived" && e.params["requestId"] == request_id)
-        .map(|e| &e.params["response"]["timing"]);
-    let at = |name: &str| {
-        let timing = timing?;
-        Some(timing["requestTime"].as_f64()? * 1000.0 + timing[name].as_f64()?)
-    };
+    let record = network::find_request(events, id)?;
+    let wall = record.sent_wall_s?;
+    let (sent, first) = (record.sent_s, record.first_data_s);
     Some(FirstData {
         request_unix_ms: wall * 1000.0,
         first_data_unix_ms: (wall + (first - sent)) * 1000.0,
         request_ticks_ms: sent * 1000.0,
         first_data_ticks_ms: first * 1000.0,
-        headers_start_ticks_ms: at("receiveHeadersStart"),
-        send_start_ticks_ms: at("sendStart"),
+        headers_start_ticks_ms: record.timing_ms("receiveHeadersStart"),
+        send_start_ticks_ms: record.timing_ms("sendStart"),
     })
 }
 
@@ -139,27 +113,19 @@ mod tests {
         }
     }
 
+    /// The lookup is ttfx-webdriver's (`devtools::network`, tested there); here its
+    /// record is placed on the wall clock through the request's `wallTime`.
     #[test]
     fn first_data_is_placed_on_the_wall_clock_through_its_request() {
-        let events = vec![
+        let request = |wall: Value| {
             ev(
                 "Network.requestWillBeSent",
-                json!({"requestId": "7", "timestamp": 10.0, "wallTime": 1000.0,
-                       "request": {"headers": {"x-request-id": "other"}}}),
-            ),
-            ev(
-                "Network.requestWillBeSent",
-                json!({"requestId": "9", "timestamp": 100.0, "wallTime": 1_700_000_000.5,
-                       "request": {"headers": {"X-Request-Id": "run-1"}}}),
-            ),
-            ev(
-                "Network.dataReceived",
-                json!({"requestId": "7", "timestamp": 100.1}),
-            ),
-            ev(
-                "Network.dataReceived",
-                json!({"requestId": "9", "timestamp": 100.5}),
-            ),
+                json!({"requestId": "9", "timestamp": 100.0, "wallTime": wall,
+                       "request": {"headers": {"x-request-id": "run-1"}}}),
+            )
+        };
+        let mut events = vec![
+            request(json!(1_700_000_000.5)),
             ev(
                 "Network.dataReceived",
                 json!({"requestId": "9", "timestamp": 100.25}),
@@ -171,26 +137,21 @@ mod tests {
             ),
         ];
         let found = first_data(&events, "run-1").unwrap();
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-3;
         assert!(
-            (found.request_unix_ms - 1_700_000_000_500.0).abs() < 1e-3,
+            near(found.request_unix_ms, 1_700_000_000_500.0),
             "{found:?}"
         );
         assert!(
-            (found.first_data_unix_ms - 1_700_000_000_750.0).abs() < 1e-3,
+            near(found.first_data_unix_ms, 1_700_000_000_750.0),
             "{found:?}"
         );
-        assert!(
-            (found.first_data_ticks_ms - 100_250.0).abs() < 1e-6,
-            "{found:?}"
-        );
-        assert!(
-            (found.request_ticks_ms - 100_000.0).abs() < 1e-6,
-            "{found:?}"
-        );
+        assert!(near(found.first_data_ticks_ms, 100_250.0), "{found:?}");
+        assert!(near(found.request_ticks_ms, 100_000.0), "{found:?}");
         assert_eq!(found.headers_start_ticks_ms, Some(100_240.0));
         assert_eq!(found.send_start_ticks_ms, Some(100_000.5));
-        assert_eq!(first_data(&events, "absent"), None);
-        // A request without data has no first data.
-        assert_eq!(first_data(&events[..2], "run-1"), None);
+        // Without the request's wallTime there is no wall clock to place it on.
+        events[0] = request(Value::Null);
+        assert_eq!(first_data(&events, "run-1"), None);
     }
 }

@@ -25,6 +25,7 @@ pub const CRATES: &[&str] = &[
     "crates/ttfx-probe",
     "crates/ttfx-analysis",
     "crates/ttfx-webdriver",
+    "crates/ttfx-hostaudio",
     "crates/ttfx-edge",
     "crates/ttfx-records",
     "crates/ttfx-sim",

@@ -7,7 +7,25 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, bail};
+/// Why the speech could not be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum SpeechError {
+    #[error("cannot run espeak-ng (installed by `cargo xtask setup`)")]
+    RunEspeak(#[source] std::io::Error),
+    #[error("espeak-ng failed: {0}")]
+    EspeakFailed(String),
+    #[error("espeak-ng's WAV")]
+    EspeakWav(#[source] hound::Error),
+    #[error("espeak-ng wrote {0:?}, expected 16-bit mono")]
+    EspeakFormat(hound::WavSpec),
+    #[error("espeak-ng's speech for {0:?} is silent")]
+    Silent(String),
+    #[error("the speech file")]
+    SpeechFile(#[source] hound::Error),
+    /// Reading or writing samples.
+    #[error(transparent)]
+    Wav(#[from] hound::Error),
+}
 
 /// The level above which a sample counts as speech for the truth: −50 dBFS peak, far
 /// below espeak-ng's voiced level (about −10 dBFS) and above its digital silence (0).
@@ -42,24 +60,23 @@ impl SpeechFile {
         text: &str,
         lead_s: f64,
         tail_s: f64,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, SpeechError> {
         let raw = dir.join(format!("{name}-espeak.wav"));
         let out = Command::new(espeak_ng())
             .arg("-w")
             .arg(&raw)
             .arg(text)
             .output()
-            .context("cannot run espeak-ng (installed by `cargo xtask setup`)")?;
+            .map_err(SpeechError::RunEspeak)?;
         if !out.status.success() {
-            bail!(
-                "espeak-ng failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+            return Err(SpeechError::EspeakFailed(
+                String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            ));
         }
-        let mut reader = hound::WavReader::open(&raw).context("espeak-ng's WAV")?;
+        let mut reader = hound::WavReader::open(&raw).map_err(SpeechError::EspeakWav)?;
         let spec = reader.spec();
         if spec.channels != 1 || spec.bits_per_sample != 16 {
-            bail!("espeak-ng wrote {spec:?}, expected 16-bit mono");
+            return Err(SpeechError::EspeakFormat(spec));
         }
         let samples: Vec<i16> = reader.samples::<i16>().collect::<Result<_, _>>()?;
         let _ = std::fs::remove_file(&raw);
@@ -69,7 +86,7 @@ impl SpeechFile {
             samples.iter().position(loud),
             samples.iter().rposition(loud),
         ) else {
-            bail!("espeak-ng's speech for {text:?} is silent");
+            return Err(SpeechError::Silent(text.to_owned()));
         };
         let rate = f64::from(spec.sample_rate);
         let speech = &samples[first..=last];
@@ -96,8 +113,8 @@ impl SpeechFile {
     }
 
     /// The file's samples as raw 16-bit little-endian PCM (what `pacat --raw` plays).
-    pub fn pcm_bytes(&self) -> anyhow::Result<Vec<u8>> {
-        let mut reader = hound::WavReader::open(&self.path).context("the speech file")?;
+    pub fn pcm_bytes(&self) -> Result<Vec<u8>, SpeechError> {
+        let mut reader = hound::WavReader::open(&self.path).map_err(SpeechError::SpeechFile)?;
         let mut bytes = Vec::with_capacity(reader.len() as usize * 2);
         for s in reader.samples::<i16>() {
             bytes.extend_from_slice(&s?.to_le_bytes());
