@@ -2,8 +2,8 @@
 //! at `GET /records/{request_id}`: the server's own clock, which the simulator and the
 //! vantage proxy write and `ttfx serve` serves.
 //!
-//! It depends on ttfx-core (the record's shape is its `ServerData`) and the HTTP edge
-//! only; it must not depend on the simulator, the proxy or the server that use it.
+//! It depends on ttfx-core only (the record's shape is its `ServerData`); it must not
+//! depend on the simulator, the proxy or the server that use it.
 //!
 //! A record says what this server did, on its own clock: milestones in ms since the
 //! request arrived, every body chunk it sent (or, for the proxy, received from the

@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(test)]
+mod architecture_doc;
 mod bench;
 mod cmd;
 mod lab;
