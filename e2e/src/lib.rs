@@ -1,6 +1,10 @@
 //! The harness shared by the end-to-end tests (and by `ttfx`'s own process tests):
 //! real `ttfx serve` processes on ephemeral loopback ports and real browser sessions
 //! (headless Chromium and Firefox, WebKitGTK on Xvfb) over W3C WebDriver.
+//!
+//! It drives `ttfx` as a process; it must not depend on the `ttfx` binary crate (whose
+//! tests use this harness), only on the libraries a test needs to state what is true
+//! (ttfx-core, ttfx-webdriver, ttfx-hostaudio, ttfx-run's Site).
 
 pub mod audio_truth;
 pub mod bench;

@@ -3,6 +3,9 @@
 //! One state ([`Lab`]) holds the measured runs; everything else (statistics, goodput,
 //! the comparison, the export) is derived from it with `ttfx_core`, so a loaded report
 //! and a fresh batch are shown by the same code.
+//!
+//! It depends on ttfx-probe's Rust API and ttfx-core, never on a native crate: what the
+//! servers know (profiles, upstreams, records, field answers) it asks them over HTTP.
 
 use leptos::prelude::*;
 use ttfx_core::report::{BatchReport, Run};

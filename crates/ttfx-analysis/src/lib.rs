@@ -10,6 +10,10 @@
 //! mirror `ttfx_core::Recorder`. A run the page will beacon also gets its field report
 //! (`ttfx_core::field`, docs/report.md), made here from the finished run: the page never
 //! builds one itself.
+//!
+//! It depends on ttfx-core only (and the wasm-bindgen family): never on web-sys (a
+//! Worker has no DOM), the probe, or any native crate; the runner links it natively to
+//! replay inject mode's calls.
 
 use ttfx_core::Milestone;
 use ttfx_core::decode::dialect::UnknownDialect;

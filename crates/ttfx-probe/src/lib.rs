@@ -5,6 +5,8 @@
 //! (ttfx-core through ttfx-analysis) is loaded lazily: in a Worker for JS pages, linked in
 //! here for Rust front ends. This crate is the Rust API over the front, plus the voice
 //! API (`TtsPlayer`, `AudioTap`, `VoiceHandoff`), which the package ships as `voice/`.
+//! It depends on ttfx-core and ttfx-analysis (and the web-sys family); it must never
+//! depend on Leptos or any native crate: it ships inside other people's pages.
 //!
 //! ```ignore
 //! let probe = Probe::new(ProbeOptions::default())?;

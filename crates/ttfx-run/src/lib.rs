@@ -5,7 +5,8 @@
 //!
 //! It serves its page with `ttfx serve`'s router (ttfx-serve), drives browsers through
 //! ttfx-webdriver, makes inject mode's reports with ttfx-analysis and prints tables with
-//! ttfx-report; no server crate depends on it.
+//! ttfx-report; no server crate depends on it, and it must not reach into the servers'
+//! internals (it uses ttfx-serve's router and config, ttfx-proxy's upstream list).
 
 use std::process::ExitCode;
 use std::time::Instant;

@@ -1,4 +1,8 @@
 //! `cargo xtask`: the project's own build tool. `main` only dispatches.
+//!
+//! It builds and tests the workspace from outside: it depends on ttfx-webdriver only
+//! (Chromium's flags for the wasm tests' webdriver.json) and runs everything else as
+//! commands, so no product crate depends on it or is built for it.
 
 use std::process::ExitCode;
 
