@@ -1,6 +1,7 @@
 //! GETs to the serving origin (`ttfx serve`'s lists for the run form's pickers). A page
 //! served elsewhere, or an answer that is not 200, gets an error to show, not a panic.
 
+use serde::de::DeserializeOwned;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::Response;
@@ -21,4 +22,9 @@ pub async fn get_text(path: &str, what: &str) -> Result<String, String> {
         .ok()
         .and_then(|t| t.as_string())
         .ok_or_else(|| format!("{what} has no text"))
+}
+
+/// `text` read as the JSON document `T`; `what` names the resource in the error.
+pub fn parse_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| format!("{what} is unreadable: {e}"))
 }

@@ -9,15 +9,15 @@ struct List {
     profiles: Vec<String>,
 }
 
+const WHAT: &str = "the simulator's profile list";
+
 pub fn parse(text: &str) -> Result<Vec<String>, String> {
-    serde_json::from_str::<List>(text)
-        .map(|l| l.profiles)
-        .map_err(|e| format!("the simulator's profile list is unreadable: {e}"))
+    crate::origin::parse_json::<List>(text, WHAT).map(|l| l.profiles)
 }
 
 /// The list from the serving origin.
 pub async fn load() -> Result<Vec<String>, String> {
-    parse(&crate::origin::get_text("/sim", "the simulator's profile list").await?)
+    parse(&crate::origin::get_text("/sim", WHAT).await?)
 }
 
 #[cfg(test)]

@@ -51,15 +51,15 @@ impl Upstream {
     }
 }
 
+const WHAT: &str = "the proxy's upstream list";
+
 pub fn parse(text: &str) -> Result<Vec<Upstream>, String> {
-    serde_json::from_str::<List>(text)
-        .map(|l| l.upstreams)
-        .map_err(|e| format!("the proxy's upstream list is unreadable: {e}"))
+    crate::origin::parse_json::<List>(text, WHAT).map(|l| l.upstreams)
 }
 
 /// The list from the serving origin.
 pub async fn load() -> Result<Vec<Upstream>, String> {
-    parse(&crate::origin::get_text("/proxy", "the proxy's upstream list").await?)
+    parse(&crate::origin::get_text("/proxy", WHAT).await?)
 }
 
 #[cfg(test)]
