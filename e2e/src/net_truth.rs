@@ -173,6 +173,37 @@ impl ClockSamples {
     }
 }
 
+/// `v`, a number in the page's answer `out`, or an error that shows the whole answer.
+fn page_number(out: &Value, v: &Value, what: &str) -> anyhow::Result<f64> {
+    v.as_f64()
+        .with_context(|| format!("no {what} in the page's answer: {out}"))
+}
+
+/// Chromium's `dataReceived` placed on the page clock: DevTools times it on the monotonic
+/// clock, which the page does not read, so the two are tied where both name the
+/// response's start (`receiveHeadersStart`, Resource Timing's `responseStart`).
+fn data_received_truth(
+    data: &devtools::FirstData,
+    resource_timing: &Value,
+    request_start: f64,
+) -> NetworkTruth {
+    // The monotonic clock's offset from the page's.
+    let tie = data
+        .headers_start_ticks_ms
+        .zip(resource_timing["responseStart"].as_f64())
+        .map(|(ticks, page)| ticks - page);
+    let check = tie
+        .zip(data.send_start_ticks_ms)
+        .zip(resource_timing["requestStart"].as_f64())
+        .map(|((tie, ticks), page)| ticks - page - tie);
+    NetworkTruth::DataReceived {
+        unix_ms: data.first_data_unix_ms,
+        page_ms: tie.map(|tie| data.first_data_ticks_ms - tie),
+        tie_check_ms: check,
+        request_sent_after_start_ms: tie.map(|tie| data.request_ticks_ms - tie - request_start),
+    }
+}
+
 /// A served `net.html` in one engine, with the engine's network record attached.
 pub struct NetLab {
     engine: Engine,
@@ -236,10 +267,7 @@ impl NetLab {
             json!({ "url": url, "init": init, "id": id }),
         )
         .await?;
-        let number = |v: &Value, what: &str| {
-            v.as_f64()
-                .with_context(|| format!("no {what} in the page's answer: {out}"))
-        };
+        let number = |v: &Value, what: &str| page_number(&out, v, what);
         let report = &out["report"]["run"];
         let first_byte = number(
             &report["timeline"]["milestones"]["first_byte"],
@@ -254,36 +282,7 @@ impl NetLab {
         let record = &out["record"];
         let received = number(&record["received_unix_ms"], "the record's received_unix_ms")?;
         let first_chunk = number(&record["chunks"][0]["at_ms"], "the record's first chunk")?;
-        let network = match &self.record {
-            NetworkRecord::DevTools(d) => {
-                let data = d.first_data(&id).await?;
-                let rt = &out["resourceTiming"];
-                // The monotonic clock's offset from the page's, where both name the
-                // response's start.
-                let tie = data
-                    .headers_start_ticks_ms
-                    .zip(rt["responseStart"].as_f64())
-                    .map(|(ticks, page)| ticks - page);
-                let check = tie
-                    .zip(data.send_start_ticks_ms)
-                    .zip(rt["requestStart"].as_f64())
-                    .map(|((tie, ticks), page)| ticks - page - tie);
-                NetworkTruth::DataReceived {
-                    unix_ms: data.first_data_unix_ms,
-                    page_ms: tie.map(|tie| data.first_data_ticks_ms - tie),
-                    tie_check_ms: check,
-                    request_sent_after_start_ms: tie
-                        .map(|tie| data.request_ticks_ms - tie - request_start),
-                }
-            }
-            NetworkRecord::Bidi(b) => NetworkTruth::Bidi(b.response(&url).await?),
-            NetworkRecord::ResourceTiming => NetworkTruth::ResponseStart {
-                page_ms: number(
-                    &out["resourceTiming"]["responseStart"],
-                    "Resource Timing responseStart",
-                )?,
-            },
-        };
+        let network = self.network_truth(&id, &url, &out, request_start).await?;
         let offset = &report["metrics"]["clock_offset"];
         Ok(NetSample {
             engine: self.engine,
@@ -307,6 +306,32 @@ impl NetLab {
             clock_offset: offset["offset_ms"]
                 .as_f64()
                 .zip(offset["error_bound_ms"].as_f64()),
+        })
+    }
+
+    /// What this engine's network record says about run `id`'s first byte; `out` is the
+    /// page's answer for the run, `request_start` the probe's on the page clock.
+    async fn network_truth(
+        &self,
+        id: &str,
+        url: &str,
+        out: &Value,
+        request_start: f64,
+    ) -> anyhow::Result<NetworkTruth> {
+        Ok(match &self.record {
+            NetworkRecord::DevTools(d) => data_received_truth(
+                &d.first_data(id).await?,
+                &out["resourceTiming"],
+                request_start,
+            ),
+            NetworkRecord::Bidi(b) => NetworkTruth::Bidi(b.response(url).await?),
+            NetworkRecord::ResourceTiming => NetworkTruth::ResponseStart {
+                page_ms: page_number(
+                    out,
+                    &out["resourceTiming"]["responseStart"],
+                    "Resource Timing responseStart",
+                )?,
+            },
         })
     }
 
@@ -378,5 +403,51 @@ impl NetLab {
     pub async fn close(self) -> anyhow::Result<()> {
         self.client.clone().close().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_data(headers_start_ticks_ms: Option<f64>) -> devtools::FirstData {
+        devtools::FirstData {
+            request_unix_ms: 1_700_000_000_000.0,
+            first_data_unix_ms: 1_700_000_000_055.0,
+            request_ticks_ms: 950.0,
+            first_data_ticks_ms: 1005.0,
+            headers_start_ticks_ms,
+            send_start_ticks_ms: Some(990.0),
+        }
+    }
+
+    #[test]
+    fn data_received_is_tied_to_the_page_clock_at_the_response_start() {
+        let rt = json!({ "responseStart": 100.0, "requestStart": 89.5 });
+        let truth = data_received_truth(&first_data(Some(1000.0)), &rt, 49.0);
+        assert_eq!(
+            truth,
+            NetworkTruth::DataReceived {
+                unix_ms: 1_700_000_000_055.0,
+                page_ms: Some(105.0),
+                tie_check_ms: Some(0.5),
+                request_sent_after_start_ms: Some(1.0),
+            }
+        );
+    }
+
+    #[test]
+    fn without_the_tie_only_the_wall_clock_figure_is_left() {
+        let truth =
+            data_received_truth(&first_data(None), &json!({ "responseStart": 100.0 }), 49.0);
+        assert_eq!(
+            truth,
+            NetworkTruth::DataReceived {
+                unix_ms: 1_700_000_000_055.0,
+                page_ms: None,
+                tie_check_ms: None,
+                request_sent_after_start_ms: None,
+            }
+        );
     }
 }

@@ -6,8 +6,10 @@
 //! delay (apart from time to first audio), the capture path's latency and issue #18's
 //! goal lines. `--runs N` (default 100) per engine.
 
+use std::collections::BTreeMap;
+
 use ttfx_core::stats::Summary;
-use ttfx_e2e::audio_truth::{AudioLab, CLOCK_RESOLUTION_MS};
+use ttfx_e2e::audio_truth::{AudioLab, CLOCK_RESOLUTION_MS, DeviceStart};
 use ttfx_e2e::bench::{self, runs_flag};
 use ttfx_e2e::engines::Engine;
 
@@ -28,6 +30,29 @@ fn line(what: &str, values: &[f64]) {
     }
 }
 
+/// One engine's runs over its page loads: the differences kept, the device's start
+/// delays, and the runs that gave no figure.
+struct EngineRuns {
+    /// `first_audio_out` − truth, ms.
+    diffs: Vec<f64>,
+    /// (`first_audio_out` + outputLatency) − truth, ms.
+    with_latency: Vec<f64>,
+    /// truth − `first_audio_scheduled`, ms.
+    after_scheduled: Vec<f64>,
+    /// `new AudioContext()` → running, ms, per page load.
+    running: Vec<f64>,
+    /// `new AudioContext()` → `getOutputTimestamp()` usable, ms, per page load.
+    output: Vec<f64>,
+    /// Runs per `first_audio_out` method.
+    methods: BTreeMap<String, usize>,
+    /// Runs without a truth or a `first_audio_out`.
+    failures: usize,
+    /// The last page load's sample rate, Hz.
+    rate: f64,
+    /// Runs outside the test's bounds printed so far.
+    outliers: usize,
+}
+
 async fn bench(engine: Engine, runs: usize) -> anyhow::Result<()> {
     println!("\n### {}", engine.name());
     let lab = AudioLab::start(engine).await?;
@@ -37,10 +62,30 @@ async fn bench(engine: Engine, runs: usize) -> anyhow::Result<()> {
         &tones,
     );
     println!("monitor, as the server says: {:?}", lab.monitor_latency());
-    let (mut diffs, mut with_latency, mut after_scheduled) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut running, mut output) = (Vec::new(), Vec::new());
-    let mut methods = std::collections::BTreeMap::new();
-    let (mut failures, mut rate, mut outliers) = (0, f64::NAN, 0);
+    let Some(measured) = measure(&lab, runs).await? else {
+        return lab.close().await;
+    };
+    print_runs(&measured);
+    if !measured.diffs.is_empty() {
+        goal_lines(engine, &measured, &tones);
+    }
+    lab.close().await
+}
+
+/// `runs` replies spread over [`LOADS`] page loads; `None` (after saying why) when the
+/// page's AudioContext never runs.
+async fn measure(lab: &AudioLab, runs: usize) -> anyhow::Result<Option<EngineRuns>> {
+    let mut out = EngineRuns {
+        diffs: Vec::new(),
+        with_latency: Vec::new(),
+        after_scheduled: Vec::new(),
+        running: Vec::new(),
+        output: Vec::new(),
+        methods: BTreeMap::new(),
+        failures: 0,
+        rate: f64::NAN,
+        outliers: 0,
+    };
     for load in 0..LOADS {
         let device = lab.open().await?;
         if device.state != "running" {
@@ -49,85 +94,107 @@ async fn bench(engine: Engine, runs: usize) -> anyhow::Result<()> {
                  no run measured",
                 device.state
             );
-            return lab.close().await;
+            return Ok(None);
         }
-        rate = device.sample_rate;
-        running.extend(device.running_ms);
-        output.extend(device.output_ms);
-        println!(
-            "load {load}: running {:?} ms, output timestamp {:?} ms; outputLatency over the next \
-             2 s: {:?} at first, {:?}–{:?} ms, {} changes, the last at {:?} ms",
-            device.running_ms,
-            device.output_ms,
-            device.first_output_latency_ms,
-            device.min_output_latency_ms,
-            device.max_output_latency_ms,
-            device.latency_changes,
-            device.last_latency_change_ms
-        );
-        if load == 0 {
-            println!(
-                "context: {} Hz, baseLatency {:?} ms, outputLatency at start {:?} ms",
-                device.sample_rate, device.base_latency_ms, device.output_latency_ms
-            );
-        }
-        // The delay a timestamp pair carries: how far its frame lags the render position,
-        // less how old it is. About base + output latency where the pair names the frame
-        // at the output; 0 where it lies on the render clock.
-        println!(
-            "load {load}: getOutputTimestamp(): currentTime − contextTime {:?} ms, \
-             performance.now() − performanceTime {:?} ms (medians of 20)",
-            device.timestamp_lag_ms, device.timestamp_age_ms
-        );
+        out.rate = device.sample_rate;
+        out.running.extend(device.running_ms);
+        out.output.extend(device.output_ms);
+        print_device(load, &device);
         let share = runs / LOADS + usize::from(load < runs % LOADS);
         for i in 0..share {
-            let n = load + LOADS * i;
-            // Times to first audio spread over 198 ms (not a multiple of any render or
-            // device period), so the first sample lands at every phase of both.
-            let ttfa = 100 + (n as u32 * 37) % 198;
-            match lab.run(ttfa).await {
-                Ok(s) => {
-                    // Runs outside the test's bounds, in full, to tell a wrong probe from a
-                    // wrong truth.
-                    // (The first few: in an engine where every run is off, one shows it.)
-                    if (s.probe_minus_truth_ms < -CLOCK_RESOLUTION_MS
-                        || s.probe_minus_truth_ms > 128_000.0 / rate + 3.0)
-                        && outliers < MAX_OUTLIERS_SHOWN
-                    {
-                        outliers += 1;
-                        println!("outlier, load {load} run {n} ttfa {ttfa} ms: {s:?}");
-                    }
-                    diffs.push(s.probe_minus_truth_ms);
-                    with_latency.extend(s.with_output_latency_minus_truth_ms);
-                    after_scheduled.extend(s.truth_minus_scheduled_ms);
-                    *methods.entry(s.method).or_insert(0) += 1;
-                }
-                Err(e) => {
-                    failures += 1;
-                    eprintln!("{} run {n}: {e:#}", engine.name());
-                }
-            }
+            run_once(lab, load, load + LOADS * i, &mut out).await;
         }
     }
+    Ok(Some(out))
+}
+
+/// What page load `load`'s AudioContext said as it started.
+fn print_device(load: usize, device: &DeviceStart) {
+    println!(
+        "load {load}: running {:?} ms, output timestamp {:?} ms; outputLatency over the next \
+         2 s: {:?} at first, {:?}–{:?} ms, {} changes, the last at {:?} ms",
+        device.running_ms,
+        device.output_ms,
+        device.first_output_latency_ms,
+        device.min_output_latency_ms,
+        device.max_output_latency_ms,
+        device.latency_changes,
+        device.last_latency_change_ms
+    );
+    if load == 0 {
+        println!(
+            "context: {} Hz, baseLatency {:?} ms, outputLatency at start {:?} ms",
+            device.sample_rate, device.base_latency_ms, device.output_latency_ms
+        );
+    }
+    // The delay a timestamp pair carries: how far its frame lags the render position,
+    // less how old it is. About base + output latency where the pair names the frame
+    // at the output; 0 where it lies on the render clock.
+    println!(
+        "load {load}: getOutputTimestamp(): currentTime − contextTime {:?} ms, \
+         performance.now() − performanceTime {:?} ms (medians of 20)",
+        device.timestamp_lag_ms, device.timestamp_age_ms
+    );
+}
+
+/// Run `n` (on page load `load`), its figures added to `out`; a failed run counted and
+/// told on stderr.
+async fn run_once(lab: &AudioLab, load: usize, n: usize, out: &mut EngineRuns) {
+    // Times to first audio spread over 198 ms (not a multiple of any render or
+    // device period), so the first sample lands at every phase of both.
+    let ttfa = 100 + (n as u32 * 37) % 198;
+    match lab.run(ttfa).await {
+        Ok(s) => {
+            // Runs outside the test's bounds, in full, to tell a wrong probe from a
+            // wrong truth.
+            // (The first few: in an engine where every run is off, one shows it.)
+            if (s.probe_minus_truth_ms < -CLOCK_RESOLUTION_MS
+                || s.probe_minus_truth_ms > 128_000.0 / out.rate + 3.0)
+                && out.outliers < MAX_OUTLIERS_SHOWN
+            {
+                out.outliers += 1;
+                println!("outlier, load {load} run {n} ttfa {ttfa} ms: {s:?}");
+            }
+            out.diffs.push(s.probe_minus_truth_ms);
+            out.with_latency
+                .extend(s.with_output_latency_minus_truth_ms);
+            out.after_scheduled.extend(s.truth_minus_scheduled_ms);
+            *out.methods.entry(s.method).or_insert(0) += 1;
+        }
+        Err(e) => {
+            out.failures += 1;
+            eprintln!("{} run {n}: {e:#}", lab.engine().name());
+        }
+    }
+}
+
+/// The device's start delays and the distributions of an engine's runs.
+fn print_runs(runs: &EngineRuns) {
     line(
         "device start: new AudioContext() → running (a separate wait, not time to first audio)",
-        &running,
+        &runs.running,
     );
     line(
         "device start: new AudioContext() → getOutputTimestamp() usable",
-        &output,
+        &runs.output,
     );
-
     println!(
-        "first_audio_out methods: {methods:?}; runs without a truth or a first_audio_out: {failures}"
+        "first_audio_out methods: {:?}; runs without a truth or a first_audio_out: {}",
+        runs.methods, runs.failures
     );
-    line("first_audio_out − truth", &diffs);
-    line("(first_audio_out + outputLatency) − truth", &with_latency);
-    line("truth − first_audio_scheduled", &after_scheduled);
-    if diffs.is_empty() {
-        return lab.close().await;
-    }
-    let mut sorted = tones.clone();
+    line("first_audio_out − truth", &runs.diffs);
+    line(
+        "(first_audio_out + outputLatency) − truth",
+        &runs.with_latency,
+    );
+    line("truth − first_audio_scheduled", &runs.after_scheduled);
+}
+
+/// How often the probe came before the truth, and issue #18's goal lines, against the
+/// capture path's median latency over `tones`.
+fn goal_lines(engine: Engine, runs: &EngineRuns, tones: &[f64]) {
+    let (diffs, rate) = (&runs.diffs, runs.rate);
+    let mut sorted = tones.to_vec();
     sorted.sort_by(f64::total_cmp);
     let capture = sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN);
     let quantum = 128.0 * 1000.0 / rate;
@@ -165,7 +232,6 @@ async fn bench(engine: Engine, runs: usize) -> anyhow::Result<()> {
         engine.name(),
         if earlier == 0 { "met" } else { "not met" }
     );
-    lab.close().await
 }
 
 #[tokio::main]

@@ -123,66 +123,97 @@ fn clock(c: &ClockSamples) {
     );
 }
 
+/// One engine's figures over its runs, then issue #18's goal lines.
 fn report(samples: &[NetSample], failures: usize) {
+    let engine = samples.first().map_or("?", |s| s.engine.name());
     let network: Vec<f64> = samples
         .iter()
         .filter_map(NetSample::probe_minus_network_ms)
         .collect();
+    line(
+        &format!("probe − network record ({})", network_record(engine)),
+        &network,
+    );
+    data_received_lines(samples);
     let server: Vec<f64> = samples
         .iter()
         .map(NetSample::probe_minus_server_ms)
         .collect();
-    let origin: Vec<f64> = samples
-        .iter()
-        .map(NetSample::origin_minus_server_ms)
-        .collect();
-    let engine = samples.first().map_or("?", |s| s.engine.name());
-    let truth = match engine {
+    server_send_lines(samples, &server);
+    skew_lines(samples);
+    response_start_lines(samples);
+    clock_offset_line(samples);
+    println!("runs that failed: {failures}");
+    goals(&format!("{engine} vs network record"), &network);
+    goals(&format!("{engine} vs server send"), &server);
+}
+
+/// What the engine named `engine` keeps as its network record of a request.
+fn network_record(engine: &str) -> &'static str {
+    match engine {
         "chromium" => "DevTools Network.dataReceived, on the page clock",
         "firefox" => "BiDi responseStart",
         _ => "Resource Timing responseStart",
-    };
-    line(&format!("probe − network record ({truth})"), &network);
+    }
+}
+
+/// Chromium's `dataReceived` through the other mapping, and the tie's checks; nothing for
+/// the engines without DevTools.
+fn data_received_lines(samples: &[NetSample]) {
     let wall: Vec<f64> = samples
         .iter()
         .filter_map(NetSample::probe_minus_data_received_wall_ms)
         .collect();
-    if !wall.is_empty() {
-        line("probe − dataReceived through wallTime (wall clock)", &wall);
-        let ties: Vec<f64> = samples
-            .iter()
-            .filter_map(|s| match s.network {
-                NetworkTruth::DataReceived { tie_check_ms, .. } => tie_check_ms,
-                _ => None,
-            })
-            .collect();
-        line(
-            "monotonic-to-page tie at sendStart − at receiveHeadersStart",
-            &ties,
-        );
-        let sent: Vec<f64> = samples
-            .iter()
-            .filter_map(|s| match s.network {
-                NetworkTruth::DataReceived {
-                    request_sent_after_start_ms,
-                    ..
-                } => request_sent_after_start_ms,
-                _ => None,
-            })
-            .collect();
-        line(
-            "requestWillBeSent − the probe's request_start (page clock)",
-            &sent,
-        );
+    if wall.is_empty() {
+        return;
     }
+    line("probe − dataReceived through wallTime (wall clock)", &wall);
+    let ties: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| match s.network {
+            NetworkTruth::DataReceived { tie_check_ms, .. } => tie_check_ms,
+            _ => None,
+        })
+        .collect();
+    line(
+        "monotonic-to-page tie at sendStart − at receiveHeadersStart",
+        &ties,
+    );
+    let sent: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| match s.network {
+            NetworkTruth::DataReceived {
+                request_sent_after_start_ms,
+                ..
+            } => request_sent_after_start_ms,
+            _ => None,
+        })
+        .collect();
+    line(
+        "requestWillBeSent − the probe's request_start (page clock)",
+        &sent,
+    );
+}
+
+/// The probe against the server's send, `server` through the skew, then through
+/// timeOrigin alone (the report's own mapping).
+fn server_send_lines(samples: &[NetSample], server: &[f64]) {
     line(
         "probe − server send (wall clock, page mapped with skew)",
-        &server,
+        server,
     );
+    let origin: Vec<f64> = samples
+        .iter()
+        .map(NetSample::origin_minus_server_ms)
+        .collect();
     line(
         "probe − server send (wall clock, timeOrigin alone)",
         &origin,
     );
+}
+
+/// The page clock's offset from the system clock, and how far it moved during a run.
+fn skew_lines(samples: &[NetSample]) {
     let skews: Vec<f64> = samples.iter().map(|s| s.skew_ms).collect();
     let drift: Vec<f64> = samples
         .iter()
@@ -190,6 +221,10 @@ fn report(samples: &[NetSample], failures: usize) {
         .collect();
     line("skew (page − system clock at Date.now()'s step)", &skews);
     line("skew after the run − before", &drift);
+}
+
+/// The response's start as the page's Resource Timing and the server each record it.
+fn response_start_lines(samples: &[NetSample]) {
     let rt: Vec<f64> = samples
         .iter()
         .filter_map(|s| Some(s.probe_page_ms - s.response_start_page_ms?))
@@ -200,6 +235,10 @@ fn report(samples: &[NetSample], failures: usize) {
         .map(|s| s.server_unix_ms - s.server_headers_unix_ms)
         .collect();
     line("server: first chunk − headers sent", &headers);
+}
+
+/// The reports whose `clock_offset` lies outside its own error bound, listed.
+fn clock_offset_line(samples: &[NetSample]) {
     let outside: Vec<String> = samples
         .iter()
         .filter_map(|s| s.clock_offset)
@@ -212,9 +251,6 @@ fn report(samples: &[NetSample], failures: usize) {
         samples.iter().filter(|s| s.clock_offset.is_some()).count(),
         outside.join(", ")
     );
-    println!("runs that failed: {failures}");
-    goals(&format!("{engine} vs network record"), &network);
-    goals(&format!("{engine} vs server send"), &server);
 }
 
 #[tokio::main]

@@ -26,6 +26,16 @@ fn summary(value: &serde_json::Value) -> anyhow::Result<Summary> {
     Summary::of(&numbers(value)).context("the page returned no samples")
 }
 
+/// A/B pairs (without and with the probe) on the short stream.
+const RUNS: usize = 10;
+
+/// Tokens of the short stream, at 100 tokens/s.
+const TOKENS: usize = 60;
+
+/// Tokens of the long stream, at 250 tokens/s: slow enough that the browser hands most
+/// tokens over as their own chunk.
+const LONG_TOKENS: usize = 2000;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let site = site::assemble()?;
@@ -38,46 +48,64 @@ async fn main() -> anyhow::Result<()> {
     let driver = Chromedriver::start()?;
     let client = driver.session().await?;
     page::open_harness(&client, &format!("{}harness.html", server.url)).await?;
-    let runs = 10;
-    let tokens = 60;
-    let url = format!(
-        "{}sim/default/v1/chat/completions?ttft_ms=50&output_tokens={tokens}&tokens_per_second=100",
-        server.url
-    );
-    let init = json!({ "method": "POST", "headers": { "content-type": "application/json" },
-        "body": "{\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" });
-    let out = page::call(
-        &client,
-        "bench",
-        json!({ "url": url, "init": init, "runs": runs }),
-    )
-    .await?;
+    let out = ab_pairs(&client, &server.url).await?;
+    let long_runs = long_streams(&client, &server.url).await?;
+    client.close().await?;
 
-    // A long stream: 2,000 chunks at 250 tokens/s (slow enough that the browser hands
-    // most tokens over as their own chunk), one probed run, for the probe's
-    // longest main-thread task (issue #15: none over 1 ms, report delivery included).
-    let long_tokens = 2000;
-    let long_url = format!(
-        "{}sim/default/v1/chat/completions?ttft_ms=50&output_tokens={long_tokens}&tokens_per_second=250",
-        server.url
+    print_costs(&out)?;
+    print_long_streams(&long_runs)?;
+    print_chunk_to_dom(&out)
+}
+
+/// The streaming chat request the simulator answers.
+fn chat_init() -> serde_json::Value {
+    json!({ "method": "POST", "headers": { "content-type": "application/json" },
+        "body": "{\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" })
+}
+
+/// The page's `bench`: [`RUNS`] A/B pairs on a [`TOKENS`]-token stream from the server at
+/// `base`, with the probe's cost per hook.
+async fn ab_pairs(client: &fantoccini::Client, base: &str) -> anyhow::Result<serde_json::Value> {
+    let url = format!(
+        "{base}sim/default/v1/chat/completions?ttft_ms=50&output_tokens={TOKENS}&tokens_per_second=100"
+    );
+    page::call(
+        client,
+        "bench",
+        json!({ "url": url, "init": chat_init(), "runs": RUNS }),
+    )
+    .await
+}
+
+/// The page's `longStream`, three probed runs of [`LONG_TOKENS`] tokens, for the probe's
+/// longest main-thread task (issue #15: none over 1 ms, report delivery included).
+async fn long_streams(
+    client: &fantoccini::Client,
+    base: &str,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let url = format!(
+        "{base}sim/default/v1/chat/completions?ttft_ms=50&output_tokens={LONG_TOKENS}&tokens_per_second=250"
     );
     // Three runs: the longest task is one sample, and on a shared machine one sample can
     // be a preemption or a garbage collection that lands in the probe's microseconds.
-    let mut long_runs = Vec::new();
+    let mut runs = Vec::new();
     for _ in 0..3 {
-        long_runs.push(
+        runs.push(
             page::call(
-                &client,
+                client,
                 "longStream",
-                json!({ "url": long_url, "init": init }),
+                json!({ "url": url, "init": chat_init() }),
             )
             .await?,
         );
     }
-    client.close().await?;
+    Ok(runs)
+}
 
+/// The probe's main-thread time per hook over the A/B pairs' probed runs.
+fn print_costs(out: &serde_json::Value) -> anyhow::Result<()> {
     println!(
-        "\n## probe cost in headless Chromium ({runs} A/B pairs, {tokens} tokens each, 100 tok/s)"
+        "\n## probe cost in headless Chromium ({RUNS} A/B pairs, {TOKENS} tokens each, 100 tok/s)"
     );
     let step_us = out["clockStepMs"].as_f64().unwrap_or(f64::NAN) * 1000.0;
     println!(
@@ -122,6 +150,12 @@ async fn main() -> anyhow::Result<()> {
         "#15 target, probe work per chunk ≤ 10 µs median: {:.0} µs",
         per_chunk.p50 * 1000.0
     );
+    Ok(())
+}
+
+/// Each long run's longest probe task, the control task beside it, and every probe task
+/// of the long runs pooled.
+fn print_long_streams(long_runs: &[serde_json::Value]) -> anyhow::Result<()> {
     // Every probe task of the long runs: chunk copies (inside the tap's pull), batches,
     // the queue tasks, the end of the run, the report.
     let mut all = Vec::new();
@@ -136,7 +170,7 @@ async fn main() -> anyhow::Result<()> {
             all.extend(samples);
         }
         println!(
-            "#15 target, longest probe main-thread task over a {long_tokens}-token stream ≤ 1 ms, \
+            "#15 target, longest probe main-thread task over a {LONG_TOKENS}-token stream ≤ 1 ms, \
              report delivery included: run {} ({} chunks, analysis in the {}): {:.0} µs (`{}`)",
             i + 1,
             long["chunks"],
@@ -165,6 +199,11 @@ async fn main() -> anyhow::Result<()> {
         pooled.max * 1000.0,
         pooled.count
     );
+    Ok(())
+}
+
+/// The app's chunk-to-DOM time without and with the probe, and their paired difference.
+fn print_chunk_to_dom(out: &serde_json::Value) -> anyhow::Result<()> {
     // Both ends read this machine's wall clock (server: SystemTime; page: timeOrigin +
     // performance.now()); any offset between the two is the same in both arms and
     // cancels in the paired difference.
