@@ -11,8 +11,8 @@
 use crate::decode::json::{JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
-    Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, openai_usage, push_reasoning,
-    push_text, server_error, str_field, typed_payload, u64_field, unknown_event,
+    Progress, SseDialect, UsageNames, openai_usage, push_reasoning, push_text, push_usage,
+    server_error, str_field, typed_payload, u64_field, unknown_event,
 };
 use crate::decode::event::Event;
 use crate::decode::sse::SseEvent;
@@ -106,20 +106,12 @@ impl OpenAiResponses {
     fn complete(&mut self, payload: &Value, out: &mut Vec<Event>) {
         let response = payload.get("response").unwrap_or(&NULL);
         if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
-            let usage = openai_usage(
-                usage,
-                UsageNames {
-                    prompt: "input_tokens",
-                    completion: "output_tokens",
-                },
-            );
-            hidden_reasoning_from_usage(
-                usage.reasoning_tokens,
+            push_usage(
+                openai_usage(usage, UsageNames::RESPONSES),
                 self.reasoning_streamed,
                 &mut self.hidden_reported,
                 out,
             );
-            out.push(Event::Usage { usage });
         }
         let reason = response
             .get("incomplete_details")
