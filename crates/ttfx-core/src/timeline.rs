@@ -568,6 +568,33 @@ impl Timeline {
     /// Checks what every metric relies on: finite times, none before `request_start`, and
     /// the decoder's own milestones in order.
     pub fn validate(&self) -> Result<(), TimelineError> {
+        self.check_pre_request_milestones()?;
+        if let Some(summary) = &self.chunk_summary {
+            summary
+                .gaps
+                .check()
+                .map_err(TimelineError::InvalidChunkSummary)?;
+        }
+        // The turn's times precede the request like its milestones: finite is enough.
+        if let Some(turn) = &self.turn {
+            for (field, at_ms) in turn.times() {
+                if !at_ms.is_finite() {
+                    return Err(TimelineError::NotFinite { field });
+                }
+            }
+        }
+        check_from_request_start(self.times_from_request_start())?;
+        if let Some(start) = self.milestones.get(Milestone::RequestStart)
+            && start != 0.0
+        {
+            return Err(TimelineError::RequestStartNotZero(start));
+        }
+        self.check_milestone_order()
+    }
+
+    /// The milestones that may precede the request (a voice turn's speech and
+    /// transcription) need only be finite.
+    fn check_pre_request_milestones(&self) -> Result<(), TimelineError> {
         for (m, at_ms) in self.milestones.iter() {
             if m.precedes_request() && !at_ms.is_finite() {
                 return Err(TimelineError::NotFinite {
@@ -575,6 +602,11 @@ impl Timeline {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Every time measured from `request_start`, under the field name an error shows.
+    fn times_from_request_start(&self) -> Vec<(String, f64)> {
         // A voice turn's speech and transcription precede the request: only they may
         // be negative.
         let mut times: Vec<(String, f64)> = self
@@ -594,57 +626,18 @@ impl Timeline {
                 times.push((format!("chunk_summary.bins[{i}].from_ms"), b.from_ms));
                 times.push((format!("chunk_summary.bins[{i}].to_ms"), b.to_ms));
             }
-            summary
-                .gaps
-                .check()
-                .map_err(TimelineError::InvalidChunkSummary)?;
         }
         if let Some(audio) = &self.audio {
-            times.push(("audio.audio_ms".into(), audio.audio_ms));
-            times.push(("audio.last_byte_at_ms".into(), audio.last_byte_at_ms));
-            for (i, u) in audio.underruns.iter().enumerate() {
-                times.push((format!("audio.underruns[{i}].at_ms"), u.at_ms));
-                times.push((format!("audio.underruns[{i}].silence_ms"), u.silence_ms));
-            }
-            for (i, c) in audio.chunks.iter().enumerate() {
-                times.push((format!("audio.chunks[{i}].at_ms"), c.at_ms));
-                times.push((format!("audio.chunks[{i}].audio_ms"), c.audio_ms));
-            }
+            push_audio_times(audio, &mut times);
         }
         if let Some(handoff) = &self.handoff {
-            for (i, s) in handoff.segments.iter().enumerate() {
-                let field = |name: &str| format!("handoff.segments[{i}].{name}");
-                times.push((field("last_token_at_ms"), s.last_token_at_ms));
-                times.push((field("complete_at_ms"), s.complete_at_ms));
-                if let Some(at) = s.handed_at_ms {
-                    times.push((field("handed_at_ms"), at));
-                }
-            }
-            if let Some(at) = handoff.llm_end_at_ms {
-                times.push(("handoff.llm_end_at_ms".into(), at));
-            }
+            push_handoff_times(handoff, &mut times);
         }
-        // The turn's times precede the request like its milestones: finite is enough.
-        if let Some(turn) = &self.turn {
-            for (field, at_ms) in turn.times() {
-                if !at_ms.is_finite() {
-                    return Err(TimelineError::NotFinite { field });
-                }
-            }
-        }
-        for (field, at_ms) in times {
-            if !at_ms.is_finite() {
-                return Err(TimelineError::NotFinite { field });
-            }
-            if at_ms < 0.0 {
-                return Err(TimelineError::BeforeRequestStart { field, at_ms });
-            }
-        }
-        if let Some(start) = self.milestones.get(Milestone::RequestStart)
-            && start != 0.0
-        {
-            return Err(TimelineError::RequestStartNotZero(start));
-        }
+        times
+    }
+
+    /// The decoder's milestones, and a voice turn's, in the order they can happen.
+    fn check_milestone_order(&self) -> Result<(), TimelineError> {
         for (earlier, later) in DECODER_ORDER.into_iter().chain(TURN_ORDER) {
             if let (Some(a), Some(b)) = (self.milestones.get(earlier), self.milestones.get(later))
                 && b < a
@@ -667,6 +660,48 @@ impl Timeline {
             .visibility_changes
             .iter()
             .any(|c| c.state == Visibility::Hidden && c.at_ms <= until_ms)
+    }
+}
+
+/// Each time must be finite and none may lie before `request_start`.
+fn check_from_request_start(times: Vec<(String, f64)>) -> Result<(), TimelineError> {
+    for (field, at_ms) in times {
+        if !at_ms.is_finite() {
+            return Err(TimelineError::NotFinite { field });
+        }
+        if at_ms < 0.0 {
+            return Err(TimelineError::BeforeRequestStart { field, at_ms });
+        }
+    }
+    Ok(())
+}
+
+/// The audio series' times, each under its field name.
+fn push_audio_times(audio: &AudioSeries, times: &mut Vec<(String, f64)>) {
+    times.push(("audio.audio_ms".into(), audio.audio_ms));
+    times.push(("audio.last_byte_at_ms".into(), audio.last_byte_at_ms));
+    for (i, u) in audio.underruns.iter().enumerate() {
+        times.push((format!("audio.underruns[{i}].at_ms"), u.at_ms));
+        times.push((format!("audio.underruns[{i}].silence_ms"), u.silence_ms));
+    }
+    for (i, c) in audio.chunks.iter().enumerate() {
+        times.push((format!("audio.chunks[{i}].at_ms"), c.at_ms));
+        times.push((format!("audio.chunks[{i}].audio_ms"), c.audio_ms));
+    }
+}
+
+/// The handoff record's times, each under its field name.
+fn push_handoff_times(handoff: &HandoffRecord, times: &mut Vec<(String, f64)>) {
+    for (i, s) in handoff.segments.iter().enumerate() {
+        let field = |name: &str| format!("handoff.segments[{i}].{name}");
+        times.push((field("last_token_at_ms"), s.last_token_at_ms));
+        times.push((field("complete_at_ms"), s.complete_at_ms));
+        if let Some(at) = s.handed_at_ms {
+            times.push((field("handed_at_ms"), at));
+        }
+    }
+    if let Some(at) = handoff.llm_end_at_ms {
+        times.push(("handoff.llm_end_at_ms".into(), at));
     }
 }
 

@@ -11,7 +11,7 @@ use crate::gap::{self, ClockOffset, Gap};
 use crate::handoff::{self, Handoff};
 use crate::milestone::Milestone;
 use crate::percentile::Summary;
-use crate::timeline::{AudioOutMethod, PaintMethod, Timeline, TimelineError};
+use crate::timeline::{AudioOutMethod, Chunk, PaintMethod, Timeline, TimelineError};
 
 pub mod audio;
 pub mod buffered;
@@ -259,49 +259,11 @@ impl RequestMetrics {
 
         let e2e_ms = latency::e2e(timeline, outcome);
         let icl_ms = chunks::inter_chunk_gaps(&chunks);
-        // A summarized series has the figures of its whole stream in its summary: the
-        // kept chunks alone would give only the stream's beginning.
-        let summary = timeline.chunk_summary.as_ref();
-        let (stalls, icl_summary, buffered) = match summary {
-            None => (chunks::stalls(&icl_ms), None, buffered::verdict(&chunks)),
-            Some(s) => {
-                let kept_visible: u64 = chunks.iter().map(|c| u64::from(c.visible_tokens)).sum();
-                notes.push(format!(
-                    "chunk series summarized after {} chunks ({} more): icl_ms lists the \
-                     gaps between the kept chunks, icl_summary all of them",
-                    chunks.len(),
-                    s.chunks
-                ));
-                if s.burst_lower_bound {
-                    notes.push(
-                        "more visible-token chunks in 100 ms than the burst window holds: \
-                         burst_share is a lower bound"
-                            .into(),
-                    );
-                }
-                (
-                    s.gaps.stalls(),
-                    s.gaps.summary(),
-                    buffered::of_counts(s.burst_visible_tokens, kept_visible + s.visible_tokens),
-                )
-            }
-        };
+        let stream = StreamFigures::of(timeline, &chunks, &icl_ms, &mut notes);
         let tokens = tokens::TokenFacts::from_timeline(timeline, &chunks);
         let tpot_ms = tokens.tpot(timeline, outcome);
-        let clock_offset = match gap::clock_offset(timeline) {
-            Ok(offset) => offset,
-            Err(e) => {
-                notes.push(format!("clock offset not estimated: {e}"));
-                None
-            }
-        };
-        if timeline.hidden_before(
-            timeline
-                .milestones
-                .iter()
-                .map(|(_, t)| t)
-                .fold(0.0, f64::max),
-        ) {
+        let clock_offset = clock_offset_or_note(timeline, &mut notes);
+        if hidden_during_request(timeline) {
             notes.push(
                 "page was hidden during the request: browsers throttle timers and rendering \
                  in hidden pages"
@@ -339,10 +301,10 @@ impl RequestMetrics {
             interrupt_ms: turn::interrupt(timeline),
             submit_delay_ms: latency::submit_delay(timeline),
             turn,
-            stalls,
+            stalls: stream.stalls,
             icl_ms,
-            icl_summary,
-            buffered,
+            icl_summary: stream.icl_summary,
+            buffered: stream.buffered,
             hidden_reasoning: tokens.hidden_reasoning,
             gaps: gap::gaps(timeline),
             clock_offset,
@@ -374,6 +336,72 @@ impl RequestMetrics {
             .find(|(n, _)| *n == name)
             .and_then(|(_, v)| v)
     }
+}
+
+/// The figures of the whole chunk stream: stalls, the gaps' summary and the buffering
+/// verdict.
+struct StreamFigures {
+    stalls: Option<Stalls>,
+    icl_summary: Option<Summary>,
+    buffered: Buffered,
+}
+
+impl StreamFigures {
+    /// From the kept chunks, or from the timeline's chunk summary when it has one: a
+    /// summarized series has the figures of its whole stream in its summary, where the
+    /// kept chunks alone would give only the stream's beginning. Says in `notes` when
+    /// the series was summarized, since `icl_ms` then lists only the kept chunks' gaps.
+    fn of(timeline: &Timeline, chunks: &[Chunk], icl_ms: &[f64], notes: &mut Vec<String>) -> Self {
+        let Some(s) = timeline.chunk_summary.as_ref() else {
+            return StreamFigures {
+                stalls: chunks::stalls(icl_ms),
+                icl_summary: None,
+                buffered: buffered::verdict(chunks),
+            };
+        };
+        let kept_visible: u64 = chunks.iter().map(|c| u64::from(c.visible_tokens)).sum();
+        notes.push(format!(
+            "chunk series summarized after {} chunks ({} more): icl_ms lists the \
+             gaps between the kept chunks, icl_summary all of them",
+            chunks.len(),
+            s.chunks
+        ));
+        if s.burst_lower_bound {
+            notes.push(
+                "more visible-token chunks in 100 ms than the burst window holds: \
+                 burst_share is a lower bound"
+                    .into(),
+            );
+        }
+        StreamFigures {
+            stalls: s.gaps.stalls(),
+            icl_summary: s.gaps.summary(),
+            buffered: buffered::of_counts(s.burst_visible_tokens, kept_visible + s.visible_tokens),
+        }
+    }
+}
+
+/// The server-to-client clock offset; a report still stands without it, so a failed
+/// estimate becomes a note rather than an error.
+fn clock_offset_or_note(timeline: &Timeline, notes: &mut Vec<String>) -> Option<ClockOffset> {
+    match gap::clock_offset(timeline) {
+        Ok(offset) => offset,
+        Err(e) => {
+            notes.push(format!("clock offset not estimated: {e}"));
+            None
+        }
+    }
+}
+
+/// Was the page hidden before the request's last milestone? Browsers throttle timers and
+/// rendering in hidden pages, so every figure may be late.
+fn hidden_during_request(timeline: &Timeline) -> bool {
+    let last_milestone_ms = timeline
+        .milestones
+        .iter()
+        .map(|(_, t)| t)
+        .fold(0.0, f64::max);
+    timeline.hidden_before(last_milestone_ms)
 }
 
 #[cfg(test)]

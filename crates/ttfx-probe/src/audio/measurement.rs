@@ -103,11 +103,7 @@ impl Observed {
         tapped: bool,
         hit: Option<TapHit>,
     ) -> AudioMeasurement {
-        let origin = self
-            .request_start_ms
-            .or(self.tts_request)
-            .or(self.first_byte)
-            .unwrap_or(0.0);
+        let origin = self.origin_ms();
         let rel = |at: f64| at - origin;
         let mut out = AudioMeasurement {
             notes: self.notes.clone(),
@@ -122,35 +118,19 @@ impl Observed {
                 out.milestones.set(m, rel(at));
             }
         }
-        let frame = match (tapped, hit) {
-            (true, Some(hit)) => Some((hit.context_s, hit.reading, true)),
-            (true, None) => None,
-            (false, _) => self.audible_scheduled.map(|(s, r)| (s, r, false)),
-        };
         let mut output = AudioOutput {
             sample_rate: f64::from(ctx.sample_rate()),
             state_at_first_schedule: self.state_at_first_schedule,
             resumed_at_ms: self.resumed.map(rel),
             ..AudioOutput::default()
         };
-        if let Some((context_s, reading, from_tap)) = frame {
-            let reading = reading.with_late_latency(ctx);
-            output.output_latency_ms = reading.output_latency_s.map(|s| s * 1000.0);
-            output.base_latency_ms = reading.base_latency_s.map(|s| s * 1000.0);
-            output.latency_added_ms = reading.latency_added_s() * 1000.0;
-            output.first_audible_context_s = Some(context_s);
-            let method = match (reading.mapping, from_tap) {
-                (OutputMapping::Timestamp(ts), _) => {
-                    output.output_timestamp = Some(ts);
-                    AudioOutMethod::OutputTimestamp
-                }
-                (OutputMapping::RenderClock { .. }, true) => AudioOutMethod::WorkletPlusLatency,
-                (OutputMapping::RenderClock { .. }, false) => AudioOutMethod::ScheduledPlusLatency,
-            };
+        if let Some(frame) = self.audible_frame(tapped, hit) {
+            let reading = frame.reading.with_late_latency(ctx);
+            let method = frame.describe_output(&reading, &mut output);
             // A context that was not running when the audio was scheduled heard it only
             // after the policy (or the app) let it: that is not a time to first audio.
             if self.state_at_first_schedule == Some(ContextState::Running) {
-                let at = reading.mapping.audible_at_ms(context_s);
+                let at = reading.mapping.audible_at_ms(frame.context_s);
                 out.milestones.set(Milestone::FirstAudioOut, rel(at));
                 out.audio_out_method = Some(method);
             }
@@ -160,7 +140,43 @@ impl Observed {
             out.notes
                 .push("no audible sample was heard before the result was taken".into());
         }
-        out.audio = AudioSeries {
+        out.audio = self.series(origin, output);
+        out
+    }
+
+    /// The page time the measurement counts from: `request_start`, else the TTS
+    /// request, else the first byte.
+    fn origin_ms(&self) -> f64 {
+        self.request_start_ms
+            .or(self.tts_request)
+            .or(self.first_byte)
+            .unwrap_or(0.0)
+    }
+
+    /// The first audible frame: what the tap heard when one was attached (nothing, if it
+    /// heard nothing: the schedule is no evidence then), else the scheduled start.
+    fn audible_frame(&self, tapped: bool, hit: Option<TapHit>) -> Option<AudibleFrame> {
+        match (tapped, hit) {
+            (true, Some(hit)) => Some(AudibleFrame {
+                context_s: hit.context_s,
+                reading: hit.reading,
+                from_tap: true,
+            }),
+            (true, None) => None,
+            (false, _) => self
+                .audible_scheduled
+                .map(|(context_s, reading)| AudibleFrame {
+                    context_s,
+                    reading,
+                    from_tap: false,
+                }),
+        }
+    }
+
+    /// The audio series with its times relative to `origin_ms`.
+    fn series(&self, origin_ms: f64, output: AudioOutput) -> AudioSeries {
+        let rel = |at: f64| at - origin_ms;
+        AudioSeries {
             audio_ms: self.chunks.iter().fold(0.0, |sum, c| sum + c.audio_ms),
             last_byte_at_ms: self.last_byte.map_or(0.0, rel),
             underruns: self
@@ -180,7 +196,37 @@ impl Observed {
                 })
                 .collect(),
             output: Some(output),
-        };
-        out
+        }
+    }
+}
+
+/// The first audible frame, heard by the tap or scheduled.
+#[derive(Debug, Clone, Copy)]
+struct AudibleFrame {
+    /// Audio-clock time of the frame (s).
+    context_s: f64,
+    /// The clocks and latencies read for it.
+    reading: Reading,
+    /// The tap heard it (else it is the scheduled start).
+    from_tap: bool,
+}
+
+impl AudibleFrame {
+    /// Writes the frame's latencies and audio-clock time into `output` (from `reading`,
+    /// the frame's reading completed with a latency the context reported late); returns
+    /// how the frame's audible time is known.
+    fn describe_output(&self, reading: &Reading, output: &mut AudioOutput) -> AudioOutMethod {
+        output.output_latency_ms = reading.output_latency_s.map(|s| s * 1000.0);
+        output.base_latency_ms = reading.base_latency_s.map(|s| s * 1000.0);
+        output.latency_added_ms = reading.latency_added_s() * 1000.0;
+        output.first_audible_context_s = Some(self.context_s);
+        match (reading.mapping, self.from_tap) {
+            (OutputMapping::Timestamp(ts), _) => {
+                output.output_timestamp = Some(ts);
+                AudioOutMethod::OutputTimestamp
+            }
+            (OutputMapping::RenderClock { .. }, true) => AudioOutMethod::WorkletPlusLatency,
+            (OutputMapping::RenderClock { .. }, false) => AudioOutMethod::ScheduledPlusLatency,
+        }
     }
 }

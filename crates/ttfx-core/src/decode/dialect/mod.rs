@@ -266,6 +266,19 @@ pub(crate) struct UsageNames {
     pub completion: &'static str,
 }
 
+impl UsageNames {
+    /// Chat Completions' names.
+    pub const CHAT: UsageNames = UsageNames {
+        prompt: "prompt_tokens",
+        completion: "completion_tokens",
+    };
+    /// The Responses and Realtime APIs' names.
+    pub const RESPONSES: UsageNames = UsageNames {
+        prompt: "input_tokens",
+        completion: "output_tokens",
+    };
+}
+
 /// An OpenAI-style usage object, with reasoning and cached counts from its
 /// `*_tokens_details` objects.
 pub(crate) fn openai_usage(usage: &Value, names: UsageNames) -> Usage {
@@ -335,22 +348,24 @@ pub(crate) fn unknown_event(dialect: &str, event_type: &str) -> Event {
     )
 }
 
-/// Hidden reasoning, known from a usage count, when no reasoning text was streamed.
-pub(crate) fn hidden_reasoning_from_usage(
-    reasoning_tokens: Option<u64>,
+/// The usage, after the hidden reasoning its count reveals when no reasoning text was
+/// streamed (reported once per stream).
+pub(crate) fn push_usage(
+    usage: Usage,
     reasoning_streamed: bool,
-    reported: &mut bool,
+    hidden_reported: &mut bool,
     out: &mut Vec<Event>,
 ) {
-    if let Some(tokens) = reasoning_tokens.filter(|&t| t > 0)
+    if let Some(tokens) = usage.reasoning_tokens.filter(|&t| t > 0)
         && !reasoning_streamed
-        && !*reported
+        && !*hidden_reported
     {
-        *reported = true;
+        *hidden_reported = true;
         out.push(Event::HiddenReasoning {
             tokens: Some(tokens),
         });
     }
+    out.push(Event::Usage { usage });
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@
 use crate::decode::json::{self, JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
-    Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, llamacpp_timings, openai_usage,
-    parse_json, push_reasoning, push_text, server_error, str_field, u64_field,
+    Progress, SseDialect, UsageNames, llamacpp_timings, openai_usage, parse_json, push_reasoning,
+    push_text, push_usage, server_error, str_field, u64_field,
 };
 use crate::decode::event::{ErrorClass, Event};
 use crate::decode::sse::SseEvent;
@@ -112,20 +112,12 @@ impl OpenAiChat {
         let mut known = false;
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             known = true;
-            let usage = openai_usage(
-                usage,
-                UsageNames {
-                    prompt: "prompt_tokens",
-                    completion: "completion_tokens",
-                },
-            );
-            hidden_reasoning_from_usage(
-                usage.reasoning_tokens,
+            push_usage(
+                openai_usage(usage, UsageNames::CHAT),
                 self.reasoning_streamed,
                 &mut self.hidden_reported,
                 out,
             );
-            out.push(Event::Usage { usage });
         }
         if let Some(timings) = chunk.get("timings").filter(|t| t.is_object()) {
             known = true;

@@ -113,14 +113,9 @@ impl OpenAiRealtime {
         self.audio.finish(out);
         let response = payload.get("response").unwrap_or(&NULL);
         if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
-            let usage = openai_usage(
-                usage,
-                UsageNames {
-                    prompt: "input_tokens",
-                    completion: "output_tokens",
-                },
-            );
-            out.push(Event::Usage { usage });
+            out.push(Event::Usage {
+                usage: openai_usage(usage, UsageNames::RESPONSES),
+            });
         }
         let status = str_field(response, "status");
         if status == Some("failed") {

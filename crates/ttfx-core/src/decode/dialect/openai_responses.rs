@@ -11,8 +11,8 @@
 use crate::decode::json::{JsonExt, NULL, Value};
 
 use crate::decode::dialect::{
-    Progress, SseDialect, UsageNames, hidden_reasoning_from_usage, openai_usage, push_reasoning,
-    push_text, server_error, str_field, typed_payload, u64_field, unknown_event,
+    Progress, SseDialect, UsageNames, openai_usage, push_reasoning, push_text, push_usage,
+    server_error, str_field, typed_payload, u64_field, unknown_event,
 };
 use crate::decode::event::Event;
 use crate::decode::sse::SseEvent;
@@ -58,82 +58,37 @@ impl SseDialect for OpenAiResponses {
         let Some((payload, kind)) = typed_payload(self.progress, event, out) else {
             return;
         };
-        let delta = || {
-            let delta = payload.get("delta");
-            // The summary event's delta is an object with `text`; the others a string.
-            delta
-                .and_then(Value::as_str)
-                .or_else(|| delta.and_then(|d| str_field(d, "text")))
-        };
         match kind.as_str() {
-            "response.output_text.delta" | "response.refusal.delta" => push_text(delta(), out),
+            "response.output_text.delta" | "response.refusal.delta" => {
+                push_text(delta(&payload), out)
+            }
             "response.reasoning_text.delta"
             | "response.reasoning_summary_text.delta"
             | "response.reasoning_summary.delta"
             | "response.reasoning.delta" => {
-                if push_reasoning(delta(), out) {
+                if push_reasoning(delta(&payload), out) {
                     self.reasoning_streamed = true;
                 }
             }
-            "response.output_item.added" => {
-                let item = payload.get("item").unwrap_or(&NULL);
-                if str_field(item, "type") == Some("function_call") {
-                    out.push(Event::ToolCall {
-                        index: u64_field(&payload, "output_index").unwrap_or(0),
-                        id: str_field(item, "call_id").map(str::to_owned),
-                        name: str_field(item, "name").map(str::to_owned),
-                        arguments: str_field(item, "arguments").unwrap_or("").to_owned(),
-                    });
-                }
-            }
+            "response.output_item.added" => push_function_call(&payload, out),
             "response.function_call_arguments.delta" => out.push(Event::ToolCall {
                 index: u64_field(&payload, "output_index").unwrap_or(0),
                 id: None,
                 name: None,
-                arguments: delta().unwrap_or("").to_owned(),
+                arguments: delta(&payload).unwrap_or("").to_owned(),
             }),
-            "response.completed" | "response.incomplete" => {
-                let response = payload.get("response").unwrap_or(&NULL);
-                if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
-                    let usage = openai_usage(
-                        usage,
-                        UsageNames {
-                            prompt: "input_tokens",
-                            completion: "output_tokens",
-                        },
-                    );
-                    hidden_reasoning_from_usage(
-                        usage.reasoning_tokens,
-                        self.reasoning_streamed,
-                        &mut self.hidden_reported,
-                        out,
-                    );
-                    out.push(Event::Usage { usage });
-                }
-                let reason = response
-                    .get("incomplete_details")
-                    .and_then(|d| str_field(d, "reason"))
-                    .or_else(|| str_field(response, "status"));
-                self.progress = Progress::Done;
-                out.push(Event::Done {
-                    reason: reason.map(str::to_owned),
-                });
-            }
+            "response.completed" | "response.incomplete" => self.complete(&payload, out),
             "response.failed" => {
                 let response = payload.get("response").unwrap_or(&NULL);
                 let error = response.get("error").filter(|e| !e.is_null());
-                self.progress = Progress::Failed;
-                out.push(server_error(error.unwrap_or(response)));
+                self.fail(error.unwrap_or(response), out);
             }
             "error" => {
                 let error = payload.get("error").filter(|e| e.is_object());
-                self.progress = Progress::Failed;
-                out.push(server_error(error.unwrap_or(&payload)));
+                self.fail(error.unwrap_or(&payload), out);
             }
             other => {
-                let skipped = SKIPPED.contains(&other)
-                    || SKIPPED_PREFIXES.iter().any(|p| other.starts_with(p));
-                if !skipped {
+                if !is_skipped(other) {
                     out.push(unknown_event("openai-responses", other));
                 }
             }
@@ -143,6 +98,64 @@ impl SseDialect for OpenAiResponses {
     fn finish(&mut self, out: &mut Vec<Event>) {
         self.progress.finish("`response.completed`", out);
     }
+}
+
+impl OpenAiResponses {
+    /// `response.completed` or `response.incomplete`: the usage, if any, then the end of
+    /// the stream with the reason an incomplete response gives.
+    fn complete(&mut self, payload: &Value, out: &mut Vec<Event>) {
+        let response = payload.get("response").unwrap_or(&NULL);
+        if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+            push_usage(
+                openai_usage(usage, UsageNames::RESPONSES),
+                self.reasoning_streamed,
+                &mut self.hidden_reported,
+                out,
+            );
+        }
+        let reason = response
+            .get("incomplete_details")
+            .and_then(|d| str_field(d, "reason"))
+            .or_else(|| str_field(response, "status"));
+        self.progress = Progress::Done;
+        out.push(Event::Done {
+            reason: reason.map(str::to_owned),
+        });
+    }
+
+    /// A failure ends the stream: `response.failed` or an `error` event.
+    fn fail(&mut self, error: &Value, out: &mut Vec<Event>) {
+        self.progress = Progress::Failed;
+        out.push(server_error(error));
+    }
+}
+
+/// An event's text delta. The summary event's delta is an object with `text`; the
+/// others a string.
+fn delta(payload: &Value) -> Option<&str> {
+    let delta = payload.get("delta");
+    delta
+        .and_then(Value::as_str)
+        .or_else(|| delta.and_then(|d| str_field(d, "text")))
+}
+
+/// The start of a tool call, when the added output item is a `function_call` (other
+/// items, messages or reasoning, start nothing a user waits for).
+fn push_function_call(payload: &Value, out: &mut Vec<Event>) {
+    let item = payload.get("item").unwrap_or(&NULL);
+    if str_field(item, "type") == Some("function_call") {
+        out.push(Event::ToolCall {
+            index: u64_field(payload, "output_index").unwrap_or(0),
+            id: str_field(item, "call_id").map(str::to_owned),
+            name: str_field(item, "name").map(str::to_owned),
+            arguments: str_field(item, "arguments").unwrap_or("").to_owned(),
+        });
+    }
+}
+
+/// Lifecycle events and hosted-tool progress: known, and nothing to record.
+fn is_skipped(kind: &str) -> bool {
+    SKIPPED.contains(&kind) || SKIPPED_PREFIXES.iter().any(|p| kind.starts_with(p))
 }
 
 #[cfg(test)]
