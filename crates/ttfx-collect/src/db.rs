@@ -6,7 +6,7 @@
 //! reached. A new or empty file becomes one; any other file is refused before anything
 //! is written to it. The schema is docs/field.md's "Schema".
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, Transaction};
@@ -202,27 +202,95 @@ impl Row {
     }
 }
 
-/// An opened database, or why it was refused. The message is one line.
-pub type Opened = Result<Connection, String>;
+/// Why a database was refused (each text names the file) or a write failed. Every text
+/// is one line; SQLite's error is printed in it (no `source` chain, so a `{:#}` print
+/// says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("{}: no such file", path.display())]
+    Missing { path: PathBuf },
+    #[error("{}: cannot open: {}", path.display(), one_line(cause))]
+    CannotOpen {
+        path: PathBuf,
+        cause: rusqlite::Error,
+    },
+    #[error("{}: not a readable SQLite database ({})", path.display(), one_line(cause))]
+    Unreadable {
+        path: PathBuf,
+        cause: rusqlite::Error,
+    },
+    #[error(
+        "{}: not a ttfx database (application_id {app_id:#x}{}); give a new file or one \
+         `ttfx serve --collect` made",
+        path.display(),
+        holding(tables)
+    )]
+    Foreign {
+        path: PathBuf,
+        app_id: i32,
+        tables: Vec<String>,
+    },
+    #[error(
+        "{}: schema version {version} is newer than this ttfx knows ({known}); use a newer \
+         ttfx",
+        path.display()
+    )]
+    Newer {
+        path: PathBuf,
+        version: i32,
+        known: i32,
+    },
+    #[error("{}: cannot use WAL mode (SQLite kept `{mode}`)", path.display())]
+    NoWal { path: PathBuf, mode: String },
+    #[error("{}: migration to version {to}: {}", path.display(), one_line(cause))]
+    Migration {
+        path: PathBuf,
+        to: usize,
+        cause: rusqlite::Error,
+    },
+    /// A statement of an insert or a removal failed.
+    #[error("{}", one_line(.0))]
+    Sql(rusqlite::Error),
+    /// A report could not be written as the JSON the row keeps.
+    #[error("{}", one_line(.0))]
+    Encode(serde_json::Error),
+}
+
+/// A foreign file's tables, as its refusal lists them.
+fn holding(tables: &[String]) -> String {
+    if tables.is_empty() {
+        String::new()
+    } else {
+        format!(", tables {}", tables.join(", "))
+    }
+}
+
+/// An opened database, or why it was refused.
+pub type Opened = Result<Connection, DbError>;
 
 /// Opens `path` as a ttfx database and migrates it to [`SCHEMA_VERSION`]. With
 /// `create`, a missing file becomes a new database; without, it is an error. A file
 /// that is not SQLite, is corrupt, holds another application's tables or a newer
 /// schema is refused, and nothing is written to it.
 pub fn open(path: &Path, create: bool) -> Opened {
-    let shown = path.display();
+    let path_buf = || path.to_path_buf();
     if !create && !path.exists() {
-        return Err(format!("{shown}: no such file"));
+        return Err(DbError::Missing { path: path_buf() });
     }
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
-    let mut conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| format!("{shown}: cannot open: {}", one_line(&e)))?;
+    let mut conn =
+        Connection::open_with_flags(path, flags).map_err(|cause| DbError::CannotOpen {
+            path: path_buf(),
+            cause,
+        })?;
     // Reading the header and the schema is where SQLite finds a foreign or broken file.
-    let unreadable =
-        |e: rusqlite::Error| format!("{shown}: not a readable SQLite database ({})", one_line(&e));
+    let unreadable = |cause| DbError::Unreadable {
+        path: path_buf(),
+        cause,
+    };
     let app_id: i32 = conn
         .query_row("PRAGMA application_id", [], |r| r.get(0))
         .map_err(unreadable)?;
@@ -232,41 +300,37 @@ pub fn open(path: &Path, create: bool) -> Opened {
     let tables = tables(&conn).map_err(unreadable)?;
     let fresh = app_id == 0 && version == 0 && tables.is_empty();
     if !fresh && app_id != APPLICATION_ID {
-        let holds = if tables.is_empty() {
-            String::new()
-        } else {
-            format!(", tables {}", tables.join(", "))
-        };
-        return Err(format!(
-            "{shown}: not a ttfx database (application_id {app_id:#x}{holds}); give a new \
-             file or one `ttfx serve --collect` made"
-        ));
+        return Err(DbError::Foreign {
+            path: path_buf(),
+            app_id,
+            tables,
+        });
     }
     if version > SCHEMA_VERSION {
-        return Err(format!(
-            "{shown}: schema version {version} is newer than this ttfx knows ({SCHEMA_VERSION}); \
-             use a newer ttfx"
-        ));
+        return Err(DbError::Newer {
+            path: path_buf(),
+            version,
+            known: SCHEMA_VERSION,
+        });
     }
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
         .map_err(unreadable)?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(format!(
-            "{shown}: cannot use WAL mode (SQLite kept `{mode}`)"
-        ));
+        return Err(DbError::NoWal {
+            path: path_buf(),
+            mode,
+        });
     }
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(unreadable)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(unreadable)?;
     for (from, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        migrate(&mut conn, sql, from as i32 + 1).map_err(|e| {
-            format!(
-                "{shown}: migration to version {}: {}",
-                from + 1,
-                one_line(&e)
-            )
+        migrate(&mut conn, sql, from as i32 + 1).map_err(|cause| DbError::Migration {
+            path: path_buf(),
+            to: from + 1,
+            cause,
         })?;
     }
     Ok(conn)
@@ -367,26 +431,26 @@ fn values(row: &Row) -> Result<Vec<Value>, serde_json::Error> {
 }
 
 /// Inserts every row in one transaction: all or none.
-pub fn insert(conn: &mut Connection, rows: &[Row]) -> Result<(), String> {
-    let tx = conn.transaction().map_err(|e| one_line(&e))?;
+pub fn insert(conn: &mut Connection, rows: &[Row]) -> Result<(), DbError> {
+    let tx = conn.transaction().map_err(DbError::Sql)?;
     insert_in(&tx, rows)?;
-    tx.commit().map_err(|e| one_line(&e))
+    tx.commit().map_err(DbError::Sql)
 }
 
-fn insert_in(tx: &Transaction<'_>, rows: &[Row]) -> Result<(), String> {
-    let mut stmt = tx.prepare_cached(&insert_sql()).map_err(|e| one_line(&e))?;
+fn insert_in(tx: &Transaction<'_>, rows: &[Row]) -> Result<(), DbError> {
+    let mut stmt = tx.prepare_cached(&insert_sql()).map_err(DbError::Sql)?;
     for row in rows {
-        let v = values(row).map_err(|e| one_line(&e))?;
+        let v = values(row).map_err(DbError::Encode)?;
         stmt.execute(rusqlite::params_from_iter(v))
-            .map_err(|e| one_line(&e))?;
+            .map_err(DbError::Sql)?;
     }
     Ok(())
 }
 
 /// Removes the runs whose time is before `cutoff_unix_ms`; how many went.
-pub fn remove_before(conn: &Connection, cutoff_unix_ms: f64) -> Result<usize, String> {
+pub fn remove_before(conn: &Connection, cutoff_unix_ms: f64) -> Result<usize, DbError> {
     conn.execute("DELETE FROM runs WHERE at_unix_ms < ?1", [cutoff_unix_ms])
-        .map_err(|e| one_line(&e))
+        .map_err(DbError::Sql)
 }
 
 #[cfg(test)]
@@ -433,7 +497,10 @@ mod tests {
             .unwrap();
         assert_eq!(mode, "wal");
         let missing = open(&dir.path().join("none.db"), false).unwrap_err();
-        assert!(missing.contains("no such file"), "{missing}");
+        assert!(
+            missing.to_string().ends_with("none.db: no such file"),
+            "{missing}"
+        );
     }
 
     /// A collector's file from before voice turns keeps its rows and gains the turn's
@@ -472,7 +539,7 @@ mod tests {
         conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
             .unwrap();
         drop(conn);
-        let e = open(&path, false).unwrap_err();
+        let e = open(&path, false).unwrap_err().to_string();
         assert!(e.contains("newer than this ttfx"), "{e}");
     }
 }

@@ -4,43 +4,56 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use anyhow::{Context, anyhow};
 use comfy_table::{CellAlignment, Table, presets};
 
 use crate::FieldArgs;
-use crate::db;
-use crate::query::{self, Metric, Slice};
+use crate::db::{self, DbError};
+use crate::query::{self, Fail, Metric, Slice};
 use ttfx_edge::clock::unix_ms;
 
-pub fn run(args: FieldArgs) -> anyhow::Result<()> {
-    let conn = db::open(&args.file, false).map_err(|e| anyhow!(e))?;
+/// Why `ttfx field` printed nothing. The database's and the query's texts are printed
+/// as they are: they already name the file or the option.
+#[derive(Debug, thiserror::Error)]
+pub enum FieldError {
+    #[error(transparent)]
+    Db(DbError),
+    #[error("--where `{0}`: expected DIM=VALUE")]
+    NotAFilter(String),
+    #[error(transparent)]
+    Query(Fail),
+    #[error("cannot write the summary: {0}")]
+    Write(serde_json::Error),
+}
+
+pub fn run(args: FieldArgs) -> Result<(), FieldError> {
+    let conn = db::open(&args.file, false).map_err(FieldError::Db)?;
     let filters = args
         .filters
         .iter()
         .map(|f| {
             f.split_once('=')
                 .map(|(d, v)| (d.trim().to_owned(), v.to_owned()))
-                .ok_or_else(|| anyhow!("--where `{f}`: expected DIM=VALUE"))
+                .ok_or_else(|| FieldError::NotAFilter(f.clone()))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let now = unix_ms(SystemTime::now());
-    let slice = Slice::new(args.since.as_deref(), &filters, now).map_err(|e| anyhow!(e))?;
+    let slice = Slice::new(args.since.as_deref(), &filters, now).map_err(FieldError::Query)?;
     let metric = args
         .metric
         .as_deref()
         .map(Metric::parse)
         .transpose()
-        .map_err(|e| anyhow!(e))?;
+        .map_err(FieldError::Query)?;
     let by = args
         .by
         .as_deref()
         .map(query::dimension)
         .transpose()
-        .map_err(|e| anyhow!(e))?;
+        .map_err(FieldError::Query)?;
     let doc = query::on_one_snapshot(&conn, |c| query::summary(c, metric, by, &slice))
-        .map_err(|e| anyhow!(e))?;
+        .map_err(FieldError::Query)?;
     if args.json {
-        let text = serde_json::to_string_pretty(&doc).context("cannot write the summary")?;
+        let text = serde_json::to_string_pretty(&doc).map_err(FieldError::Write)?;
         println!("{text}");
     } else {
         print!("{}", table(&doc, &args.file.display().to_string()));

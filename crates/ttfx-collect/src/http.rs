@@ -215,14 +215,8 @@ async fn collect(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     match shared.store(rows).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(StoreError::Closed) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the collector is stopping; retry",
-        ),
-        Err(StoreError::Db(e)) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("cannot store the runs: {e}"),
-        ),
+        Err(e @ StoreError::Closed) => error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e @ StoreError::Db(_)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }
 

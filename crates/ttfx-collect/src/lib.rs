@@ -22,7 +22,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Context, bail};
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
@@ -68,8 +67,8 @@ pub struct Collector {
 }
 
 enum Job {
-    Insert(Vec<db::Row>, oneshot::Sender<Result<(), String>>),
-    Retain(f64, oneshot::Sender<Result<usize, String>>),
+    Insert(Vec<db::Row>, oneshot::Sender<Result<(), db::DbError>>),
+    Retain(f64, oneshot::Sender<Result<usize, db::DbError>>),
 }
 
 /// What the collector's handlers share.
@@ -80,45 +79,55 @@ pub struct Shared {
     settings: Settings,
 }
 
+/// Why the collector did not open or start; each text names the option at fault. The
+/// database's refusal is printed in it (no `source` chain: a `{:#}` print says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum CollectorError {
+    #[error(
+        "--collect-origin `{0}`: expected an origin, scheme://host[:port] (e.g. \
+         https://app.example.com)"
+    )]
+    NotAnOrigin(String),
+    #[error("--collect-rate {0}: expected a number of requests per second ≥ 0")]
+    BadRate(f64),
+    #[error("--collect {0}")]
+    Db(db::DbError),
+    #[error("--collect: removing old runs: {0}")]
+    Retention(db::DbError),
+    #[error("cannot start the collector's writer thread: {0}")]
+    WriterThread(std::io::Error),
+}
+
 /// An origin as `--collect-origin` takes it: `scheme://host[:port]`, no path.
-fn check_origin_arg(origin: &str) -> anyhow::Result<()> {
+fn check_origin_arg(origin: &str) -> Result<(), CollectorError> {
     let rest = origin
         .strip_prefix("https://")
         .or_else(|| origin.strip_prefix("http://"));
     match rest {
         Some(host) if !host.is_empty() && !host.trim_end_matches('/').contains('/') => Ok(()),
-        _ => bail!(
-            "--collect-origin `{origin}`: expected an origin, scheme://host[:port] (e.g. \
-             https://app.example.com)"
-        ),
+        _ => Err(CollectorError::NotAnOrigin(origin.to_owned())),
     }
 }
 
 impl Collector {
     /// Opens (or creates) the database, migrates it and removes rows past the retention,
     /// before anything listens. Every refusal is one line.
-    pub fn open(settings: Settings) -> anyhow::Result<Collector> {
+    pub fn open(settings: Settings) -> Result<Collector, CollectorError> {
         for origin in &settings.origins {
             check_origin_arg(origin)?;
         }
         if !(settings.rate_per_s.is_finite() && settings.rate_per_s >= 0.0) {
-            bail!(
-                "--collect-rate {}: expected a number of requests per second ≥ 0",
-                settings.rate_per_s
-            );
+            return Err(CollectorError::BadRate(settings.rate_per_s));
         }
-        let writer =
-            db::open(&settings.path, true).map_err(|e| anyhow::anyhow!("--collect {e}"))?;
-        let reader =
-            db::open(&settings.path, false).map_err(|e| anyhow::anyhow!("--collect {e}"))?;
+        let writer = db::open(&settings.path, true).map_err(CollectorError::Db)?;
+        let reader = db::open(&settings.path, false).map_err(CollectorError::Db)?;
         let collector = Collector {
             settings,
             writer,
             reader,
         };
         if let Some(cutoff) = collector.cutoff() {
-            db::remove_before(&collector.writer, cutoff)
-                .map_err(|e| anyhow::anyhow!("--collect: removing old runs: {e}"))?;
+            db::remove_before(&collector.writer, cutoff).map_err(CollectorError::Retention)?;
         }
         Ok(collector)
     }
@@ -128,7 +137,7 @@ impl Collector {
     }
 
     /// Starts the writer thread and the hourly retention; inside the runtime.
-    pub fn start(self) -> anyhow::Result<Arc<Shared>> {
+    pub fn start(self) -> Result<Arc<Shared>, CollectorError> {
         let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
         let mut conn = self.writer;
         std::thread::Builder::new()
@@ -145,7 +154,7 @@ impl Collector {
                     }
                 }
             })
-            .context("cannot start the collector's writer thread")?;
+            .map_err(CollectorError::WriterThread)?;
         let days = self.settings.retention_days;
         if days > 0 {
             let jobs = tx.clone();
@@ -181,10 +190,13 @@ fn retention_cutoff(days: u32) -> Option<f64> {
 }
 
 /// Why rows were not stored.
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The writer is gone (the server is stopping).
+    #[error("the collector is stopping; retry")]
     Closed,
-    Db(String),
+    #[error("cannot store the runs: {0}")]
+    Db(db::DbError),
 }
 
 impl Shared {

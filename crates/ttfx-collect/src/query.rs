@@ -33,19 +33,14 @@ pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
 
 /// Why a query has no answer: the asker's mistake (HTTP 400, exit 2) or the database's.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Input` is the 400's text as written where the input was read (it names the
+/// parameter and what is allowed); `Db` is SQLite's error on one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Fail {
+    #[error("{0}")]
     Input(String),
+    #[error("database: {0}")]
     Db(String),
-}
-
-impl std::fmt::Display for Fail {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Fail::Input(m) => f.write_str(m),
-            Fail::Db(m) => write!(f, "database: {m}"),
-        }
-    }
 }
 
 impl From<rusqlite::Error> for Fail {

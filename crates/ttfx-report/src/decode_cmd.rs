@@ -11,7 +11,6 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use anyhow::Context;
 use clap::Args;
 use serde_json::{Value, json};
 use ttfx_core::decode::{Decoder, DialectKind, Event, Limits, NdjsonFramer, SseFramer, Transcript};
@@ -83,7 +82,29 @@ pub struct DecodeArgs {
     pub max_line_bytes: usize,
 }
 
-pub fn run(args: DecodeArgs) -> anyhow::Result<()> {
+/// Why `ttfx decode` printed nothing (or stopped printing). Each text names the option
+/// or the file and carries its cause (no `source` chain).
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeCmdError {
+    #[error("--chunk-bytes must be at least 1")]
+    NoChunkBytes,
+    #[error("--max-line-bytes must be at least 1")]
+    NoMaxLineBytes,
+    #[error("cannot open {}: {cause}", path.display())]
+    Open {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("cannot read {}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("cannot write the result: {0}")]
+    Write(std::io::Error),
+}
+
+pub fn run(args: DecodeArgs) -> Result<(), DecodeCmdError> {
     let output = decode_file(&args)?;
     let mut stdout = std::io::stdout().lock();
     let written = serde_json::to_writer_pretty(&mut stdout, &output)
@@ -92,28 +113,33 @@ pub fn run(args: DecodeArgs) -> anyhow::Result<()> {
     match written {
         // A reader that stopped early (`| head`) wanted no more: not a failure.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("cannot write the result"),
+        other => other.map_err(DecodeCmdError::Write),
     }
 }
 
-fn decode_file(args: &DecodeArgs) -> anyhow::Result<Value> {
-    anyhow::ensure!(args.chunk_bytes > 0, "--chunk-bytes must be at least 1");
-    anyhow::ensure!(
-        args.max_line_bytes > 0,
-        "--max-line-bytes must be at least 1"
-    );
+fn decode_file(args: &DecodeArgs) -> Result<Value, DecodeCmdError> {
+    if args.chunk_bytes == 0 {
+        return Err(DecodeCmdError::NoChunkBytes);
+    }
+    if args.max_line_bytes == 0 {
+        return Err(DecodeCmdError::NoMaxLineBytes);
+    }
     let limits = Limits {
         max_line_bytes: args.max_line_bytes,
         max_event_bytes: args.max_line_bytes,
     };
-    let mut file =
-        File::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))?;
+    let mut file = File::open(&args.file).map_err(|cause| DecodeCmdError::Open {
+        path: args.file.clone(),
+        cause,
+    })?;
     let mut sink = Sink::new(args.dialect, args.content_type.as_deref(), limits);
     let mut buffer = vec![0; args.chunk_bytes];
     let mut chunks = 0u64;
     loop {
-        let n = read_full(&mut file, &mut buffer)
-            .with_context(|| format!("cannot read {}", args.file.display()))?;
+        let n = read_full(&mut file, &mut buffer).map_err(|cause| DecodeCmdError::Read {
+            path: args.file.clone(),
+            cause,
+        })?;
         if n == 0 {
             break;
         }

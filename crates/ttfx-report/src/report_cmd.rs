@@ -4,13 +4,12 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
 use comfy_table::{CellAlignment, ColumnConstraint, Table, Width, presets};
 use ttfx_core::Milestone;
 use ttfx_core::metrics::{SCALAR_NAMES, Stage, StageTime, TurnBreakdown};
-use ttfx_core::report::{BatchReport, ReportFile, Run};
-use ttfx_core::stats::{Budget, Summary};
+use ttfx_core::report::{BatchReport, ReportError, ReportFile, Run};
+use ttfx_core::stats::{Budget, BudgetError, Summary};
 
 // `ttfx report`'s options (the binary's command line embeds them).
 #[derive(Debug, Args)]
@@ -29,7 +28,24 @@ pub struct ReportArgs {
     pub slo: Vec<String>,
 }
 
-pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+/// Why `ttfx report` printed nothing. Each text names the file or the option and
+/// carries its cause (no `source` chain, so a `{:#}` print says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum ReportCmdError {
+    #[error("cannot read {}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: {problem}", path.display())]
+    NotAReport { path: PathBuf, problem: ReportError },
+    #[error(transparent)]
+    Slo(BudgetError),
+    #[error("cannot write the batch: {0}")]
+    Write(serde_json::Error),
+}
+
+pub fn run(args: ReportArgs) -> Result<(), ReportCmdError> {
     let inputs = read_all(&args.files)?;
     let budgets = if args.slo.is_empty() {
         // Keep the budgets the inputs were judged against, but only if they all agree:
@@ -39,11 +55,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         args.slo
             .iter()
             .map(|s| Budget::parse(s))
-            .collect::<Result<Vec<_>, _>>()?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ReportCmdError::Slo)?
     };
     let batch = BatchReport::from_runs(inputs.runs, &budgets);
     if args.json {
-        let json = serde_json::to_string_pretty(&batch).context("cannot write the batch")?;
+        let json = serde_json::to_string_pretty(&batch).map_err(ReportCmdError::Write)?;
         println!("{json}");
     } else {
         let heading = format!(
@@ -64,13 +81,18 @@ struct Inputs {
     budgets_per_file: Vec<Option<Vec<Budget>>>,
 }
 
-fn read_all(files: &[PathBuf]) -> anyhow::Result<Inputs> {
+fn read_all(files: &[PathBuf]) -> Result<Inputs, ReportCmdError> {
     let mut runs = Vec::new();
     let mut budgets = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let file = ReportFile::from_json(&text).with_context(|| path.display().to_string())?;
+        let text = std::fs::read_to_string(path).map_err(|cause| ReportCmdError::Read {
+            path: path.clone(),
+            cause,
+        })?;
+        let file = ReportFile::from_json(&text).map_err(|problem| ReportCmdError::NotAReport {
+            path: path.clone(),
+            problem,
+        })?;
         budgets.push(match &file {
             ReportFile::Batch(b) => b.goodput.as_ref().map(|g| g.budgets.clone()),
             ReportFile::Run(_) => None,

@@ -29,16 +29,16 @@
 //! Every problem is one line naming the file and the item; nothing starts listening.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow, bail};
 use axum::http::Uri;
 use serde::Deserialize;
 
 use ttfx_edge::access::ProxyAccess;
 use ttfx_proxy::upstream::Upstreams;
-use ttfx_sim::profile::{self, Profile};
+use ttfx_sim::profile::{self, BadOverride, Profile};
 
+pub use self::upstream::UpstreamProblem;
 use self::upstream::{FileUpstream, upstream};
 
 mod upstream;
@@ -70,12 +70,83 @@ struct FileProxy {
     allowed_hosts: Vec<String>,
 }
 
-pub fn load(path: &Path) -> anyhow::Result<Config> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("config {}: cannot read", path.display()))?;
+/// Why `load` refused a config file: the file, then what. Each text is one line and
+/// carries its cause (no `source` chain, so a `{:#}` print says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config {}: cannot read: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("config {}: {problem}", path.display())]
+    Invalid {
+        path: PathBuf,
+        problem: ConfigProblem,
+    },
+}
+
+/// What is wrong in a config's text ([`parse`]): the item, then what.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigProblem {
+    #[error("line {line}, column {column}: {message}")]
+    SyntaxAt {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{message}")]
+    Syntax { message: String },
+    #[error("upstream `{name}`: {problem}")]
+    Upstream {
+        name: String,
+        problem: UpstreamProblem,
+    },
+    #[error("profile `{name}`: {problem}")]
+    Profile {
+        name: String,
+        problem: ProfileProblem,
+    },
+    #[error("[proxy] allowed_origins: `{0}` is not an origin like http://host:port")]
+    NotAnOrigin(String),
+}
+
+/// An upstream's or a profile's name that cannot be a URL path segment.
+#[derive(Debug, thiserror::Error)]
+#[error("the name must be 1-64 letters, digits, `-`, `_` or `.`")]
+pub struct BadName;
+
+/// What is wrong in one `[profiles.NAME]` table.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileProblem {
+    #[error(transparent)]
+    Name(BadName),
+    #[error("base must be a string naming a built-in profile")]
+    BaseNotAString,
+    #[error("base `{base}` is not a built-in profile ({})", builtin_names().join(", "))]
+    UnknownBase { base: String },
+    #[error("{key}: array items must be integers")]
+    NotAnIntegerItem { key: String },
+    #[error("{key}: expected a string, number, boolean or array")]
+    UnusableValue { key: String },
+    #[error(transparent)]
+    Override(BadOverride),
+}
+
+fn builtin_names() -> Vec<&'static str> {
+    profile::builtin().iter().map(|(n, _)| *n).collect()
+}
+
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
+        path: path.to_path_buf(),
+        cause,
+    })?;
     let dir = path.parent().unwrap_or(Path::new(""));
-    parse(&text, dir, |name| std::env::var(name).ok())
-        .map_err(|e| anyhow!("config {}: {e:#}", path.display()))
+    parse(&text, dir, |name| std::env::var(name).ok()).map_err(|problem| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        problem,
+    })
 }
 
 /// Parses a config; relative file names in it (`ca_file`) are under `dir`, and `env`
@@ -85,36 +156,43 @@ pub fn parse(
     text: &str,
     dir: &Path,
     env: impl Fn(&str) -> Option<String>,
-) -> anyhow::Result<Config> {
+) -> Result<Config, ConfigProblem> {
     let file: FileConfig = toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| {
+        let message = e.message().replace('\n', " ").trim().to_owned();
+        match e.span() {
+            Some(s) => {
                 let before = &text[..s.start.min(text.len())];
                 let line = before.matches('\n').count() + 1;
                 let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!("line {line}, column {column}: ")
-            })
-            .unwrap_or_default();
-        anyhow!("{at}{}", e.message().replace('\n', " ").trim())
+                ConfigProblem::SyntaxAt {
+                    line,
+                    column,
+                    message,
+                }
+            }
+            None => ConfigProblem::Syntax { message },
+        }
     })?;
     let mut upstreams = Vec::new();
     for (name, u) in file.upstreams {
-        let upstream =
-            upstream(&name, u, dir, &env).with_context(|| format!("upstream `{name}`"))?;
-        upstreams.push(upstream);
+        match upstream(&name, u, dir, &env) {
+            Ok(upstream) => upstreams.push(upstream),
+            Err(problem) => return Err(ConfigProblem::Upstream { name, problem }),
+        }
     }
     let mut profiles = Vec::new();
     for (name, table) in file.profiles {
-        let p = profile(&name, table).with_context(|| format!("profile `{name}`"))?;
-        profiles.push((name, p));
+        match profile(&name, table) {
+            Ok(p) => profiles.push((name, p)),
+            Err(problem) => return Err(ConfigProblem::Profile { name, problem }),
+        }
     }
     for origin in &file.proxy.allowed_origins {
         let ok = origin
             .parse::<Uri>()
             .is_ok_and(|u| u.scheme().is_some() && u.authority().is_some() && u.path() == "/");
         if !ok {
-            bail!("[proxy] allowed_origins: `{origin}` is not an origin like http://host:port");
+            return Err(ConfigProblem::NotAnOrigin(origin.clone()));
         }
     }
     Ok(Config {
@@ -128,32 +206,25 @@ pub fn parse(
 }
 
 /// Names appear in URL paths (`/proxy/NAME/…`, `/sim/NAME/…`).
-fn check_name(name: &str) -> anyhow::Result<()> {
+fn check_name(name: &str) -> Result<(), BadName> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
-    if !ok {
-        bail!("the name must be 1-64 letters, digits, `-`, `_` or `.`");
-    }
-    Ok(())
+    if ok { Ok(()) } else { Err(BadName) }
 }
 
-fn profile(name: &str, mut table: toml::Table) -> anyhow::Result<Profile> {
-    check_name(name)?;
+fn profile(name: &str, mut table: toml::Table) -> Result<Profile, ProfileProblem> {
+    check_name(name).map_err(ProfileProblem::Name)?;
     let base = match table.remove("base") {
         None => "default".to_owned(),
         Some(toml::Value::String(s)) => s,
-        Some(_) => bail!("base must be a string naming a built-in profile"),
+        Some(_) => return Err(ProfileProblem::BaseNotAString),
     };
     let builtin = profile::builtin();
     let Some((_, mut p)) = builtin.into_iter().find(|(n, _)| *n == base) else {
-        let names: Vec<&str> = profile::builtin().iter().map(|(n, _)| *n).collect();
-        bail!(
-            "base `{base}` is not a built-in profile ({})",
-            names.join(", ")
-        );
+        return Err(ProfileProblem::UnknownBase { base });
     };
     let mut pairs = Vec::new();
     for (key, value) in table {
@@ -166,15 +237,16 @@ fn profile(name: &str, mut table: toml::Table) -> anyhow::Result<Profile> {
                 .iter()
                 .map(|v| match v {
                     toml::Value::Integer(i) => Ok(i.to_string()),
-                    _ => Err(anyhow!("{key}: array items must be integers")),
+                    _ => Err(ProfileProblem::NotAnIntegerItem { key: key.clone() }),
                 })
-                .collect::<anyhow::Result<Vec<_>>>()?
+                .collect::<Result<Vec<_>, _>>()?
                 .join(","),
-            _ => bail!("{key}: expected a string, number, boolean or array"),
+            _ => return Err(ProfileProblem::UnusableValue { key }),
         };
         pairs.push((key, text));
     }
-    p.apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    p.apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(ProfileProblem::Override)?;
     Ok(p)
 }
 
@@ -190,12 +262,28 @@ mod tests {
         (name == "SIM_KEY").then(|| "sk-test-123".to_owned())
     }
 
-    fn parse_here(text: &str, env: fn(&str) -> Option<String>) -> anyhow::Result<Config> {
+    fn parse_here(text: &str, env: fn(&str) -> Option<String>) -> Result<Config, ConfigProblem> {
         parse(text, Path::new(""), env)
     }
 
     fn err(text: &str) -> String {
         format!("{:#}", parse_here(text, env).unwrap_err())
+    }
+
+    /// `ttfx: {e:#}` walks `source()`: a problem carries its cause in its own text and
+    /// no chain, so the cause is printed once, after the file and the item.
+    #[test]
+    fn a_problem_names_the_file_and_the_item_without_a_source_chain() {
+        let problem = parse_here("[upstreams.x]\nbase_url = \"ftp://h\"\n", env).unwrap_err();
+        let e = ConfigError::Invalid {
+            path: PathBuf::from("c.toml"),
+            problem,
+        };
+        assert_eq!(
+            e.to_string(),
+            "config c.toml: upstream `x`: base_url `ftp://h` must start with http:// or https://"
+        );
+        assert!(std::error::Error::source(&e).is_none());
     }
 
     #[test]

@@ -8,10 +8,9 @@
 //! and it must not depend on the runner (which serves its page with this crate).
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
 use axum::Router;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
@@ -20,6 +19,7 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use tower_http::services::{ServeDir, ServeFile};
 
+use ttfx_collect::CollectorError;
 use ttfx_edge::error::json_error;
 use ttfx_edge::{arrival, inflight, isolation};
 use ttfx_proxy::ProxyState;
@@ -30,9 +30,42 @@ mod args;
 pub mod config;
 
 pub use args::ServeArgs;
+pub use config::ConfigError;
+
+/// Why `ttfx serve` did not start or stopped. Each text carries its cause (no `source`
+/// chain, so a `{:#}` print says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Collector(#[from] CollectorError),
+    #[error("--dist {}: no index.html there (build the lab page with `cargo xtask lab`)", dist.display())]
+    NoLabPage { dist: PathBuf },
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("cannot listen on {addr}: {cause}{}", listen_hint(cause))]
+    Listen {
+        addr: SocketAddr,
+        cause: std::io::Error,
+    },
+    #[error("cannot read the bound address: {0}")]
+    BoundAddress(std::io::Error),
+    #[error("server stopped: {0}")]
+    Stopped(std::io::Error),
+}
+
+/// What to do about a port that cannot be had.
+fn listen_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => " (port taken: pick another with --addr)",
+        std::io::ErrorKind::PermissionDenied => " (pick a port above 1024 with --addr)",
+        _ => "",
+    }
+}
 
 /// Runs the server until the process is stopped.
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     // Config first: a bad file is reported before anything listens.
     let config = match &args.config {
         Some(path) => config::load(path)?,
@@ -54,7 +87,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?;
+        .map_err(ServeError::Runtime)?;
     runtime.block_on(serve(args, config, collector))
 }
 
@@ -62,7 +95,7 @@ async fn serve(
     args: ServeArgs,
     config: config::Config,
     collector: Option<ttfx_collect::Collector>,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
     let app = router(args.dist.as_deref(), config, args.max_concurrent)?;
     // After the shared CORS layer, so the collector's routes get their own origin check
     // and CORS (crates/ttfx-collect/src/http.rs) instead of "any origin".
@@ -81,9 +114,7 @@ async fn serve(
         std::time::Duration::from_millis(args.body_timeout_ms),
     ));
     let listener = bind(args.addr).await?;
-    let local = listener
-        .local_addr()
-        .context("cannot read the bound address")?;
+    let local = listener.local_addr().map_err(ServeError::BoundAddress)?;
     // Tests and scripts read this exact line to learn the chosen port.
     println!("ttfx serve: listening on http://{local}/");
     // No Nagle: a streamed reply is a run of small writes (headers, then one event per
@@ -102,7 +133,7 @@ async fn serve(
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .await
-    .context("server stopped")
+    .map_err(ServeError::Stopped)
 }
 
 /// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`):
@@ -110,7 +141,7 @@ async fn serve(
 /// retried connects, which tokio's default of 1024 allows.
 const BACKLOG: u32 = 4096;
 
-async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
     let listen = || -> std::io::Result<tokio::net::TcpListener> {
         let socket = match addr {
             SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
@@ -120,14 +151,7 @@ async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
         socket.bind(addr)?;
         socket.listen(BACKLOG)
     };
-    listen().map_err(|e| {
-        let hint = match e.kind() {
-            std::io::ErrorKind::AddrInUse => " (port taken: pick another with --addr)",
-            std::io::ErrorKind::PermissionDenied => " (pick a port above 1024 with --addr)",
-            _ => "",
-        };
-        anyhow::anyhow!("cannot listen on {addr}: {e}{hint}")
-    })
+    listen().map_err(|cause| ServeError::Listen { addr, cause })
 }
 
 /// The whole HTTP surface of `ttfx serve`; at most `max_concurrent` requests in flight
@@ -136,7 +160,7 @@ pub fn router(
     dist: Option<&Path>,
     config: config::Config,
     max_concurrent: u32,
-) -> anyhow::Result<Router> {
+) -> Result<Router, ServeError> {
     let records = Arc::new(Records::default());
     let sim = Arc::new(SimState::new(config.profiles, records.clone()));
     let proxy = Arc::new(ProxyState {
@@ -159,10 +183,9 @@ pub fn router(
         Some(dir) => {
             let index = dir.join("index.html");
             if !index.is_file() {
-                bail!(
-                    "--dist {}: no index.html there (build the lab page with `cargo xtask lab`)",
-                    dir.display()
-                );
+                return Err(ServeError::NoLabPage {
+                    dist: dir.to_path_buf(),
+                });
             }
             app.fallback_service(ServeDir::new(dir).fallback(ServeFile::new(index)))
         }

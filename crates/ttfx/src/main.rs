@@ -7,9 +7,13 @@ use clap::Parser;
 
 mod cli;
 
+/// A command that has no exit code of its own: 0, or its typed error to print.
+fn done(r: Result<(), impl Into<anyhow::Error>>) -> anyhow::Result<ExitCode> {
+    r.map(|()| ExitCode::SUCCESS).map_err(Into::into)
+}
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
         cli::Command::Serve(args) => done(ttfx_serve::run(args)),
         cli::Command::Decode(args) => done(ttfx_report::decode_cmd::run(args)),

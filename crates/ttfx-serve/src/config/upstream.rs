@@ -7,19 +7,103 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail};
-use axum::http::uri::Authority;
+use axum::http::uri::{Authority, InvalidUri};
 use axum::http::{HeaderName, HeaderValue, Uri};
 use serde::Deserialize;
 use ttfx_core::ChatApi;
+use ttfx_core::chat_api::UnknownChatApi;
 use ttfx_core::decode::DialectKind;
+use ttfx_core::decode::dialect::UnknownDialect;
 
 use ttfx_edge::access::is_loopback_host;
 use ttfx_proxy::presets::{self, Preset};
+use ttfx_proxy::tls::TlsError;
 use ttfx_proxy::upstream::{Auth, Secret, Timeouts, Upstream, UpstreamChat};
 use ttfx_proxy::upstream_conn::Tls;
 
-use super::check_name;
+use super::{BadName, check_name};
+
+/// What is wrong in one `[upstreams.NAME]` table; the config names the upstream around
+/// it. Each text carries its cause (no `source` chain).
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamProblem {
+    #[error(transparent)]
+    Name(BadName),
+    #[error("preset `{name}` is not a provider preset ({})", presets::names().join(", "))]
+    UnknownPreset { name: String },
+    #[error(
+        "preset `{preset}` needs base_url: {provider} gives every resource its own host (e.g. \
+         https://RESOURCE.openai.azure.com/openai/v1)"
+    )]
+    PresetNeedsBaseUrl {
+        preset: &'static str,
+        provider: &'static str,
+    },
+    #[error("base_url is missing (or name a provider preset)")]
+    NoBaseUrl,
+    #[error("base_url `{url}` is not a URL: {cause}")]
+    NotAUrl { url: String, cause: InvalidUri },
+    #[error("base_url `{url}` must start with http:// or https://")]
+    NotHttp { url: String },
+    #[error("base_url `{url}` has no host")]
+    NoHost { url: String },
+    #[error(
+        "base_url `{url}`: credentials in the URL are refused (give the key as api_key or \
+         api_key_env)"
+    )]
+    CredentialsInUrl { url: String },
+    #[error("base_url `{url}` must not have a query")]
+    QueryInUrl { url: String },
+    #[error(
+        "base_url `{url}`: the key would cross the network in clear text over plain HTTP to a \
+         host that is not loopback; use https, or a loopback server, or set insecure = true"
+    )]
+    KeyInClear { url: String },
+    #[error(transparent)]
+    Tls(TlsError),
+    #[error("ca_file is for https upstreams; base_url `{url}` is plain HTTP")]
+    CaFileOnPlainHttp { url: String },
+    #[error(
+        "insecure = true only lets a key go over plain HTTP; it does not turn off certificate \
+         checks, and an https upstream never needs it (for a private CA, give its PEM as \
+         ca_file)"
+    )]
+    InsecureOnHttps,
+    #[error("give api_key or api_key_env, not both")]
+    TwoKeys,
+    #[error("api_key_env: the environment variable `{var}` is not set")]
+    KeyEnvUnset { var: String },
+    #[error("auth `{auth}`: expected bearer, x-api-key, api-key or none")]
+    UnknownAuth { auth: String },
+    #[error("{key} = {ms}: expected 1 to 3600000 ms")]
+    TimeoutOutOfRange { key: &'static str, ms: u64 },
+    #[error("api: {0}")]
+    UnknownApi(UnknownChatApi),
+    #[error("api_path and dialect need api (a preset gives one)")]
+    PathWithoutApi,
+    #[error("api_path `{path}`: a plain path below base_url, without query or dot segments")]
+    NotAPlainPath { path: String },
+    #[error("dialect: {0}")]
+    UnknownDialect(UnknownDialect),
+    #[error("headers: `{name}` is not a header name")]
+    NotAHeaderName { name: String },
+    // The run of spaces is in the text users have seen; this change keeps texts as they are.
+    #[error(
+        "headers: `{name}` carries a key; give it with api_key_env (and auth) so it                  stays out of logs and the client's copy is dropped"
+    )]
+    KeyHeader { name: String },
+    #[error("headers: the value of `{name}` is not a header value")]
+    NotAHeaderValue { name: String },
+    #[error("api_version applies to preset = \"azure-openai\" only")]
+    ApiVersionNotAzure,
+    #[error("api_version `{version}`: expected a version like 2024-10-21")]
+    NotAnApiVersion { version: String },
+    #[error(
+        "preset azure-openai: a deployment base_url needs api_version (e.g. \"2024-10-21\"); \
+         the v1 API (…/openai/v1) needs none"
+    )]
+    NoApiVersion,
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,8 +138,8 @@ pub(super) fn upstream(
     u: FileUpstream,
     dir: &Path,
     env: &impl Fn(&str) -> Option<String>,
-) -> anyhow::Result<Upstream> {
-    check_name(name)?;
+) -> Result<Upstream, UpstreamProblem> {
+    check_name(name).map_err(UpstreamProblem::Name)?;
     let preset = preset(u.preset.as_deref())?;
     let base = BaseUrl::parse(base_url(&u, preset)?)?;
     let tls = tls(&base, &u, dir)?;
@@ -84,34 +168,31 @@ pub(super) fn upstream(
     })
 }
 
-fn preset(name: Option<&str>) -> anyhow::Result<Option<&'static Preset>> {
+fn preset(name: Option<&str>) -> Result<Option<&'static Preset>, UpstreamProblem> {
     let Some(name) = name else {
         return Ok(None);
     };
-    let preset = presets::find(name).ok_or_else(|| {
-        anyhow!(
-            "preset `{name}` is not a provider preset ({})",
-            presets::names().join(", ")
-        )
+    let preset = presets::find(name).ok_or_else(|| UpstreamProblem::UnknownPreset {
+        name: name.to_owned(),
     })?;
     Ok(Some(preset))
 }
 
 /// The config's base_url, else its preset's; a preset without one (Azure: a host per
 /// resource) needs it from the config.
-fn base_url(u: &FileUpstream, preset: Option<&Preset>) -> anyhow::Result<String> {
+fn base_url(u: &FileUpstream, preset: Option<&Preset>) -> Result<String, UpstreamProblem> {
     Ok(
         match (u.base_url.clone(), preset.and_then(|p| p.base_url)) {
             (Some(url), _) => url,
             (None, Some(url)) => url.to_owned(),
             (None, None) => match preset {
-                Some(p) => bail!(
-                    "preset `{}` needs base_url: {} gives every resource its own host (e.g. \
-                 https://RESOURCE.openai.azure.com/openai/v1)",
-                    p.name,
-                    p.provider
-                ),
-                None => bail!("base_url is missing (or name a provider preset)"),
+                Some(p) => {
+                    return Err(UpstreamProblem::PresetNeedsBaseUrl {
+                        preset: p.name,
+                        provider: p.provider,
+                    });
+                }
+                None => return Err(UpstreamProblem::NoBaseUrl),
             },
         },
     )
@@ -128,28 +209,25 @@ struct BaseUrl {
 }
 
 impl BaseUrl {
-    fn parse(text: String) -> anyhow::Result<BaseUrl> {
-        let uri: Uri = text
-            .parse()
-            .map_err(|e| anyhow!("base_url `{}` is not a URL: {e}", text))?;
+    fn parse(text: String) -> Result<BaseUrl, UpstreamProblem> {
+        let uri: Uri = match text.parse() {
+            Ok(uri) => uri,
+            Err(cause) => return Err(UpstreamProblem::NotAUrl { url: text, cause }),
+        };
         let https = match uri.scheme_str() {
             Some("http") => false,
             Some("https") => true,
-            _ => bail!("base_url `{}` must start with http:// or https://", text),
+            _ => return Err(UpstreamProblem::NotHttp { url: text }),
         };
         let Some(authority) = uri.authority().cloned() else {
-            bail!("base_url `{}` has no host", text);
+            return Err(UpstreamProblem::NoHost { url: text });
         };
         // The key has its own fields, kept out of logs; a URL is printed.
         if authority.as_str().contains('@') {
-            bail!(
-                "base_url `{}`: credentials in the URL are refused (give the key as api_key or \
-                 api_key_env)",
-                text
-            );
+            return Err(UpstreamProblem::CredentialsInUrl { url: text });
         }
         if uri.query().is_some() {
-            bail!("base_url `{}` must not have a query", text);
+            return Err(UpstreamProblem::QueryInUrl { url: text });
         }
         Ok(BaseUrl {
             text,
@@ -166,14 +244,11 @@ impl BaseUrl {
     }
 
     /// A key may cross plain HTTP only to loopback (or when the config says `insecure`).
-    fn check_key_in_clear(&self) -> anyhow::Result<()> {
+    fn check_key_in_clear(&self) -> Result<(), UpstreamProblem> {
         if !self.https && !is_loopback_host(self.authority.host()) {
-            bail!(
-                "base_url `{}`: the key would cross the network in clear text over plain HTTP \
-                 to a host that is not loopback; use https, or a loopback server, or set \
-                 insecure = true",
-                self.text
-            );
+            return Err(UpstreamProblem::KeyInClear {
+                url: self.text.clone(),
+            });
         }
         Ok(())
     }
@@ -181,59 +256,66 @@ impl BaseUrl {
 
 /// The TLS settings of an https upstream (its private CA read now, at startup); none
 /// for plain HTTP, where `ca_file` is a mistake.
-fn tls(base: &BaseUrl, u: &FileUpstream, dir: &Path) -> anyhow::Result<Option<Tls>> {
+fn tls(base: &BaseUrl, u: &FileUpstream, dir: &Path) -> Result<Option<Tls>, UpstreamProblem> {
     let tls = match (base.https, &u.ca_file) {
         (true, ca_file) => {
             let ca_file = ca_file.as_deref().map(|f| dir.join(f));
-            Some(Tls::new(base.authority.host(), ca_file.as_deref())?)
+            Some(
+                Tls::new(base.authority.host(), ca_file.as_deref())
+                    .map_err(UpstreamProblem::Tls)?,
+            )
         }
-        (false, Some(_)) => bail!(
-            "ca_file is for https upstreams; base_url `{}` is plain HTTP",
-            base.text
-        ),
+        (false, Some(_)) => {
+            return Err(UpstreamProblem::CaFileOnPlainHttp {
+                url: base.text.clone(),
+            });
+        }
         (false, None) => None,
     };
     // Refused rather than ignored: someone setting it on https may think it skips checks.
     if base.https && u.insecure {
-        bail!(
-            "insecure = true only lets a key go over plain HTTP; it does not turn off \
-             certificate checks, and an https upstream never needs it (for a private CA, \
-             give its PEM as ca_file)"
-        );
+        return Err(UpstreamProblem::InsecureOnHttps);
     }
     Ok(tls)
 }
 
 /// The key, given in the file or (better) named by its environment variable.
-fn key(u: &FileUpstream, env: &impl Fn(&str) -> Option<String>) -> anyhow::Result<Option<Secret>> {
+fn key(
+    u: &FileUpstream,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<Secret>, UpstreamProblem> {
     Ok(match (u.api_key.clone(), u.api_key_env.clone()) {
-        (Some(_), Some(_)) => bail!("give api_key or api_key_env, not both"),
+        (Some(_), Some(_)) => return Err(UpstreamProblem::TwoKeys),
         (Some(k), None) => Some(Secret::new(k)),
         (None, Some(var)) => match env(&var) {
             Some(k) if !k.is_empty() => Some(Secret::new(k)),
-            _ => bail!("api_key_env: the environment variable `{var}` is not set"),
+            _ => return Err(UpstreamProblem::KeyEnvUnset { var }),
         },
         (None, None) => None,
     })
 }
 
 /// How the key is sent: the config's `auth`, else its preset's, else a bearer token.
-fn auth(preset: Option<&Preset>, given: Option<&str>) -> anyhow::Result<Auth> {
+fn auth(preset: Option<&Preset>, given: Option<&str>) -> Result<Auth, UpstreamProblem> {
     Ok(match given {
         None => preset.map_or(Auth::Bearer, |p| p.auth),
         Some("bearer") => Auth::Bearer,
         Some("x-api-key") => Auth::XApiKey,
         Some("api-key") => Auth::ApiKey,
         Some("none") => Auth::None,
-        Some(other) => bail!("auth `{other}`: expected bearer, x-api-key, api-key or none"),
+        Some(other) => {
+            return Err(UpstreamProblem::UnknownAuth {
+                auth: other.to_owned(),
+            });
+        }
     })
 }
 
-fn timeouts(u: &FileUpstream) -> anyhow::Result<Timeouts> {
-    let ms = |key: &str, value: Option<u64>, default: Duration| match value {
+fn timeouts(u: &FileUpstream) -> Result<Timeouts, UpstreamProblem> {
+    let ms = |key: &'static str, value: Option<u64>, default: Duration| match value {
         None => Ok(default),
         Some(v) if (1..=3_600_000).contains(&v) => Ok(Duration::from_millis(v)),
-        Some(v) => Err(anyhow!("{key} = {v}: expected 1 to 3600000 ms")),
+        Some(v) => Err(UpstreamProblem::TimeoutOutOfRange { key, ms: v }),
     };
     Ok(Timeouts {
         connect: ms(
@@ -251,14 +333,20 @@ fn timeouts(u: &FileUpstream) -> anyhow::Result<Timeouts> {
 }
 
 /// The chat endpoint: the config's `api`, `api_path` and `dialect` over its preset's.
-fn chat(preset: Option<&Preset>, u: &FileUpstream) -> anyhow::Result<Option<UpstreamChat>> {
+fn chat(
+    preset: Option<&Preset>,
+    u: &FileUpstream,
+) -> Result<Option<UpstreamChat>, UpstreamProblem> {
     let api = match u.api.as_deref() {
-        Some(name) => Some(name.parse::<ChatApi>().map_err(|e| anyhow!("api: {e}"))?),
+        Some(name) => Some(
+            name.parse::<ChatApi>()
+                .map_err(UpstreamProblem::UnknownApi)?,
+        ),
         None => preset.map(|p| p.api),
     };
     let Some(api) = api else {
         if u.api_path.is_some() || u.dialect.is_some() {
-            bail!("api_path and dialect need api (a preset gives one)");
+            return Err(UpstreamProblem::PathWithoutApi);
         }
         return Ok(None);
     };
@@ -269,12 +357,12 @@ fn chat(preset: Option<&Preset>, u: &FileUpstream) -> anyhow::Result<Option<Upst
         None => preset.map_or(api.path(), |p| p.api_path).to_owned(),
     };
     if path.contains(['?', '#']) || path.split('/').any(|s| s == "." || s == "..") {
-        bail!("api_path `{path}`: a plain path below base_url, without query or dot segments");
+        return Err(UpstreamProblem::NotAPlainPath { path });
     }
     let dialect = match u.dialect.as_deref() {
         Some(name) => name
             .parse::<DialectKind>()
-            .map_err(|e| anyhow!("dialect: {e}"))?,
+            .map_err(UpstreamProblem::UnknownDialect)?,
         None => preset.map_or(api.dialect(), |p| p.dialect),
     };
     Ok(Some(UpstreamChat { api, path, dialect }))
@@ -284,7 +372,7 @@ fn chat(preset: Option<&Preset>, u: &FileUpstream) -> anyhow::Result<Option<Upst
 fn headers(
     preset: Option<&Preset>,
     extra: &BTreeMap<String, String>,
-) -> anyhow::Result<Vec<(HeaderName, HeaderValue)>> {
+) -> Result<Vec<(HeaderName, HeaderValue)>, UpstreamProblem> {
     let mut out: Vec<(HeaderName, HeaderValue)> = Vec::new();
     let given = preset
         .map_or(&[][..], |p| p.headers)
@@ -293,14 +381,12 @@ fn headers(
         .chain(extra.iter().map(|(n, v)| (n.as_str(), v.as_str())));
     for (name, value) in given {
         let header = HeaderName::try_from(name)
-            .map_err(|_| anyhow!("headers: `{name}` is not a header name"))?;
+            .map_err(|_| UpstreamProblem::NotAHeaderName { name: name.into() })?;
         if ttfx_proxy::KEY_HEADERS.contains(&header.as_str()) {
-            bail!(
-                "headers: `{name}` carries a key; give it with api_key_env (and auth) so it                  stays out of logs and the client's copy is dropped"
-            );
+            return Err(UpstreamProblem::KeyHeader { name: name.into() });
         }
         let value = HeaderValue::from_str(value)
-            .map_err(|_| anyhow!("headers: the value of `{name}` is not a header value"))?;
+            .map_err(|_| UpstreamProblem::NotAHeaderValue { name: name.into() })?;
         out.retain(|(n, _)| *n != header);
         out.push((header, value));
     }
@@ -313,18 +399,19 @@ fn azure_api_version(
     preset: Option<&Preset>,
     base_path: &str,
     given: Option<&str>,
-) -> anyhow::Result<Option<String>> {
+) -> Result<Option<String>, UpstreamProblem> {
     let azure = preset.is_some_and(|p| p.name == "azure-openai");
     match given {
-        Some(_) if !azure => bail!("api_version applies to preset = \"azure-openai\" only"),
+        Some(_) if !azure => Err(UpstreamProblem::ApiVersionNotAzure),
         Some(v) if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
-            bail!("api_version `{v}`: expected a version like 2024-10-21")
+            Err(UpstreamProblem::NotAnApiVersion {
+                version: v.to_owned(),
+            })
         }
         Some(v) => Ok(Some(v.to_owned())),
-        None if azure && base_path.contains("/openai/deployments/") => bail!(
-            "preset azure-openai: a deployment base_url needs api_version (e.g. \
-             \"2024-10-21\"); the v1 API (…/openai/v1) needs none"
-        ),
+        None if azure && base_path.contains("/openai/deployments/") => {
+            Err(UpstreamProblem::NoApiVersion)
+        }
         None => Ok(None),
     }
 }
