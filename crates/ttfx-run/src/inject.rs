@@ -297,81 +297,126 @@ pub async fn run_flow(
     id: &str,
     label: &str,
 ) -> anyhow::Result<Vec<Run>> {
-    let mut page = PageState::default();
-    let mut field: Option<Element> = None;
-    let mut armed = false;
-    let mut turn = 0u32;
-    let mut out = Vec::new();
+    let mut pass = FlowPass::default();
     for step in &flow.steps {
         match step {
-            Step::Open(url) => {
-                client
-                    .goto(url)
-                    .await
-                    .with_context(|| format!("cannot load {}", without_query(url)))?;
-                wait_ready(client).await?;
-                page = PageState::default();
-                field = None;
-                armed = false;
-            }
+            Step::Open(url) => pass.open(client, url).await?,
             Step::Type { text, into } => {
-                if !armed {
-                    arm(client).await?;
-                    armed = true;
-                }
-                let element = find_field(client, into.as_deref()).await?;
                 let text = if scenario.typed_prompt { prompt } else { text };
-                element
-                    .send_keys(text)
-                    .await
-                    .context("cannot type the prompt")?;
-                field = Some(element);
+                pass.type_text(client, text, into.as_deref()).await?;
             }
-            Step::Submit(target) => {
-                if !armed {
-                    arm(client).await?;
-                    armed = true;
-                }
-                match target {
-                    Some(css) => client
-                        .find(Locator::Css(css))
-                        .await
-                        .with_context(|| format!("no element `{css}` to submit with"))?
-                        .click()
-                        .await
-                        .with_context(|| format!("cannot click `{css}`"))?,
-                    None => {
-                        let element = match field.take() {
-                            Some(e) => e,
-                            None => find_field(client, None).await?,
-                        };
-                        element
-                            .send_keys(&Key::Enter.to_string())
-                            .await
-                            .context("cannot press Enter in the prompt's field")?;
-                        field = Some(element);
-                    }
-                }
-            }
+            Step::Submit(target) => pass.submit(client, target.as_deref()).await?,
             Step::WaitReply => {
-                turn += 1;
-                let run = wait_turn(client, &mut page, scenario, flow, timeout, turn)
-                    .await
-                    .with_context(|| format!("turn {turn}"))?;
+                let run = pass.wait_reply(client, scenario, flow, timeout).await?;
+                let turn = pass.turn;
                 let turn_id = if flow.turns() > 1 {
                     format!("{id}-t{turn}")
                 } else {
                     id.to_owned()
                 };
-                out.push(
+                pass.out.push(
                     Run::new(Some(turn_id), Some(label.to_owned()), run.timeline)
                         .map_err(|e| anyhow::anyhow!("turn {turn}: {e}"))?,
                 );
-                armed = false;
             }
         }
     }
-    Ok(out)
+    Ok(pass.out)
+}
+
+/// Where a pass through the flow is: the page it has open, the field it typed into, the
+/// turn it is at and the runs made so far.
+#[derive(Default)]
+struct FlowPass {
+    page: PageState,
+    field: Option<Element>,
+    /// The probe was told a turn begins: the page's requests from now on are recorded.
+    armed: bool,
+    turn: u32,
+    out: Vec<Run>,
+}
+
+impl FlowPass {
+    /// A fresh load starts all over: the new document's probe knows nothing yet.
+    async fn open(&mut self, client: &Client, url: &str) -> anyhow::Result<()> {
+        client
+            .goto(url)
+            .await
+            .with_context(|| format!("cannot load {}", without_query(url)))?;
+        wait_ready(client).await?;
+        self.page = PageState::default();
+        self.field = None;
+        self.armed = false;
+        Ok(())
+    }
+
+    /// A turn begins with its first typing or submit, once.
+    async fn arm(&mut self, client: &Client) -> anyhow::Result<()> {
+        if !self.armed {
+            arm(client).await?;
+            self.armed = true;
+        }
+        Ok(())
+    }
+
+    async fn type_text(
+        &mut self,
+        client: &Client,
+        text: &str,
+        into: Option<&str>,
+    ) -> anyhow::Result<()> {
+        self.arm(client).await?;
+        let element = find_field(client, into).await?;
+        element
+            .send_keys(text)
+            .await
+            .context("cannot type the prompt")?;
+        self.field = Some(element);
+        Ok(())
+    }
+
+    /// A click on `target`, else Enter in the field typed into (or the first shown).
+    async fn submit(&mut self, client: &Client, target: Option<&str>) -> anyhow::Result<()> {
+        self.arm(client).await?;
+        match target {
+            Some(css) => client
+                .find(Locator::Css(css))
+                .await
+                .with_context(|| format!("no element `{css}` to submit with"))?
+                .click()
+                .await
+                .with_context(|| format!("cannot click `{css}`"))?,
+            None => {
+                let element = match self.field.take() {
+                    Some(e) => e,
+                    None => find_field(client, None).await?,
+                };
+                element
+                    .send_keys(&Key::Enter.to_string())
+                    .await
+                    .context("cannot press Enter in the prompt's field")?;
+                self.field = Some(element);
+            }
+        }
+        Ok(())
+    }
+
+    /// The next turn's run; the turn after it arms the probe again.
+    async fn wait_reply(
+        &mut self,
+        client: &Client,
+        scenario: &InjectScenario,
+        flow: &Flow,
+        timeout: Duration,
+    ) -> anyhow::Result<Run> {
+        self.turn += 1;
+        let turn = self.turn;
+        let run = wait_turn(client, &mut self.page, scenario, flow, timeout, turn)
+            .await
+            .with_context(|| format!("turn {turn}"))?;
+        self.armed = false;
+        Ok(run)
+    }
 }
 
 async fn wait_ready(client: &Client) -> anyhow::Result<()> {
