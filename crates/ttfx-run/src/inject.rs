@@ -21,7 +21,7 @@ use ttfx_analysis::Runs;
 use ttfx_core::Milestone;
 use ttfx_core::report::{ReportFile, Run};
 use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
-use ttfx_core::timeline::PaintMethod;
+use ttfx_core::timeline::{PaintMethod, Timeline};
 use ttfx_webdriver::bidi::Bidi;
 use ttfx_webdriver::devtools::Cdp;
 
@@ -479,6 +479,8 @@ async fn take(client: &Client) -> anyhow::Result<Taken> {
     serde_json::from_value(value).context("the injected probe's recording")
 }
 
+/// A turn's run: the stream chosen after the submit, with the reply's element's first
+/// DOM change and paint, and how both were chosen.
 async fn wait_turn(
     client: &Client,
     page: &mut PageState,
@@ -487,69 +489,17 @@ async fn wait_turn(
     timeout: Duration,
     turn: u32,
 ) -> anyhow::Result<Run> {
-    let deadline = Instant::now() + timeout;
     let by_match = scenario.match_url.is_some();
-    let mut submit_at: Option<f64> = None;
-    let (chosen, run, seen) = loop {
-        let taken = take(client).await?;
-        submit_at = taken.submit_at.or(submit_at);
-        page.absorb(taken);
-        // Until the page saw the click or key press, nothing counts as after it.
-        if let Some(at) = submit_at
-            && let Some(choice) = page.choose(at, by_match)
-        {
-            break choice;
-        }
-        if Instant::now() > deadline {
-            let how = if by_match {
-                "no request matching --match ended"
-            } else {
-                "no streamed response ended"
-            };
-            match submit_at {
-                Some(at) => bail!(
-                    "{how} within {} s of the submit; {}",
-                    timeout.as_secs_f64(),
-                    page.describe_open(at)
-                ),
-                None => bail!(
-                    "the page saw no click or Enter key press within {} s (check --submit)",
-                    timeout.as_secs_f64()
-                ),
-            }
-        }
-        tokio::time::sleep(POLL).await;
-    };
+    let (chosen, run, seen) = wait_stream(client, page, by_match, timeout).await?;
     tokio::time::sleep(SETTLE).await;
     let first_byte = run
         .timeline
         .milestones
         .get(Milestone::FirstByte)
         .unwrap_or(0.0);
-    let reply: Reply = serde_json::from_value(
-        client
-            .execute(
-                &format!("return {KEY}.reply(arguments[0], performance.now(), arguments[1]);"),
-                vec![json!(chosen.start + first_byte), json!(scenario.reply)],
-            )
-            .await
-            .context("cannot ask the page for the reply's element")?,
-    )
-    .context("the page's answer about the reply")?;
+    let reply = ask_reply(client, chosen.start + first_byte, scenario.reply.as_deref()).await?;
     let mut timeline = run.timeline;
-    if reply.found {
-        if let Some(at) = reply.first_dom {
-            timeline
-                .milestones
-                .set(Milestone::FirstDom, at - chosen.start);
-        }
-        if let Some(at) = reply.first_paint {
-            timeline
-                .milestones
-                .set(Milestone::FirstPaint, at - chosen.start);
-            timeline.paint_method = Some(PaintMethod::RafEstimate);
-        }
-    }
+    reply.mark(&mut timeline, chosen.start);
     timeline.selection = Some(Selection {
         stream: if by_match {
             StreamChoice::Match
@@ -567,6 +517,93 @@ async fn wait_turn(
         flow_turn: (flow.turns() > 1).then_some(turn),
     });
     Ok(Run { timeline, ..run })
+}
+
+/// Reads the page's recording until the turn's stream is chosen (see
+/// [`PageState::choose`]): the request, its run, and how many requests were seen.
+async fn wait_stream(
+    client: &Client,
+    page: &mut PageState,
+    by_match: bool,
+    timeout: Duration,
+) -> anyhow::Result<(Started, Run, u32)> {
+    let deadline = Instant::now() + timeout;
+    let mut submit_at: Option<f64> = None;
+    loop {
+        let taken = take(client).await?;
+        submit_at = taken.submit_at.or(submit_at);
+        page.absorb(taken);
+        // Until the page saw the click or key press, nothing counts as after it.
+        if let Some(at) = submit_at
+            && let Some(choice) = page.choose(at, by_match)
+        {
+            return Ok(choice);
+        }
+        if Instant::now() > deadline {
+            return Err(no_stream(page, by_match, submit_at, timeout));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Why no stream was chosen in time: no submit seen, or the requests after it and how
+/// each stands.
+fn no_stream(
+    page: &PageState,
+    by_match: bool,
+    submit_at: Option<f64>,
+    timeout: Duration,
+) -> anyhow::Error {
+    let how = if by_match {
+        "no request matching --match ended"
+    } else {
+        "no streamed response ended"
+    };
+    match submit_at {
+        Some(at) => anyhow::anyhow!(
+            "{how} within {} s of the submit; {}",
+            timeout.as_secs_f64(),
+            page.describe_open(at)
+        ),
+        None => anyhow::anyhow!(
+            "the page saw no click or Enter key press within {} s (check --submit)",
+            timeout.as_secs_f64()
+        ),
+    }
+}
+
+/// The page's answer about the reply's element (`--reply`'s, else the one that grew),
+/// for a stream whose first byte came at `first_byte_at` on the page clock.
+async fn ask_reply(
+    client: &Client,
+    first_byte_at: f64,
+    selector: Option<&str>,
+) -> anyhow::Result<Reply> {
+    let answer = client
+        .execute(
+            &format!("return {KEY}.reply(arguments[0], performance.now(), arguments[1]);"),
+            vec![json!(first_byte_at), json!(selector)],
+        )
+        .await
+        .context("cannot ask the page for the reply's element")?;
+    serde_json::from_value(answer).context("the page's answer about the reply")
+}
+
+impl Reply {
+    /// The reply element's first DOM change and paint as milestones of the run whose
+    /// request started at `start` (page clock).
+    fn mark(&self, timeline: &mut Timeline, start: f64) {
+        if !self.found {
+            return;
+        }
+        if let Some(at) = self.first_dom {
+            timeline.milestones.set(Milestone::FirstDom, at - start);
+        }
+        if let Some(at) = self.first_paint {
+            timeline.milestones.set(Milestone::FirstPaint, at - start);
+            timeline.paint_method = Some(PaintMethod::RafEstimate);
+        }
+    }
 }
 
 #[cfg(test)]
