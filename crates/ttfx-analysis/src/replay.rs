@@ -124,21 +124,49 @@ impl Args<'_> {
             })
             .collect()
     }
+
+    fn bool(&self, i: usize) -> Result<bool, ReplayError> {
+        self.opt_bool(i)?
+            .ok_or_else(|| self.bad(i, "true or false"))
+    }
+
+    fn status(&self, i: usize) -> Result<u16, ReplayError> {
+        self.opt_u32(i)?
+            .and_then(|s| u16::try_from(s).ok())
+            .ok_or_else(|| self.bad(i, "an HTTP status"))
+    }
+
+    /// `environment`'s arguments: what the page knows of its browser.
+    fn environment(&self) -> Result<Environment, ReplayError> {
+        Ok(Environment {
+            engine: self.opt_string(0)?,
+            engine_version: self.opt_string(1)?,
+            user_agent: self.opt_string(2)?,
+            cross_origin_isolated: self.opt_bool(3)?,
+            timer_resolution_ms: self.opt_f64(4)?,
+            concurrency: self.opt_u32(5)?,
+            ..Environment::default()
+        })
+    }
+
+    /// `resourceTiming`'s arguments: the request's Resource Timing entry.
+    fn resource_timing(&self) -> Result<ResourceTiming, ReplayError> {
+        Ok(ResourceTiming {
+            request_start_ms: self.opt_f64(0)?,
+            response_start_ms: self.opt_f64(1)?,
+            response_end_ms: self.opt_f64(2)?,
+            encoded_body_size: self.opt_f64(3)?.map(|v| v as u64),
+        })
+    }
 }
 
 /// Plays one recorded call into `runs`; `finish` returns the report's JSON text (then,
 /// after a newline, the field report's when the page asked for one).
 pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayError> {
-    let Some([run, op, values @ ..]) = call.as_array().map(Vec::as_slice) else {
-        return Err(ReplayError::NotACall(call.clone()));
-    };
-    let run = run
-        .as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| ReplayError::BadRun(run.clone()))?;
-    let op = op.as_str().ok_or_else(|| ReplayError::BadOp(op.clone()))?;
-    let a = Args { op, values };
-    match op {
+    let (run, a) = parse_call(call)?;
+    // Each arm reads its arguments in the order the method takes them (but `headers`'
+    // status and `visibility`'s flag first), so the first bad one is the one reported.
+    match a.op {
         "begin" => runs.begin_page(
             run,
             a.opt_string(0)?.as_deref(),
@@ -154,10 +182,7 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayErro
             a.opt_string(3)?,
         )?,
         "headers" => {
-            let status = a
-                .opt_u32(1)?
-                .and_then(|s| u16::try_from(s).ok())
-                .ok_or_else(|| a.bad(1, "an HTTP status"))?;
+            let status = a.status(1)?;
             runs.headers(
                 run,
                 a.f64(0)?,
@@ -172,32 +197,13 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayErro
         "abort" => runs.abort(run, a.f64(0)?)?,
         "networkError" => runs.network_error(run, a.f64(0)?, a.string(1)?)?,
         "observed" => runs.observed(run, &a.string(0)?, a.f64(1)?, a.opt_string(2)?.as_deref())?,
-        "environment" => {
-            let env = Environment {
-                engine: a.opt_string(0)?,
-                engine_version: a.opt_string(1)?,
-                user_agent: a.opt_string(2)?,
-                cross_origin_isolated: a.opt_bool(3)?,
-                timer_resolution_ms: a.opt_f64(4)?,
-                concurrency: a.opt_u32(5)?,
-                ..Environment::default()
-            };
-            // Whatever the page said, the analysis ran here.
-            runs.environment(run, env, Some(SITE))?
-        }
+        // Whatever the page said, the analysis ran here.
+        "environment" => runs.environment(run, a.environment()?, Some(SITE))?,
         "visibility" => {
-            let hidden = a.opt_bool(1)?.ok_or_else(|| a.bad(1, "true or false"))?;
+            let hidden = a.bool(1)?;
             runs.visibility(run, a.f64(0)?, hidden)?
         }
-        "resourceTiming" => runs.resource_timing(
-            run,
-            ResourceTiming {
-                request_start_ms: a.opt_f64(0)?,
-                response_start_ms: a.opt_f64(1)?,
-                response_end_ms: a.opt_f64(2)?,
-                encoded_body_size: a.opt_f64(3)?.map(|v| v as u64),
-            },
-        )?,
+        "resourceTiming" => runs.resource_timing(run, a.resource_timing()?)?,
         "resourceServerTiming" => {
             runs.resource_server_timing(run, a.string(0)?, a.opt_f64(1)?, a.opt_string(2)?)?
         }
@@ -211,6 +217,19 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayErro
         other => return Err(ReplayError::UnknownCall(other.to_owned())),
     }
     Ok(None)
+}
+
+/// A call's run number, and its op with the arguments after it.
+fn parse_call(call: &Value) -> Result<(u32, Args<'_>), ReplayError> {
+    let Some([run, op, values @ ..]) = call.as_array().map(Vec::as_slice) else {
+        return Err(ReplayError::NotACall(call.clone()));
+    };
+    let run = run
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| ReplayError::BadRun(run.clone()))?;
+    let op = op.as_str().ok_or_else(|| ReplayError::BadOp(op.clone()))?;
+    Ok((run, Args { op, values }))
 }
 
 #[cfg(test)]

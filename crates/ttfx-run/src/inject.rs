@@ -21,7 +21,7 @@ use ttfx_analysis::Runs;
 use ttfx_core::Milestone;
 use ttfx_core::report::{ReportFile, Run};
 use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
-use ttfx_core::timeline::PaintMethod;
+use ttfx_core::timeline::{PaintMethod, Timeline};
 use ttfx_webdriver::bidi::Bidi;
 use ttfx_webdriver::devtools::Cdp;
 
@@ -297,81 +297,126 @@ pub async fn run_flow(
     id: &str,
     label: &str,
 ) -> anyhow::Result<Vec<Run>> {
-    let mut page = PageState::default();
-    let mut field: Option<Element> = None;
-    let mut armed = false;
-    let mut turn = 0u32;
-    let mut out = Vec::new();
+    let mut pass = FlowPass::default();
     for step in &flow.steps {
         match step {
-            Step::Open(url) => {
-                client
-                    .goto(url)
-                    .await
-                    .with_context(|| format!("cannot load {}", without_query(url)))?;
-                wait_ready(client).await?;
-                page = PageState::default();
-                field = None;
-                armed = false;
-            }
+            Step::Open(url) => pass.open(client, url).await?,
             Step::Type { text, into } => {
-                if !armed {
-                    arm(client).await?;
-                    armed = true;
-                }
-                let element = find_field(client, into.as_deref()).await?;
                 let text = if scenario.typed_prompt { prompt } else { text };
-                element
-                    .send_keys(text)
-                    .await
-                    .context("cannot type the prompt")?;
-                field = Some(element);
+                pass.type_text(client, text, into.as_deref()).await?;
             }
-            Step::Submit(target) => {
-                if !armed {
-                    arm(client).await?;
-                    armed = true;
-                }
-                match target {
-                    Some(css) => client
-                        .find(Locator::Css(css))
-                        .await
-                        .with_context(|| format!("no element `{css}` to submit with"))?
-                        .click()
-                        .await
-                        .with_context(|| format!("cannot click `{css}`"))?,
-                    None => {
-                        let element = match field.take() {
-                            Some(e) => e,
-                            None => find_field(client, None).await?,
-                        };
-                        element
-                            .send_keys(&Key::Enter.to_string())
-                            .await
-                            .context("cannot press Enter in the prompt's field")?;
-                        field = Some(element);
-                    }
-                }
-            }
+            Step::Submit(target) => pass.submit(client, target.as_deref()).await?,
             Step::WaitReply => {
-                turn += 1;
-                let run = wait_turn(client, &mut page, scenario, flow, timeout, turn)
-                    .await
-                    .with_context(|| format!("turn {turn}"))?;
+                let run = pass.wait_reply(client, scenario, flow, timeout).await?;
+                let turn = pass.turn;
                 let turn_id = if flow.turns() > 1 {
                     format!("{id}-t{turn}")
                 } else {
                     id.to_owned()
                 };
-                out.push(
+                pass.out.push(
                     Run::new(Some(turn_id), Some(label.to_owned()), run.timeline)
                         .map_err(|e| anyhow::anyhow!("turn {turn}: {e}"))?,
                 );
-                armed = false;
             }
         }
     }
-    Ok(out)
+    Ok(pass.out)
+}
+
+/// Where a pass through the flow is: the page it has open, the field it typed into, the
+/// turn it is at and the runs made so far.
+#[derive(Default)]
+struct FlowPass {
+    page: PageState,
+    field: Option<Element>,
+    /// The probe was told a turn begins: the page's requests from now on are recorded.
+    armed: bool,
+    turn: u32,
+    out: Vec<Run>,
+}
+
+impl FlowPass {
+    /// A fresh load starts all over: the new document's probe knows nothing yet.
+    async fn open(&mut self, client: &Client, url: &str) -> anyhow::Result<()> {
+        client
+            .goto(url)
+            .await
+            .with_context(|| format!("cannot load {}", without_query(url)))?;
+        wait_ready(client).await?;
+        self.page = PageState::default();
+        self.field = None;
+        self.armed = false;
+        Ok(())
+    }
+
+    /// A turn begins with its first typing or submit, once.
+    async fn arm(&mut self, client: &Client) -> anyhow::Result<()> {
+        if !self.armed {
+            arm(client).await?;
+            self.armed = true;
+        }
+        Ok(())
+    }
+
+    async fn type_text(
+        &mut self,
+        client: &Client,
+        text: &str,
+        into: Option<&str>,
+    ) -> anyhow::Result<()> {
+        self.arm(client).await?;
+        let element = find_field(client, into).await?;
+        element
+            .send_keys(text)
+            .await
+            .context("cannot type the prompt")?;
+        self.field = Some(element);
+        Ok(())
+    }
+
+    /// A click on `target`, else Enter in the field typed into (or the first shown).
+    async fn submit(&mut self, client: &Client, target: Option<&str>) -> anyhow::Result<()> {
+        self.arm(client).await?;
+        match target {
+            Some(css) => client
+                .find(Locator::Css(css))
+                .await
+                .with_context(|| format!("no element `{css}` to submit with"))?
+                .click()
+                .await
+                .with_context(|| format!("cannot click `{css}`"))?,
+            None => {
+                let element = match self.field.take() {
+                    Some(e) => e,
+                    None => find_field(client, None).await?,
+                };
+                element
+                    .send_keys(&Key::Enter.to_string())
+                    .await
+                    .context("cannot press Enter in the prompt's field")?;
+                self.field = Some(element);
+            }
+        }
+        Ok(())
+    }
+
+    /// The next turn's run; the turn after it arms the probe again.
+    async fn wait_reply(
+        &mut self,
+        client: &Client,
+        scenario: &InjectScenario,
+        flow: &Flow,
+        timeout: Duration,
+    ) -> anyhow::Result<Run> {
+        self.turn += 1;
+        let turn = self.turn;
+        let run = wait_turn(client, &mut self.page, scenario, flow, timeout, turn)
+            .await
+            .with_context(|| format!("turn {turn}"))?;
+        self.armed = false;
+        Ok(run)
+    }
 }
 
 async fn wait_ready(client: &Client) -> anyhow::Result<()> {
@@ -434,6 +479,8 @@ async fn take(client: &Client) -> anyhow::Result<Taken> {
     serde_json::from_value(value).context("the injected probe's recording")
 }
 
+/// A turn's run: the stream chosen after the submit, with the reply's element's first
+/// DOM change and paint, and how both were chosen.
 async fn wait_turn(
     client: &Client,
     page: &mut PageState,
@@ -442,69 +489,17 @@ async fn wait_turn(
     timeout: Duration,
     turn: u32,
 ) -> anyhow::Result<Run> {
-    let deadline = Instant::now() + timeout;
     let by_match = scenario.match_url.is_some();
-    let mut submit_at: Option<f64> = None;
-    let (chosen, run, seen) = loop {
-        let taken = take(client).await?;
-        submit_at = taken.submit_at.or(submit_at);
-        page.absorb(taken);
-        // Until the page saw the click or key press, nothing counts as after it.
-        if let Some(at) = submit_at
-            && let Some(choice) = page.choose(at, by_match)
-        {
-            break choice;
-        }
-        if Instant::now() > deadline {
-            let how = if by_match {
-                "no request matching --match ended"
-            } else {
-                "no streamed response ended"
-            };
-            match submit_at {
-                Some(at) => bail!(
-                    "{how} within {} s of the submit; {}",
-                    timeout.as_secs_f64(),
-                    page.describe_open(at)
-                ),
-                None => bail!(
-                    "the page saw no click or Enter key press within {} s (check --submit)",
-                    timeout.as_secs_f64()
-                ),
-            }
-        }
-        tokio::time::sleep(POLL).await;
-    };
+    let (chosen, run, seen) = wait_stream(client, page, by_match, timeout).await?;
     tokio::time::sleep(SETTLE).await;
     let first_byte = run
         .timeline
         .milestones
         .get(Milestone::FirstByte)
         .unwrap_or(0.0);
-    let reply: Reply = serde_json::from_value(
-        client
-            .execute(
-                &format!("return {KEY}.reply(arguments[0], performance.now(), arguments[1]);"),
-                vec![json!(chosen.start + first_byte), json!(scenario.reply)],
-            )
-            .await
-            .context("cannot ask the page for the reply's element")?,
-    )
-    .context("the page's answer about the reply")?;
+    let reply = ask_reply(client, chosen.start + first_byte, scenario.reply.as_deref()).await?;
     let mut timeline = run.timeline;
-    if reply.found {
-        if let Some(at) = reply.first_dom {
-            timeline
-                .milestones
-                .set(Milestone::FirstDom, at - chosen.start);
-        }
-        if let Some(at) = reply.first_paint {
-            timeline
-                .milestones
-                .set(Milestone::FirstPaint, at - chosen.start);
-            timeline.paint_method = Some(PaintMethod::RafEstimate);
-        }
-    }
+    reply.mark(&mut timeline, chosen.start);
     timeline.selection = Some(Selection {
         stream: if by_match {
             StreamChoice::Match
@@ -522,6 +517,93 @@ async fn wait_turn(
         flow_turn: (flow.turns() > 1).then_some(turn),
     });
     Ok(Run { timeline, ..run })
+}
+
+/// Reads the page's recording until the turn's stream is chosen (see
+/// [`PageState::choose`]): the request, its run, and how many requests were seen.
+async fn wait_stream(
+    client: &Client,
+    page: &mut PageState,
+    by_match: bool,
+    timeout: Duration,
+) -> anyhow::Result<(Started, Run, u32)> {
+    let deadline = Instant::now() + timeout;
+    let mut submit_at: Option<f64> = None;
+    loop {
+        let taken = take(client).await?;
+        submit_at = taken.submit_at.or(submit_at);
+        page.absorb(taken);
+        // Until the page saw the click or key press, nothing counts as after it.
+        if let Some(at) = submit_at
+            && let Some(choice) = page.choose(at, by_match)
+        {
+            return Ok(choice);
+        }
+        if Instant::now() > deadline {
+            return Err(no_stream(page, by_match, submit_at, timeout));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Why no stream was chosen in time: no submit seen, or the requests after it and how
+/// each stands.
+fn no_stream(
+    page: &PageState,
+    by_match: bool,
+    submit_at: Option<f64>,
+    timeout: Duration,
+) -> anyhow::Error {
+    let how = if by_match {
+        "no request matching --match ended"
+    } else {
+        "no streamed response ended"
+    };
+    match submit_at {
+        Some(at) => anyhow::anyhow!(
+            "{how} within {} s of the submit; {}",
+            timeout.as_secs_f64(),
+            page.describe_open(at)
+        ),
+        None => anyhow::anyhow!(
+            "the page saw no click or Enter key press within {} s (check --submit)",
+            timeout.as_secs_f64()
+        ),
+    }
+}
+
+/// The page's answer about the reply's element (`--reply`'s, else the one that grew),
+/// for a stream whose first byte came at `first_byte_at` on the page clock.
+async fn ask_reply(
+    client: &Client,
+    first_byte_at: f64,
+    selector: Option<&str>,
+) -> anyhow::Result<Reply> {
+    let answer = client
+        .execute(
+            &format!("return {KEY}.reply(arguments[0], performance.now(), arguments[1]);"),
+            vec![json!(first_byte_at), json!(selector)],
+        )
+        .await
+        .context("cannot ask the page for the reply's element")?;
+    serde_json::from_value(answer).context("the page's answer about the reply")
+}
+
+impl Reply {
+    /// The reply element's first DOM change and paint as milestones of the run whose
+    /// request started at `start` (page clock).
+    fn mark(&self, timeline: &mut Timeline, start: f64) {
+        if !self.found {
+            return;
+        }
+        if let Some(at) = self.first_dom {
+            timeline.milestones.set(Milestone::FirstDom, at - start);
+        }
+        if let Some(at) = self.first_paint {
+            timeline.milestones.set(Milestone::FirstPaint, at - start);
+            timeline.paint_method = Some(PaintMethod::RafEstimate);
+        }
+    }
 }
 
 #[cfg(test)]

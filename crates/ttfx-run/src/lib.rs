@@ -46,12 +46,7 @@ async fn stop_signal() -> &'static str {
 }
 
 pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
-    // A panic anywhere, even with `panic = "abort"`, first stops the browsers.
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        ttfx_webdriver::kill_all();
-        previous(info);
-    }));
+    stop_browsers_on_panic();
     // Everything that can be wrong with the input is found before a browser starts.
     let scenario = scenario::Scenario::from_args(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -59,77 +54,122 @@ pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let started = Instant::now();
-    // Ctrl-C or SIGTERM mid-run: the measuring future is dropped (its drivers with it,
-    // each killing its browsers), then every driver still registered is killed.
-    let measured = match runtime.block_on(async {
-        tokio::select! {
-            measured = measure::measure(&scenario, &args) => Ok(measured),
-            signal = stop_signal() => Err(signal),
-        }
-    }) {
+    let measured = match runtime.block_on(measure_until_stopped(&scenario, &args)) {
         Ok(measured) => measured?,
-        Err(signal) => {
-            ttfx_webdriver::kill_all();
-            eprintln!("ttfx run: stopped by {signal}; its browsers and drivers are stopped");
-            return Ok(ExitCode::from(if signal == "SIGINT" { 130 } else { 143 }));
-        }
+        Err(signal) => return Ok(stopped_by(signal)),
     };
     let seconds = started.elapsed().as_secs_f64();
+    let batches = batches(&scenario, measured.runs);
+    let verdicts = verdicts(&scenario, &batches);
+    report(
+        &args,
+        &scenario,
+        &batches,
+        &verdicts,
+        &measured.ground_truth,
+        measured.speech.as_ref(),
+        seconds,
+    )?;
+    Ok(exit_code(&verdicts))
+}
 
+/// A panic anywhere, even with `panic = "abort"`, first stops the browsers.
+fn stop_browsers_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        ttfx_webdriver::kill_all();
+        previous(info);
+    }));
+}
+
+/// The measured runs, or the signal that stopped them first. On Ctrl-C or SIGTERM
+/// mid-run the measuring future is dropped (its drivers with it, each killing its
+/// browsers).
+async fn measure_until_stopped(
+    scenario: &scenario::Scenario,
+    args: &RunArgs,
+) -> Result<anyhow::Result<measure::MeasuredRuns>, &'static str> {
+    tokio::select! {
+        measured = measure::measure(scenario, args) => Ok(measured),
+        signal = stop_signal() => Err(signal),
+    }
+}
+
+/// After a stop signal: every driver still registered is killed, and the exit code is
+/// the shell's for that signal.
+fn stopped_by(signal: &'static str) -> ExitCode {
+    ttfx_webdriver::kill_all();
+    eprintln!("ttfx run: stopped by {signal}; its browsers and drivers are stopped");
+    ExitCode::from(if signal == "SIGINT" { 130 } else { 143 })
+}
+
+/// Each target's runs as a batch, labelled, with the goodput budgets' thresholds.
+fn batches(scenario: &scenario::Scenario, runs: Vec<Vec<Run>>) -> Vec<(String, BatchReport)> {
     let goodput: Vec<_> = scenario
         .budgets
         .iter()
         .filter_map(budget::RunBudget::goodput_budget)
         .collect();
-    let batches: Vec<(String, BatchReport)> = scenario
+    scenario
         .targets
         .iter()
-        .zip(measured.runs)
+        .zip(runs)
         .map(|(t, runs): (_, Vec<Run>)| {
             (t.label().to_owned(), BatchReport::from_runs(runs, &goodput))
         })
-        .collect();
-    // Budgets gate the target under test (the first); `--against` is the comparison.
-    let verdicts: Vec<budget::Verdict> = match batches.first() {
+        .collect()
+}
+
+/// Budgets gate the target under test (the first); `--against` is the comparison.
+fn verdicts(
+    scenario: &scenario::Scenario,
+    batches: &[(String, BatchReport)],
+) -> Vec<budget::Verdict> {
+    match batches.first() {
         Some((_, batch)) => scenario
             .budgets
             .iter()
             .map(|b| b.judge(&batch.statistics))
             .collect(),
         None => Vec::new(),
-    };
+    }
+}
 
+/// The table on stdout, then `--json` and `--junit` when asked for.
+fn report(
+    args: &RunArgs,
+    scenario: &scenario::Scenario,
+    batches: &[(String, BatchReport)],
+    verdicts: &[budget::Verdict],
+    ground_truth: &[measure::GroundTruth],
+    speech: Option<&measure::SpeechTruth>,
+    seconds: f64,
+) -> anyhow::Result<()> {
     print!(
         "{}",
-        output::render(
-            &batches,
-            &verdicts,
-            &measured.ground_truth,
-            measured.speech.as_ref(),
-            scenario.warmup
-        )
+        output::render(batches, verdicts, ground_truth, speech, scenario.warmup)
     );
     if let Some(path) = &args.json {
-        output::write_json(
-            path,
-            &batches,
-            &measured.ground_truth,
-            measured.speech.as_ref(),
-        )?;
+        output::write_json(path, batches, ground_truth, speech)?;
     }
     if let Some(path) = &args.junit {
         let name = batches.first().map_or("", |(l, _)| l.as_str());
         let xml = junit::render(&[junit::Suite {
             name,
-            verdicts: &verdicts,
+            verdicts,
             seconds,
         }]);
         std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
     }
+    Ok(())
+}
+
+/// 1 when a budget failed (said on stderr), else success.
+fn exit_code(verdicts: &[budget::Verdict]) -> ExitCode {
     let failed = verdicts.iter().filter(|v| !v.passed).count();
     if failed > 0 {
         eprintln!("ttfx run: {failed} of {} budget(s) failed", verdicts.len());
-        return Ok(ExitCode::from(1));
+        return ExitCode::from(1);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }

@@ -13,9 +13,12 @@ use fantoccini::Client;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 use ttfx_core::Milestone;
 use ttfx_core::ServerRecord;
 use ttfx_core::report::{ReportFile, Run};
+use ttfx_hostaudio::SpeechFile;
+use ttfx_hostaudio::pulse::PulseMicrophone;
 
 use super::driver::{self, Endpoint};
 use super::scenario::{RunTarget, Scenario, TurnScenario};
@@ -70,11 +73,10 @@ struct Job {
 }
 
 pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<MeasuredRuns> {
+    let probe_pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
     // The site and server are needed only when some target uses the runner's own page.
-    let needs_site = scenario.targets.iter().any(|t| !t.is_page());
-    let site = if needs_site {
-        let pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
-        Some(site::Site::runner(&pkg)?)
+    let site = if scenario.targets.iter().any(|t| !t.is_page()) {
+        Some(site::Site::runner(&probe_pkg)?)
     } else {
         None
     };
@@ -82,43 +84,15 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         Some(s) => Some(site::serve(s, scenario.config.as_deref(), &scenario.exposure).await?),
         None => None,
     };
-    // A voice turn's fake microphone: espeak-ng's speech in the site's folder.
-    let speech = match (&scenario.turn, &site) {
-        (Some(turn), Some(site)) => Some(
-            ttfx_hostaudio::SpeechFile::say(
-                &site.dir,
-                "speech",
-                &turn.speech,
-                SPEECH_LEAD_S,
-                SPEECH_TAIL_S,
-            )
-            .context("the fake microphone's speech")?,
-        ),
-        _ => None,
-    };
-    // Chromium plays the file from its fake capture device; Firefox's fake device plays
-    // a tone, so its microphone is a PulseAudio null sink the file is played into.
-    let mut browser_args = scenario.browser_args.clone();
-    let mut firefox_prefs = Vec::new();
-    let mut _microphone = None;
-    if let Some(file) = &speech {
-        match args.browser {
-            driver::Browser::Firefox => {
-                _microphone = Some(
-                    ttfx_hostaudio::pulse::PulseMicrophone::start(file)
-                        .context("Firefox's microphone (PulseAudio)")?,
-                );
-                firefox_prefs.extend(ttfx_hostaudio::SpeechFile::firefox_prefs());
-            }
-            _ => browser_args.extend(file.chromium_args()),
-        }
-    }
+    let speech = speech_file(scenario.turn.as_ref(), site.as_ref())?;
+    let BrowserSetup {
+        args: browser_args,
+        firefox_prefs,
+        microphone: _microphone,
+    } = BrowserSetup::new(scenario, args.browser, speech.as_ref())?;
     // Inject mode's preload script, read before a browser starts.
     let preload = match &scenario.inject {
-        Some(inject) => {
-            let pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
-            Some(super::inject::preload_source(&pkg, inject)?)
-        }
+        Some(inject) => Some(super::inject::preload_source(&probe_pkg, inject)?),
         None => None,
     };
     let endpoint = match &args.webdriver {
@@ -126,8 +100,98 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         None => Endpoint::local(args.browser, args.driver.clone())?,
     };
 
+    let jobs = jobs(scenario);
+    let total = jobs.len();
+    let queue = Arc::new(Mutex::new(jobs));
+    let progress = progress_bar(total as u64);
+    let ctx = Arc::new(Context_::new(
+        scenario,
+        args.browser,
+        base,
+        browser_args,
+        firefox_prefs,
+        preload,
+    ));
+    let mut sessions = Vec::new();
+    for w in 0..scenario.concurrency.min(total) {
+        let client = open_session(&endpoint, &ctx).await?;
+        let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
+        sessions.push(spawn_session(w, client, ctx, queue, progress));
+    }
+    let done = join_sessions(sessions, &queue).await;
+    progress.finish_and_clear();
+    drop(endpoint);
+    let (runs, ground_truth) = by_target(done?, scenario.targets.len());
+    Ok(MeasuredRuns {
+        runs,
+        ground_truth,
+        speech: speech_truth(speech, scenario.turn.as_ref()),
+    })
+}
+
+/// A voice turn's fake microphone: espeak-ng's speech in the site's folder.
+fn speech_file(
+    turn: Option<&TurnScenario>,
+    site: Option<&site::Site>,
+) -> anyhow::Result<Option<SpeechFile>> {
+    match (turn, site) {
+        (Some(turn), Some(site)) => Ok(Some(
+            SpeechFile::say(
+                &site.dir,
+                "speech",
+                &turn.speech,
+                SPEECH_LEAD_S,
+                SPEECH_TAIL_S,
+            )
+            .context("the fake microphone's speech")?,
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// How each session's browser starts, and the microphone its page hears.
+struct BrowserSetup {
+    args: Vec<String>,
+    firefox_prefs: Vec<(&'static str, bool)>,
+    /// Firefox's microphone, held until the run ends.
+    microphone: Option<PulseMicrophone>,
+}
+
+impl BrowserSetup {
+    /// Chromium plays the speech file from its fake capture device; Firefox's fake
+    /// device plays a tone, so its microphone is a PulseAudio null sink the file is
+    /// played into.
+    fn new(
+        scenario: &Scenario,
+        browser: driver::Browser,
+        speech: Option<&SpeechFile>,
+    ) -> anyhow::Result<BrowserSetup> {
+        let mut setup = BrowserSetup {
+            args: scenario.browser_args.clone(),
+            firefox_prefs: Vec::new(),
+            microphone: None,
+        };
+        if let Some(file) = speech {
+            match browser {
+                driver::Browser::Firefox => {
+                    setup.microphone = Some(
+                        PulseMicrophone::start(file)
+                            .context("Firefox's microphone (PulseAudio)")?,
+                    );
+                    setup.firefox_prefs.extend(SpeechFile::firefox_prefs());
+                }
+                _ => setup.args.extend(file.chromium_args()),
+            }
+        }
+        Ok(setup)
+    }
+}
+
+/// Every run to make, in order: the targets alternate within each round (A B A B …),
+/// each round with the next prompt.
+fn jobs(scenario: &Scenario) -> VecDeque<Job> {
     let pid = std::process::id();
-    let jobs: VecDeque<Job> = (0..scenario.runs)
+    (0..scenario.runs)
         .flat_map(|i| (0..scenario.targets.len()).map(move |t| (i, t)))
         .enumerate()
         .map(|(index, (i, target))| Job {
@@ -136,81 +200,73 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
             prompt: scenario.prompts[i % scenario.prompts.len()].clone(),
             request_id: format!("ttfx-run-{pid}-{index}"),
         })
-        .collect();
-    let total = jobs.len();
-    let queue = Arc::new(Mutex::new(jobs));
-    let progress = progress_bar(total as u64);
+        .collect()
+}
 
-    let ctx = Arc::new(Context_ {
-        scenario_targets: scenario.targets.clone(),
-        base,
-        browser_args,
-        firefox_prefs,
-        timeout: scenario.timeout,
-        warmup: scenario.warmup,
-        // Only chromedriver has the performance log of DevTools Network events; an
-        // injected page's requests carry no request id to find them by.
-        ground_truth: args.browser == driver::Browser::Chromium && scenario.inject.is_none(),
-        prompt: scenario.prompts[0].clone(),
-        voice: scenario.voice,
-        turn: scenario.turn.clone(),
-        inject: scenario.inject.clone(),
-        preload,
-        browser: args.browser,
-    });
-    let mut workers = Vec::new();
-    for w in 0..scenario.concurrency.min(total) {
-        // Bounded: a driver whose browser cannot start (no display for WebKitGTK, a
-        // grid without free nodes) may otherwise never answer.
-        let client = tokio::time::timeout(
-            SESSION_LIMIT,
-            endpoint.session(
-                &ctx.browser_args,
-                &ctx.firefox_prefs,
-                // A BiDi socket unless the DevTools protocol is asked for.
-                ctx.preload.is_some()
-                    && ctx
-                        .inject
-                        .as_ref()
-                        .is_some_and(|i| i.via != super::inject::InjectVia::Devtools),
-                ctx.timeout,
-            ),
+/// A browser session, bounded: a driver whose browser cannot start (no display for
+/// WebKitGTK, a grid without free nodes) may otherwise never answer.
+async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> anyhow::Result<Client> {
+    // A BiDi socket unless the DevTools protocol is asked for.
+    let bidi = ctx.preload.is_some()
+        && ctx
+            .inject
+            .as_ref()
+            .is_some_and(|i| i.via != super::inject::InjectVia::Devtools);
+    tokio::time::timeout(
+        SESSION_LIMIT,
+        endpoint.session(&ctx.browser_args, &ctx.firefox_prefs, bidi, ctx.timeout),
+    )
+    .await
+    .map_err(|_| {
+        anyhow::anyhow!(
+            "no browser session within {} s at {} (--browser {})",
+            SESSION_LIMIT.as_secs(),
+            endpoint.url,
+            endpoint.browser.name()
         )
-        .await
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "no browser session within {} s at {} (--browser {})",
-                SESSION_LIMIT.as_secs(),
-                endpoint.url,
-                endpoint.browser.name()
+    })?
+}
+
+/// A session's work on a task of its own: inject mode's preload script installed, then
+/// jobs from the queue until it is empty; the browser closed after, whatever happened.
+fn spawn_session(
+    w: usize,
+    client: Client,
+    ctx: Arc<Context_>,
+    queue: Arc<Queue>,
+    progress: ProgressBar,
+) -> JoinHandle<anyhow::Result<Vec<Done>>> {
+    tokio::spawn(async move {
+        let result = match &ctx.preload {
+            Some(source) => match super::inject::install(
+                &client,
+                ctx.browser,
+                ctx.inject
+                    .as_ref()
+                    .map_or(super::inject::InjectVia::Auto, |i| i.via),
+                source,
             )
-        })??;
-        let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
-        workers.push(tokio::spawn(async move {
-            let result = match &ctx.preload {
-                Some(source) => match super::inject::install(
-                    &client,
-                    ctx.browser,
-                    ctx.inject
-                        .as_ref()
-                        .map_or(super::inject::InjectVia::Auto, |i| i.via),
-                    source,
-                )
-                .await
-                {
-                    // Held while the session works: the preload script may go with it.
-                    Ok(_injected) => worker(w, &client, &ctx, &queue, &progress).await,
-                    Err(e) => Err(e.context("--inject")),
-                },
-                None => worker(w, &client, &ctx, &queue, &progress).await,
-            };
-            let _ = client.close().await;
-            result
-        }));
-    }
+            .await
+            {
+                // Held while the session works: the preload script may go with it.
+                Ok(_injected) => worker(w, &client, &ctx, &queue, &progress).await,
+                Err(e) => Err(e.context("--inject")),
+            },
+            None => worker(w, &client, &ctx, &queue, &progress).await,
+        };
+        let _ = client.close().await;
+        result
+    })
+}
+
+/// Every session's runs, or the first error met.
+async fn join_sessions(
+    sessions: Vec<JoinHandle<anyhow::Result<Vec<Done>>>>,
+    queue: &Queue,
+) -> anyhow::Result<Vec<Done>> {
     let mut results = Vec::new();
     let mut first_error = None;
-    for handle in workers {
+    for handle in sessions {
         match handle.await {
             Ok(Ok(done)) => results.extend(done),
             Ok(Err(e)) => {
@@ -225,30 +281,32 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
             }
         }
     }
-    progress.finish_and_clear();
-    drop(endpoint);
-    if let Some(e) = first_error {
-        return Err(e);
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(results),
     }
-    results.sort_by_key(|(job, _, _)| job.index);
-    let mut runs = vec![Vec::new(); scenario.targets.len()];
+}
+
+/// Per target, in the scenario's order, its runs in job order; and every run's ground
+/// truth.
+fn by_target(mut done: Vec<Done>, targets: usize) -> (Vec<Vec<Run>>, Vec<GroundTruth>) {
+    done.sort_by_key(|(job, _, _)| job.index);
+    let mut runs = vec![Vec::new(); targets];
     let mut ground_truth = Vec::new();
-    for (job, run, truth) in results {
+    for (job, run, truth) in done {
         runs[job.target].push(run);
         ground_truth.extend(truth);
     }
-    let speech = speech
-        .zip(scenario.turn.as_ref())
-        .map(|(f, t)| SpeechTruth {
-            text: t.speech.clone(),
-            speech_ms: f.speech_s() * 1000.0,
-            lead_ms: f.speech_start_s * 1000.0,
-            tail_ms: (f.period_s - f.speech_end_s) * 1000.0,
-        });
-    Ok(MeasuredRuns {
-        runs,
-        ground_truth,
-        speech,
+    (runs, ground_truth)
+}
+
+/// What the fake microphone said, in ms as the file holds it.
+fn speech_truth(speech: Option<SpeechFile>, turn: Option<&TurnScenario>) -> Option<SpeechTruth> {
+    speech.zip(turn).map(|(f, t)| SpeechTruth {
+        text: t.speech.clone(),
+        speech_ms: f.speech_s() * 1000.0,
+        lead_ms: f.speech_start_s * 1000.0,
+        tail_ms: (f.period_s - f.speech_end_s) * 1000.0,
     })
 }
 
@@ -270,6 +328,38 @@ struct Context_ {
     browser: driver::Browser,
 }
 
+impl Context_ {
+    fn new(
+        scenario: &Scenario,
+        browser: driver::Browser,
+        base: Option<String>,
+        browser_args: Vec<String>,
+        firefox_prefs: Vec<(&'static str, bool)>,
+        preload: Option<String>,
+    ) -> Context_ {
+        Context_ {
+            scenario_targets: scenario.targets.clone(),
+            base,
+            browser_args,
+            firefox_prefs,
+            timeout: scenario.timeout,
+            warmup: scenario.warmup,
+            // Only chromedriver has the performance log of DevTools Network events; an
+            // injected page's requests carry no request id to find them by.
+            ground_truth: browser == driver::Browser::Chromium && scenario.inject.is_none(),
+            prompt: scenario.prompts[0].clone(),
+            voice: scenario.voice,
+            turn: scenario.turn.clone(),
+            inject: scenario.inject.clone(),
+            preload,
+            browser,
+        }
+    }
+}
+
+/// The jobs not yet taken, shared by the sessions.
+type Queue = Mutex<VecDeque<Job>>;
+
 /// How long opening one browser session may take.
 const SESSION_LIMIT: Duration = Duration::from_secs(60);
 
@@ -279,7 +369,7 @@ async fn worker(
     w: usize,
     client: &Client,
     ctx: &Context_,
-    queue: &Mutex<VecDeque<Job>>,
+    queue: &Queue,
     progress: &ProgressBar,
 ) -> anyhow::Result<Vec<Done>> {
     let mut page = Page::default();

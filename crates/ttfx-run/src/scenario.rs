@@ -214,27 +214,17 @@ const MAX_SPEECH_CHARS: usize = 300;
 const DEFAULT_PROMPT: &str = "Why does streaming feel fast?";
 
 impl Scenario {
+    /// The scenario of a command line and its scenario file. Each step below checks its
+    /// own inputs, in the order a user reads the options, so the first problem found is
+    /// the one reported.
     pub fn from_args(args: &RunArgs) -> anyhow::Result<Scenario> {
         let file = match &args.scenario {
             Some(path) => read_file(path)?,
             None => ScenarioFile::default(),
         };
-        let api = match args.api.as_deref().or(file.api.as_deref()) {
-            Some(name) => Some(
-                name.parse::<ChatApi>()
-                    .map_err(|e| anyhow::anyhow!("--api: {e}"))?,
-            ),
-            None => None,
-        };
-        let api_path = args.api_path.clone().or(file.api_path);
-        let api_path = api_path.as_deref();
-        let target_text = match (&args.url, &args.target) {
-            (Some(_), Some(_)) => bail!("give --url or --target, not both"),
-            (Some(url), None) => format!("page:{url}"),
-            (None, Some(t)) => t.clone(),
-            (None, None) => file.target.unwrap_or_else(|| "sim/default".to_owned()),
-        };
-        let config = args.config.clone().or(file.config);
+        let api = chat_api(args, &file)?;
+        let target_text = target_text(args, &file)?;
+        let config = args.config.clone().or_else(|| file.config.clone());
         // The runner's server loads the same file; read here, a proxy target learns its
         // upstream's API, and a bad file or an unknown upstream stops the run before any
         // browser starts.
@@ -242,150 +232,17 @@ impl Scenario {
             Some(path) => Some(ttfx_serve::config::load(path)?.upstreams),
             None => None,
         };
-        let upstreams = upstreams.as_ref();
-        let mut targets = vec![RunTarget::parse_with(
-            &target_text,
-            api,
-            api_path,
-            upstreams,
-        )?];
-        if let Some(against) = args.against.clone().or(file.against) {
-            // In inject mode both targets are pages: a plain URL names one, as --url does.
-            let against = if args.inject && is_http(&against) {
-                format!("page:{against}")
-            } else {
-                against
-            };
-            let b = RunTarget::parse_with(&against, api, api_path, upstreams)?;
-            if b.label() == targets[0].label() {
-                bail!(
-                    "--against names the same target as --target (`{}`)",
-                    b.label()
-                );
-            }
-            targets.push(b);
-        }
-        let prompts = if !args.prompt.is_empty() {
-            args.prompt.clone()
-        } else {
-            file.prompts
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| vec![DEFAULT_PROMPT.to_owned()])
-        };
-        let runs = args.runs.or(file.runs).unwrap_or(10);
-        let concurrency = args.concurrency.or(file.concurrency).unwrap_or(1);
-        if runs == 0 {
-            bail!("--runs must be at least 1");
-        }
-        if concurrency == 0 || concurrency > 32 {
-            bail!("--concurrency must be 1..=32 (one browser session each)");
-        }
-        let timeout_s = args.timeout_s.or(file.timeout_s).unwrap_or(60.0);
-        if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= 3600.0) {
-            bail!("--timeout-s must be in (0, 3600]");
-        }
-        // Budgets from the file and from flags both apply: the file holds the team's
-        // gate, a flag adds one for this run.
-        let budgets = file
-            .budgets
-            .iter()
-            .chain(&args.budget)
-            .map(|b| RunBudget::parse(b))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let voice_turn = args.voice_turn || file.voice_turn.unwrap_or(false);
-        let turn = if voice_turn {
-            if args.browser == crate::Browser::Webkit {
-                bail!(
-                    "--voice-turn needs Chromium or Firefox: WebKitGTK's AudioContext stays \
-                     suspended in a driven session, so its detector would never hear the \
-                     microphone"
-                );
-            }
-            if let Some(t) = targets.iter().find(|t| t.stt_url().is_none()) {
-                bail!(
-                    "--voice-turn needs sim/PROFILE targets (their STT is \
-                     /sim/PROFILE/v1/audio/transcriptions); `{}` has none",
-                    t.label()
-                );
-            }
-            let speech = args
-                .speech
-                .clone()
-                .or(file.speech)
-                .unwrap_or_else(|| DEFAULT_SPEECH.to_owned());
-            if speech.trim().is_empty() || speech.chars().count() > MAX_SPEECH_CHARS {
-                bail!("--speech must be 1 to {MAX_SPEECH_CHARS} characters");
-            }
-            Some(TurnScenario {
-                speech,
-                barge_in: args.barge_in || file.barge_in.unwrap_or(false),
-            })
-        } else {
-            if file.barge_in.unwrap_or(false) || file.speech.is_some() {
-                bail!("`speech` and `barge_in` in the scenario need `voice_turn = true`");
-            }
-            None
-        };
-        let voice = args.voice || file.voice.unwrap_or(false) || voice_turn;
-        if voice && let Some(t) = targets.iter().find(|t| t.tts_url().is_none()) {
-            bail!(
-                "--voice needs sim/PROFILE targets (their TTS is /sim/PROFILE/v1/audio/speech); \
-                 `{}` has none",
-                t.label()
-            );
-        }
-        let mut browser_args = file.browser_args;
+        let targets = targets(args, &file, &target_text, api, upstreams.as_ref())?;
+        let prompts = prompts(args, &file);
+        let (runs, concurrency) = run_counts(args, &file)?;
+        let timeout = timeout(args, &file)?;
+        let budgets = budgets(args, &file)?;
+        let turn = turn(args, &file, &targets)?;
+        let voice = voice(args, &file, turn.is_some(), &targets)?;
+        let mut browser_args = file.browser_args.clone();
         browser_args.extend(args.browser_arg.iter().cloned());
         let inject = if args.inject {
-            let mut urls = Vec::new();
-            for (i, target) in targets.iter().enumerate() {
-                match target {
-                    RunTarget::Page { url, .. } => urls.push(url.clone()),
-                    _ if i == 0 => bail!("--inject measures a page: give it with --url URL"),
-                    _ => bail!("--inject compares two pages: give --against a page's URL"),
-                }
-            }
-            if args.browser == crate::Browser::Webkit {
-                bail!("{}", super::inject::WEBKIT_REFUSAL);
-            }
-            if voice {
-                bail!(
-                    "--inject measures the page's own voice, if any: --voice and --voice-turn drive the runner's page"
-                );
-            }
-            if args.flow.is_some() && (args.type_into.is_some() || args.submit.is_some()) {
-                bail!("give --type and --submit in the flow file's steps, not beside --flow");
-            }
-            // Each page gets its own flow: the same steps, opened at its own URL.
-            let mut flows = Vec::new();
-            for url in &urls {
-                flows.push(match &args.flow {
-                    Some(path) => {
-                        let flow = super::flow::Flow::read(path, url)?;
-                        if urls.len() > 1 && !flow.opens_only(url) {
-                            bail!(
-                                "flow {}: with --against, a flow may not `open` a page: each \
-                                 page's own URL opens it",
-                                path.display()
-                            );
-                        }
-                        flow
-                    }
-                    None => super::flow::Flow::single(
-                        url,
-                        &prompts[0],
-                        args.type_into.as_deref(),
-                        args.submit.as_deref(),
-                    ),
-                });
-            }
-            Some(super::inject::InjectScenario {
-                via: args.inject_via,
-                typed_prompt: args.flow.is_none(),
-                flows,
-                match_url: args.match_url.clone().filter(|m| !m.is_empty()),
-                reply: args.reply.clone().filter(|r| !r.is_empty()),
-            })
+            Some(inject_scenario(args, &targets, voice, &prompts[0])?)
         } else {
             None
         };
@@ -397,7 +254,7 @@ impl Scenario {
             warmup: args.warmup.or(file.warmup).unwrap_or(1),
             budgets,
             browser_args,
-            timeout: Duration::from_secs_f64(timeout_s),
+            timeout,
             config,
             voice,
             turn,
@@ -405,6 +262,243 @@ impl Scenario {
             inject,
         })
     }
+}
+
+/// `--api` (or the file's `api`), parsed.
+fn chat_api(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<Option<ChatApi>> {
+    match args.api.as_deref().or(file.api.as_deref()) {
+        Some(name) => Ok(Some(
+            name.parse::<ChatApi>()
+                .map_err(|e| anyhow::anyhow!("--api: {e}"))?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The target under test as written: `--url` is a page, `--target` any target, else the
+/// file's, else the default simulator.
+fn target_text(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<String> {
+    Ok(match (&args.url, &args.target) {
+        (Some(_), Some(_)) => bail!("give --url or --target, not both"),
+        (Some(url), None) => format!("page:{url}"),
+        (None, Some(t)) => t.clone(),
+        (None, None) => file
+            .target
+            .clone()
+            .unwrap_or_else(|| "sim/default".to_owned()),
+    })
+}
+
+/// The target under test, then the one `--against` names, if any.
+fn targets(
+    args: &RunArgs,
+    file: &ScenarioFile,
+    target_text: &str,
+    api: Option<ChatApi>,
+    upstreams: Option<&Upstreams>,
+) -> anyhow::Result<Vec<RunTarget>> {
+    let api_path = args.api_path.as_deref().or(file.api_path.as_deref());
+    let mut targets = vec![RunTarget::parse_with(
+        target_text,
+        api,
+        api_path,
+        upstreams,
+    )?];
+    if let Some(against) = args.against.clone().or_else(|| file.against.clone()) {
+        // In inject mode both targets are pages: a plain URL names one, as --url does.
+        let against = if args.inject && is_http(&against) {
+            format!("page:{against}")
+        } else {
+            against
+        };
+        let b = RunTarget::parse_with(&against, api, api_path, upstreams)?;
+        if b.label() == targets[0].label() {
+            bail!(
+                "--against names the same target as --target (`{}`)",
+                b.label()
+            );
+        }
+        targets.push(b);
+    }
+    Ok(targets)
+}
+
+/// `--prompt`s, else the file's (when it lists any), else one default prompt: never
+/// empty, the runs cycle through them.
+fn prompts(args: &RunArgs, file: &ScenarioFile) -> Vec<String> {
+    if !args.prompt.is_empty() {
+        args.prompt.clone()
+    } else {
+        file.prompts
+            .clone()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| vec![DEFAULT_PROMPT.to_owned()])
+    }
+}
+
+/// How many runs per target, and how many browser sessions make them.
+fn run_counts(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<(usize, usize)> {
+    let runs = args.runs.or(file.runs).unwrap_or(10);
+    let concurrency = args.concurrency.or(file.concurrency).unwrap_or(1);
+    if runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    if concurrency == 0 || concurrency > 32 {
+        bail!("--concurrency must be 1..=32 (one browser session each)");
+    }
+    Ok((runs, concurrency))
+}
+
+/// How long one run may take.
+fn timeout(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<Duration> {
+    let timeout_s = args.timeout_s.or(file.timeout_s).unwrap_or(60.0);
+    if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= 3600.0) {
+        bail!("--timeout-s must be in (0, 3600]");
+    }
+    Ok(Duration::from_secs_f64(timeout_s))
+}
+
+/// Budgets from the file and from flags both apply: the file holds the team's gate, a
+/// flag adds one for this run.
+fn budgets(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<Vec<RunBudget>> {
+    file.budgets
+        .iter()
+        .chain(&args.budget)
+        .map(|b| RunBudget::parse(b))
+        .collect()
+}
+
+/// Voice-to-voice turns, when asked for: what the microphone says, on a browser and
+/// targets that can hear it. Without them the file may not set a turn's keys.
+fn turn(
+    args: &RunArgs,
+    file: &ScenarioFile,
+    targets: &[RunTarget],
+) -> anyhow::Result<Option<TurnScenario>> {
+    if !(args.voice_turn || file.voice_turn.unwrap_or(false)) {
+        if file.barge_in.unwrap_or(false) || file.speech.is_some() {
+            bail!("`speech` and `barge_in` in the scenario need `voice_turn = true`");
+        }
+        return Ok(None);
+    }
+    if args.browser == crate::Browser::Webkit {
+        bail!(
+            "--voice-turn needs Chromium or Firefox: WebKitGTK's AudioContext stays \
+             suspended in a driven session, so its detector would never hear the \
+             microphone"
+        );
+    }
+    if let Some(t) = targets.iter().find(|t| t.stt_url().is_none()) {
+        bail!(
+            "--voice-turn needs sim/PROFILE targets (their STT is \
+             /sim/PROFILE/v1/audio/transcriptions); `{}` has none",
+            t.label()
+        );
+    }
+    let speech = args
+        .speech
+        .clone()
+        .or_else(|| file.speech.clone())
+        .unwrap_or_else(|| DEFAULT_SPEECH.to_owned());
+    if speech.trim().is_empty() || speech.chars().count() > MAX_SPEECH_CHARS {
+        bail!("--speech must be 1 to {MAX_SPEECH_CHARS} characters");
+    }
+    Ok(Some(TurnScenario {
+        speech,
+        barge_in: args.barge_in || file.barge_in.unwrap_or(false),
+    }))
+}
+
+/// Whether the runs speak their replies (a voice turn does), on targets with a TTS.
+fn voice(
+    args: &RunArgs,
+    file: &ScenarioFile,
+    voice_turn: bool,
+    targets: &[RunTarget],
+) -> anyhow::Result<bool> {
+    let voice = args.voice || file.voice.unwrap_or(false) || voice_turn;
+    if voice && let Some(t) = targets.iter().find(|t| t.tts_url().is_none()) {
+        bail!(
+            "--voice needs sim/PROFILE targets (their TTS is /sim/PROFILE/v1/audio/speech); \
+             `{}` has none",
+            t.label()
+        );
+    }
+    Ok(voice)
+}
+
+/// Inject mode's scenario: the targets must be pages, on a browser that can preload the
+/// probe, without the runner page's voice.
+fn inject_scenario(
+    args: &RunArgs,
+    targets: &[RunTarget],
+    voice: bool,
+    prompt: &str,
+) -> anyhow::Result<super::inject::InjectScenario> {
+    let urls = page_urls(targets)?;
+    if args.browser == crate::Browser::Webkit {
+        bail!("{}", super::inject::WEBKIT_REFUSAL);
+    }
+    if voice {
+        bail!(
+            "--inject measures the page's own voice, if any: --voice and --voice-turn drive the runner's page"
+        );
+    }
+    if args.flow.is_some() && (args.type_into.is_some() || args.submit.is_some()) {
+        bail!("give --type and --submit in the flow file's steps, not beside --flow");
+    }
+    Ok(super::inject::InjectScenario {
+        via: args.inject_via,
+        typed_prompt: args.flow.is_none(),
+        flows: page_flows(args, &urls, prompt)?,
+        match_url: args.match_url.clone().filter(|m| !m.is_empty()),
+        reply: args.reply.clone().filter(|r| !r.is_empty()),
+    })
+}
+
+/// Each target's page URL; inject mode measures nothing else.
+fn page_urls(targets: &[RunTarget]) -> anyhow::Result<Vec<String>> {
+    let mut urls = Vec::new();
+    for (i, target) in targets.iter().enumerate() {
+        match target {
+            RunTarget::Page { url, .. } => urls.push(url.clone()),
+            _ if i == 0 => bail!("--inject measures a page: give it with --url URL"),
+            _ => bail!("--inject compares two pages: give --against a page's URL"),
+        }
+    }
+    Ok(urls)
+}
+
+/// Each page gets its own flow: the same steps (`--flow`'s, or `--type`/`--submit`'s
+/// one turn), opened at its own URL.
+fn page_flows(
+    args: &RunArgs,
+    urls: &[String],
+    prompt: &str,
+) -> anyhow::Result<Vec<super::flow::Flow>> {
+    let mut flows = Vec::new();
+    for url in urls {
+        flows.push(match &args.flow {
+            Some(path) => {
+                let flow = super::flow::Flow::read(path, url)?;
+                if urls.len() > 1 && !flow.opens_only(url) {
+                    bail!(
+                        "flow {}: with --against, a flow may not `open` a page: each \
+                         page's own URL opens it",
+                        path.display()
+                    );
+                }
+                flow
+            }
+            None => super::flow::Flow::single(
+                url,
+                prompt,
+                args.type_into.as_deref(),
+                args.submit.as_deref(),
+            ),
+        });
+    }
+    Ok(flows)
 }
 
 fn read_file(path: &Path) -> anyhow::Result<ScenarioFile> {
