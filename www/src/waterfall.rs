@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 use ttfx_core::Milestone;
+use ttfx_core::gap::Gap;
 use ttfx_core::metrics::TurnBreakdown;
 use ttfx_core::metrics::buffered::BufferedVerdict;
 use ttfx_core::report::Run;
@@ -118,6 +119,16 @@ fn Verdicts(run: Run) -> impl IntoView {
     }
 }
 
+/// The milestones that have a row, with their times from the request's start, in the
+/// order a user meets them.
+fn milestone_rows(run: &Run) -> Vec<(Milestone, f64)> {
+    Milestone::ALL
+        .into_iter()
+        .filter(|m| has_row(*m))
+        .filter_map(|m| run.timeline.milestones.get(m).map(|at| (m, at)))
+        .collect()
+}
+
 /// Client milestones as bars from the request's start; the server's counterpart as a
 /// hollow mark on the same row, the gap written beside it. `id` tells two waterfalls
 /// apart (the Field view draws one too).
@@ -126,12 +137,7 @@ pub(crate) fn Waterfall(
     run: Run,
     #[prop(default = "waterfall")] id: &'static str,
 ) -> impl IntoView {
-    let t = &run.timeline;
-    let rows: Vec<(Milestone, f64)> = Milestone::ALL
-        .into_iter()
-        .filter(|m| has_row(*m))
-        .filter_map(|m| t.milestones.get(m).map(|at| (m, at)))
-        .collect();
+    let rows = milestone_rows(&run);
     let end = rows
         .iter()
         .map(|r| r.1)
@@ -154,49 +160,7 @@ pub(crate) fn Waterfall(
         .map(|(i, (m, at))| {
             let y = ROW_H * i as f64 + ROW_H / 2.0;
             let gap = run.metrics.gaps.iter().find(|g| g.milestone == *m).cloned();
-            // Labels of late milestones go left of the marks, so they stay on the chart.
-            let late = x.at(*at) > LABEL_W + (PLOT_R - LABEL_W) * 0.55;
-            let label_x = |lo: f64, hi: f64| if late { x.at(lo) - 8.0 } else { x.at(hi) + 8.0 };
-            let anchor = if late { "end" } else { "start" };
-            // Left of the marks the client bar runs under the text: lift it above the bar.
-            let label_y = if late { y - 5.0 } else { y + 4.0 };
-            let server = gap.map(|g| {
-                let label = format!(
-                    "server {} ms · gap {} ms ({})",
-                    num(g.server_ms),
-                    num(g.gap_ms),
-                    wire_name(&g.source)
-                );
-                let (lo, hi) = (g.server_ms.min(*at), g.server_ms.max(*at));
-                view! {
-                    <line class="gap" x1=x.at(g.server_ms) x2=x.at(*at) y1=y y2=y/>
-                    <circle class="server" cx=x.at(g.server_ms) cy=y r="5"/>
-                    <text class="gap-label" x=label_x(lo, hi) y=label_y text-anchor=anchor>{label}</text>
-                }
-            });
-            let plain = format!("{} ms", num(*at));
-            let has_gap = server.is_some();
-            view! {
-                <g class="row" data-milestone=m.as_str()>
-                    <text class="label" x="4" y=y + 4.0>{m.as_str()}</text>
-                    <line class="client" x1=x.at(0.0) x2=x.at(*at) y1=y y2=y/>
-                    <circle class="client" cx=x.at(*at) cy=y r="4"/>
-                    {server}
-                    {(!has_gap).then(|| view! {
-                        <text class="value" x=label_x(*at, *at) y=label_y text-anchor=anchor>{plain.clone()}</text>
-                    })}
-                </g>
-            }
-        })
-        .collect_view();
-    let ticks = x
-        .ticks(6)
-        .into_iter()
-        .map(|v| {
-            view! {
-                <line class="tick" x1=x.at(v) x2=x.at(v) y1="0" y2=axis_y/>
-                <text class="tick" x=x.at(v) y=axis_y + 14.0 text-anchor="middle">{format!("{v:.0}")}</text>
-            }
+            view! { <MilestoneRow milestone=*m at=*at gap x y/> }
         })
         .collect_view();
     let speech_end = run.timeline.milestones.get(Milestone::SpeechEnd);
@@ -207,7 +171,7 @@ pub(crate) fn Waterfall(
     view! {
         <svg id=id class="chart" width=WIDTH height=height + 10.0
             viewBox=format!("0 0 {WIDTH} {}", height + 10.0)>
-            {ticks}
+            <AxisTicks x axis_y/>
             {bars}
             {stages}
         </svg>
@@ -217,6 +181,65 @@ pub(crate) fn Waterfall(
         </p>
         <ServerTimings run/>
     }
+}
+
+/// One milestone's row at height `y`: the client's bar and mark, and the server's
+/// counterpart with the gap when the server reported one (else the client's time).
+#[component]
+fn MilestoneRow(
+    milestone: Milestone,
+    at: f64,
+    gap: Option<Gap>,
+    x: Scale,
+    y: f64,
+) -> impl IntoView {
+    // Labels of late milestones go left of the marks, so they stay on the chart.
+    let late = x.at(at) > LABEL_W + (PLOT_R - LABEL_W) * 0.55;
+    let label_x = move |lo: f64, hi: f64| if late { x.at(lo) - 8.0 } else { x.at(hi) + 8.0 };
+    let anchor = if late { "end" } else { "start" };
+    // Left of the marks the client bar runs under the text: lift it above the bar.
+    let label_y = if late { y - 5.0 } else { y + 4.0 };
+    let server = gap.map(|g| {
+        let label = format!(
+            "server {} ms · gap {} ms ({})",
+            num(g.server_ms),
+            num(g.gap_ms),
+            wire_name(&g.source)
+        );
+        let (lo, hi) = (g.server_ms.min(at), g.server_ms.max(at));
+        view! {
+            <line class="gap" x1=x.at(g.server_ms) x2=x.at(at) y1=y y2=y/>
+            <circle class="server" cx=x.at(g.server_ms) cy=y r="5"/>
+            <text class="gap-label" x=label_x(lo, hi) y=label_y text-anchor=anchor>{label}</text>
+        }
+    });
+    let plain = format!("{} ms", num(at));
+    let has_gap = server.is_some();
+    view! {
+        <g class="row" data-milestone=milestone.as_str()>
+            <text class="label" x="4" y=y + 4.0>{milestone.as_str()}</text>
+            <line class="client" x1=x.at(0.0) x2=x.at(at) y1=y y2=y/>
+            <circle class="client" cx=x.at(at) cy=y r="4"/>
+            {server}
+            {(!has_gap).then(|| view! {
+                <text class="value" x=label_x(at, at) y=label_y text-anchor=anchor>{plain.clone()}</text>
+            })}
+        </g>
+    }
+}
+
+/// The time axis: a few round times as lines down to `axis_y`, their values below.
+#[component]
+fn AxisTicks(x: Scale, axis_y: f64) -> impl IntoView {
+    x.ticks(6)
+        .into_iter()
+        .map(|v| {
+            view! {
+                <line class="tick" x1=x.at(v) x2=x.at(v) y1="0" y2=axis_y/>
+                <text class="tick" x=x.at(v) y=axis_y + 14.0 text-anchor="middle">{format!("{v:.0}")}</text>
+            }
+        })
+        .collect_view()
 }
 
 /// A voice turn's silence, speech_end → first_audio_out, as one bar cut into its
