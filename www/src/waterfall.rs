@@ -4,10 +4,12 @@
 
 use leptos::prelude::*;
 use ttfx_core::Milestone;
+use ttfx_core::chunk_summary::ChunkBin;
 use ttfx_core::gap::Gap;
 use ttfx_core::metrics::TurnBreakdown;
 use ttfx_core::metrics::buffered::BufferedVerdict;
 use ttfx_core::report::Run;
+use ttfx_core::timeline::Chunk;
 
 use crate::fmt::{Scale, num, opt, wire_name};
 use crate::lab;
@@ -317,20 +319,58 @@ pub(crate) fn ChunkStrip(
         .chain(bins.iter().map(|b| b.to_ms))
         .fold(0.0, f64::max);
     let x = Scale::zero_to(end, LABEL_W, PLOT_R);
-    let max_bytes = chunks
+    let max_bytes = largest_chunk(&chunks, &bins);
+    let threshold = run.metrics.stalls.map(|s| s.threshold_ms);
+    let label = strip_label(chunks.len(), summarized, bins.len());
+    view! {
+        <svg id=id class="chart" width=WIDTH height="70" viewBox=format!("0 0 {WIDTH} 70")>
+            <text class="label" x="4" y="30">{label}</text>
+            {stall_shades(&chunks, threshold, x)}
+            {chunk_bars(&chunks, max_bytes, x)}
+            {bin_bands(&bins, max_bytes, x)}
+            <text class="tick" x=PLOT_R y="64" text-anchor="end">{format!("{} ms", num(end))}</text>
+        </svg>
+        <p class="legend">"chunks: blue visible text, violet reasoning, grey other; height ∝ √bytes; red: stall; long streams: later chunks as bins (height ∝ √mean bytes)"</p>
+    }
+}
+
+/// The strip's full height in bytes: the largest kept chunk or bin mean (at least 1).
+fn largest_chunk(chunks: &[Chunk], bins: &[ChunkBin]) -> f64 {
+    chunks
         .iter()
         .map(|c| c.bytes)
         .chain(bins.iter().map(|b| b.bytes / b.chunks.max(1)))
         .max()
         .unwrap_or(1)
-        .max(1) as f64;
-    let threshold = run.metrics.stalls.map(|s| s.threshold_ms);
+        .max(1) as f64
+}
+
+/// A bar's height for `bytes` of `max_bytes`: by the square root, so small chunks stay
+/// visible beside a large one.
+fn bar_height(bytes: f64, max_bytes: f64) -> f64 {
+    4.0 + 40.0 * (bytes / max_bytes).sqrt()
+}
+
+/// What the strip holds, in words: kept chunks, binned ones, or both.
+fn strip_label(kept: usize, summarized: u64, bins: usize) -> String {
+    if summarized > 0 && kept == 0 {
+        format!("{summarized} chunks in {bins} bins")
+    } else if summarized > 0 {
+        format!("{kept} + {summarized} chunks")
+    } else {
+        format!("{kept} chunks")
+    }
+}
+
+/// Each wait between token-bearing chunks longer than the stall `threshold`, shaded
+/// (none when the run has no stall metrics).
+fn stall_shades(chunks: &[Chunk], threshold: Option<f64>, x: Scale) -> impl IntoView + use<> {
     let token_times: Vec<f64> = chunks
         .iter()
         .filter(|c| c.tokens() > 0)
         .map(|c| c.at_ms)
         .collect();
-    let stalls = threshold
+    threshold
         .map(|limit| {
             token_times
                 .windows(2)
@@ -342,11 +382,15 @@ pub(crate) fn ChunkStrip(
                 })
                 .collect_view()
         })
-        .unwrap_or_default();
-    let bars = chunks
+        .unwrap_or_default()
+}
+
+/// Each kept chunk as a thin bar, coloured by what it carried.
+fn chunk_bars(chunks: &[Chunk], max_bytes: f64, x: Scale) -> impl IntoView + use<> {
+    chunks
         .iter()
         .map(|c| {
-            let h = 4.0 + 40.0 * (c.bytes as f64 / max_bytes).sqrt();
+            let h = bar_height(c.bytes as f64, max_bytes);
             let class = if c.visible_tokens > 0 {
                 "chunk visible"
             } else if c.reasoning_tokens > 0 {
@@ -360,12 +404,15 @@ pub(crate) fn ChunkStrip(
                 </rect>
             }
         })
-        .collect_view();
-    let bands = bins
-        .iter()
+        .collect_view()
+}
+
+/// Each bin of a long stream's later chunks as a band over its time span.
+fn bin_bands(bins: &[ChunkBin], max_bytes: f64, x: Scale) -> impl IntoView + use<> {
+    bins.iter()
         .map(|b| {
             let mean = b.bytes as f64 / b.chunks.max(1) as f64;
-            let h = 4.0 + 40.0 * (mean / max_bytes).sqrt();
+            let h = bar_height(mean, max_bytes);
             let width = (x.at(b.to_ms) - x.at(b.from_ms)).max(1.0);
             view! {
                 <rect class="chunk bin" x=x.at(b.from_ms) y=48.0 - h width=width height=h>
@@ -376,24 +423,7 @@ pub(crate) fn ChunkStrip(
                 </rect>
             }
         })
-        .collect_view();
-    let label = if summarized > 0 && chunks.is_empty() {
-        format!("{summarized} chunks in {} bins", bins.len())
-    } else if summarized > 0 {
-        format!("{} + {summarized} chunks", chunks.len())
-    } else {
-        format!("{} chunks", chunks.len())
-    };
-    view! {
-        <svg id=id class="chart" width=WIDTH height="70" viewBox=format!("0 0 {WIDTH} 70")>
-            <text class="label" x="4" y="30">{label}</text>
-            {stalls}
-            {bars}
-            {bands}
-            <text class="tick" x=PLOT_R y="64" text-anchor="end">{format!("{} ms", num(end))}</text>
-        </svg>
-        <p class="legend">"chunks: blue visible text, violet reasoning, grey other; height ∝ √bytes; red: stall; long streams: later chunks as bins (height ∝ √mean bytes)"</p>
-    }
+        .collect_view()
 }
 
 #[cfg(all(test, target_arch = "wasm32"))]
