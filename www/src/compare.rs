@@ -109,6 +109,9 @@ fn side(s: Side) -> &'static str {
     }
 }
 
+/// Completion time against output length for both targets, with the reading line, the
+/// crossover n* and each target's real output lengths on the axis; then the verdict at
+/// the length quantiles.
 #[component]
 fn CompareChart(a: CompletionModel, b: CompletionModel, comparison: Comparison) -> impl IntoView {
     let max_n = comparison.curve.last().map(|p| p.tokens).unwrap_or(1.0);
@@ -124,52 +127,101 @@ fn CompareChart(a: CompletionModel, b: CompletionModel, comparison: Comparison) 
         p0: BOTTOM,
         p1: 12.0,
     };
-    let line = |f: &dyn Fn(f64) -> f64| {
-        comparison
-            .curve
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x.at(p.tokens), y.at(f(p.tokens).min(y.d1))))
-            .collect::<Vec<_>>()
-            .join(" ")
+    let path_a = curve_points(&comparison, x, y, &a);
+    let path_b = curve_points(&comparison, x, y, &b);
+    let reading = reading_points(max_n, x, y);
+    let n_star = match comparison.crossover {
+        Crossover::At { tokens, .. } => Some(tokens),
+        Crossover::Never { .. } => None,
     };
-    let (ca, cb) = (a.clone(), b.clone());
-    let path_a = line(&|n| ca.completion_ms(n));
-    let path_b = line(&|n| cb.completion_ms(n));
-    // The reading line is a reference, not data: it stops where it leaves the chart.
+    view! {
+        <p id="crossover">{crossover_text(&comparison.crossover)}</p>
+        <p class="legend">{format!(
+            "A: ttft {} ms, {} tok/s · B: ttft {} ms, {} tok/s (medians)",
+            num(a.ttft_ms), num(a.tokens_per_s), num(b.ttft_ms), num(b.tokens_per_s)
+        )}</p>
+        <svg id="compare-chart" class="chart" width=W height=H viewBox=format!("0 0 {W} {H}")>
+            {seconds_ticks(y)}
+            {token_ticks(x)}
+            <polyline class="reading" points=reading/>
+            <polyline class="curve-a" points=path_a/>
+            <polyline class="curve-b" points=path_b/>
+            {n_star.map(|n| view! {
+                <line class="nstar" x1=x.at(n) x2=x.at(n) y1="12" y2=BOTTOM/>
+                <text class="nstar" x=x.at(n) + 4.0 y="24">"n*"</text>
+            })}
+            {output_lengths(&a, "len-a", x)}
+            {output_lengths(&b, "len-b", x)}
+            <text class="tick" x=W - 20.0 y=H - 4.0 text-anchor="end">"output tokens"</text>
+            <text class="tick" x="4" y="10">"s"</text>
+        </svg>
+        <p class="legend">"blue A · orange B · dashed grey: reading at 5.3 tok/s (a stream under it outpaces the reader) · ticks on the axis: real output lengths"</p>
+        <ul id="quantile-verdicts">{quantile_verdicts(&comparison)}</ul>
+    }
+}
+
+/// A target's completion curve as polyline points, over the comparison's lengths;
+/// times past the chart's top are drawn at the top.
+fn curve_points(comparison: &Comparison, x: Scale, y: Scale, target: &CompletionModel) -> String {
+    comparison
+        .curve
+        .iter()
+        .map(|p| {
+            let ms = target.completion_ms(p.tokens);
+            format!("{:.1},{:.1}", x.at(p.tokens), y.at(ms.min(y.d1)))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The silent-reading line as polyline points. It is a reference, not data: it stops
+/// where it leaves the chart.
+fn reading_points(max_n: f64, x: Scale, y: Scale) -> String {
     let read_end = max_n.min(y.d1 * READING_TOKENS_PER_S / 1000.0);
-    let reading = format!(
+    format!(
         "{:.1},{:.1} {:.1},{:.1}",
         x.at(0.0),
         y.at(0.0),
         x.at(read_end),
         y.at(read_end * 1000.0 / READING_TOKENS_PER_S)
-    );
-    let n_star = match comparison.crossover {
-        Crossover::At { tokens, .. } => Some(tokens),
-        Crossover::Never { .. } => None,
-    };
-    let lengths = |t: &CompletionModel, class: &'static str| {
-        t.output_tokens
-            .iter()
-            .map(
-                |n| view! { <line class=class x1=x.at(*n) x2=x.at(*n) y1=BOTTOM y2=BOTTOM + 8.0/> },
-            )
-            .collect_view()
-    };
-    let xticks = x
-        .ticks(6)
+    )
+}
+
+/// A target's real output lengths as ticks under the token axis.
+fn output_lengths(
+    target: &CompletionModel,
+    class: &'static str,
+    x: Scale,
+) -> impl IntoView + use<> {
+    target
+        .output_tokens
+        .iter()
+        .map(|n| view! { <line class=class x1=x.at(*n) x2=x.at(*n) y1=BOTTOM y2=BOTTOM + 8.0/> })
+        .collect_view()
+}
+
+/// The token axis's round values under the chart.
+fn token_ticks(x: Scale) -> impl IntoView {
+    x.ticks(6)
         .into_iter()
         .map(|v| view! { <text class="tick" x=x.at(v) y=BOTTOM + 22.0 text-anchor="middle">{format!("{v:.0}")}</text> })
-        .collect_view();
-    let yticks = y
-        .ticks(5)
+        .collect_view()
+}
+
+/// The time axis's round values, in seconds, each with its grid line across the chart.
+fn seconds_ticks(y: Scale) -> impl IntoView {
+    y.ticks(5)
         .into_iter()
         .map(|v| view! {
             <line class="grid" x1=LEFT x2=W - 20.0 y1=y.at(v) y2=y.at(v)/>
             <text class="tick" x=LEFT - 4.0 y=y.at(v) + 4.0 text-anchor="end">{format!("{:.1}", v / 1000.0)}</text>
         })
-        .collect_view();
-    let verdicts = comparison
+        .collect_view()
+}
+
+/// Which target finishes first at each quantile of the real output lengths.
+fn quantile_verdicts(comparison: &Comparison) -> impl IntoView + use<> {
+    comparison
         .at_quantiles
         .iter()
         .map(|q| {
@@ -178,29 +230,5 @@ fn CompareChart(a: CompletionModel, b: CompletionModel, comparison: Comparison) 
                 q.quantile, num(q.a_tokens), num(q.a_ms / 1000.0), num(q.b_tokens), num(q.b_ms / 1000.0), side(q.first)
             )}</li> }
         })
-        .collect_view();
-    view! {
-        <p id="crossover">{crossover_text(&comparison.crossover)}</p>
-        <p class="legend">{format!(
-            "A: ttft {} ms, {} tok/s · B: ttft {} ms, {} tok/s (medians)",
-            num(a.ttft_ms), num(a.tokens_per_s), num(b.ttft_ms), num(b.tokens_per_s)
-        )}</p>
-        <svg id="compare-chart" class="chart" width=W height=H viewBox=format!("0 0 {W} {H}")>
-            {yticks}
-            {xticks}
-            <polyline class="reading" points=reading/>
-            <polyline class="curve-a" points=path_a/>
-            <polyline class="curve-b" points=path_b/>
-            {n_star.map(|n| view! {
-                <line class="nstar" x1=x.at(n) x2=x.at(n) y1="12" y2=BOTTOM/>
-                <text class="nstar" x=x.at(n) + 4.0 y="24">"n*"</text>
-            })}
-            {lengths(&a, "len-a")}
-            {lengths(&b, "len-b")}
-            <text class="tick" x=W - 20.0 y=H - 4.0 text-anchor="end">"output tokens"</text>
-            <text class="tick" x="4" y="10">"s"</text>
-        </svg>
-        <p class="legend">"blue A · orange B · dashed grey: reading at 5.3 tok/s (a stream under it outpaces the reader) · ticks on the axis: real output lengths"</p>
-        <ul id="quantile-verdicts">{verdicts}</ul>
-    }
+        .collect_view()
 }

@@ -89,112 +89,182 @@ fn count(name: &str, text: &str, max: usize) -> Result<usize, String> {
     }
 }
 
+/// The form's fields as signals, one per input: `Copy`, so each part of the form takes
+/// the ones it binds and the Run click reads them all.
+#[derive(Clone, Copy)]
+struct FieldSignals {
+    kind: RwSignal<String>,
+    profile: RwSignal<String>,
+    overrides: RwSignal<String>,
+    url: RwSignal<String>,
+    api: RwSignal<String>,
+    prompt: RwSignal<String>,
+    runs: RwSignal<String>,
+    concurrency: RwSignal<String>,
+    voice: RwSignal<bool>,
+    turn: RwSignal<bool>,
+}
+
+impl FieldSignals {
+    /// The form as it first shows: a simulated target, a few runs, no voice.
+    fn new() -> Self {
+        FieldSignals {
+            kind: RwSignal::new("sim".to_owned()),
+            profile: RwSignal::new("default".to_owned()),
+            overrides: RwSignal::new(String::new()),
+            url: RwSignal::new("/proxy/local/v1/chat/completions".to_owned()),
+            api: RwSignal::new(ChatApi::OpenAiChat.as_str().to_owned()),
+            prompt: RwSignal::new("Why does the first word matter more than the last?".to_owned()),
+            runs: RwSignal::new("5".to_owned()),
+            concurrency: RwSignal::new("2".to_owned()),
+            voice: RwSignal::new(false),
+            turn: RwSignal::new(false),
+        }
+    }
+
+    /// The fields as typed, read without subscribing: the click reads them once.
+    fn typed(&self) -> Fields {
+        Fields {
+            kind: self.kind.get_untracked(),
+            profile: self.profile.get_untracked(),
+            overrides: self.overrides.get_untracked(),
+            url: self.url.get_untracked(),
+            api: self.api.get_untracked(),
+            prompt: self.prompt.get_untracked(),
+            runs: self.runs.get_untracked(),
+            concurrency: self.concurrency.get_untracked(),
+            voice: self.voice.get_untracked(),
+            turn: self.turn.get_untracked(),
+        }
+    }
+}
+
+/// Whether the chosen target is a simulated profile (the only kind with voice).
+fn is_sim(kind: RwSignal<String>) -> bool {
+    kind.get() == "sim"
+}
+
+/// Checks the fields and launches the runs, or says what is wrong in `problem`.
+fn start_runs(lab: Lab, fields: Fields, problem: RwSignal<Option<String>>) {
+    match fields.plan() {
+        Ok(plan) => {
+            problem.set(None);
+            // Created in the click (the gesture autoplay wants), before any request.
+            let started = match plan.voice {
+                true => audio_context().map(Some),
+                false => Ok(None),
+            }
+            .and_then(|ctx| launch(lab, plan, ctx));
+            if let Err(e) = started {
+                problem.set(Some(e));
+            }
+        }
+        Err(e) => problem.set(Some(e)),
+    }
+}
+
+/// Forgets every run, message and selection of the batch.
+fn clear_batch(lab: Lab) {
+    lab.runs.set(Vec::new());
+    lab.messages.set(Vec::new());
+    lab.selected.set(None);
+}
+
 /// The form.
 #[component]
 pub fn RunForm() -> impl IntoView {
     let lab = lab();
-    let kind = RwSignal::new("sim".to_owned());
-    let profile = RwSignal::new("default".to_owned());
-    let overrides = RwSignal::new(String::new());
-    let url = RwSignal::new("/proxy/local/v1/chat/completions".to_owned());
-    let api = RwSignal::new(ChatApi::OpenAiChat.as_str().to_owned());
-    let prompt = RwSignal::new("Why does the first word matter more than the last?".to_owned());
-    let runs = RwSignal::new("5".to_owned());
-    let concurrency = RwSignal::new("2".to_owned());
-    let voice = RwSignal::new(false);
-    let turn = RwSignal::new(false);
+    let fields = FieldSignals::new();
     let problem = RwSignal::new(None::<String>);
-
-    let start = move |_| {
-        let checked = Fields {
-            kind: kind.get_untracked(),
-            profile: profile.get_untracked(),
-            overrides: overrides.get_untracked(),
-            url: url.get_untracked(),
-            api: api.get_untracked(),
-            prompt: prompt.get_untracked(),
-            runs: runs.get_untracked(),
-            concurrency: concurrency.get_untracked(),
-            voice: voice.get_untracked(),
-            turn: turn.get_untracked(),
-        }
-        .plan();
-        match checked {
-            Ok(plan) => {
-                problem.set(None);
-                // Created in the click (the gesture autoplay wants), before any request.
-                let started = match plan.voice {
-                    true => audio_context().map(Some),
-                    false => Ok(None),
-                }
-                .and_then(|ctx| launch(lab, plan, ctx));
-                if let Err(e) = started {
-                    problem.set(Some(e));
-                }
-            }
-            Err(e) => problem.set(Some(e)),
-        }
-    };
-    let clear = move |_| {
-        lab.runs.set(Vec::new());
-        lab.messages.set(Vec::new());
-        lab.selected.set(None);
-    };
-    let is_sim = move || kind.get() == "sim";
-
+    let api = fields.api;
     view! {
         <form class="run-form" on:submit=|ev| ev.prevent_default()>
-            <label>"target "
-                <select id="target-kind" prop:value=move || kind.get()
-                    on:change=move |ev| kind.set(event_target_value(&ev))>
-                    <option value="sim">"simulated profile (no key)"</option>
-                    <option value="url">"URL (proxy route or server)"</option>
-                </select>
-            </label>
-            <Show when=is_sim fallback=move || view! {
-                <UpstreamPicker url api/>
-                <label>"URL " <input id="target-url" size="40" bind:value=url/></label>
-            }>
-                <label>"profile "
-                    <input id="profile" list="profiles" bind:value=profile/>
-                    <ProfileSuggestions/>
-                </label>
-                <label title="query parameters of the simulator, e.g. stall_at=10&stall_ms=800">
-                    "overrides " <input id="overrides" placeholder="stall_at=10&stall_ms=800" bind:value=overrides/>
-                </label>
-            </Show>
+            <TargetFields kind=fields.kind profile=fields.profile overrides=fields.overrides url=fields.url api/>
             <label title="the API the request speaks (its body and its reply's dialect)">"API "
                 <select id="api" prop:value=move || api.get()
                     on:change=move |ev| api.set(event_target_value(&ev))>
                     {ChatApi::ALL.map(|a| view! { <option value=a.as_str()>{a.as_str()}</option> }).collect_view()}
                 </select>
             </label>
-            <label class="wide">"prompt " <textarea id="prompt" rows="2" bind:value=prompt></textarea></label>
-            <label>"runs " <input id="runs" type="number" min="1" max=MAX_RUNS bind:value=runs/></label>
-            <label>"concurrency " <input id="concurrency" type="number" min="1" max=MAX_CONCURRENCY bind:value=concurrency/></label>
-            <label title="speak each reply: the first sentence goes to the simulator's TTS and plays here">
-                <input id="voice" type="checkbox" bind:checked=voice/>" voice"
-            </label>
-            <label title="speak first: the microphone's speech goes to the simulator's STT, its transcript is the prompt, the reply is spoken; shows voice_to_voice_ms by stage">
-                <input id="voice-turn" type="checkbox" bind:checked=turn/>" voice turn (microphone)"
-            </label>
-            {move || ((voice.get() || turn.get()) && !is_sim()).then(|| view! {
-                <span class="note" id="voice-note">"voice applies to simulated profiles only; this target runs without it"</span>
-            })}
-            {move || (turn.get() && is_sim()).then(|| view! {
-                <span class="note" id="turn-note">"speak after Run, one turn at a time; each reply waits for you to stop"</span>
-            })}
-            <button id="run" type="button" on:click=start>"Run"</button>
-            <button id="clear" type="button" on:click=clear>"Clear"</button>
-            <span id="in-flight">{move || match lab.in_flight.get() {
-                0 => String::new(),
-                n => format!("{n} in flight"),
-            }}</span>
-            {move || lab.listening.get().then(|| view! {
-                <span class="note" id="listening">"listening: speak, then stop"</span>
-            })}
+            <label class="wide">"prompt " <textarea id="prompt" rows="2" bind:value=fields.prompt></textarea></label>
+            <label>"runs " <input id="runs" type="number" min="1" max=MAX_RUNS bind:value=fields.runs/></label>
+            <label>"concurrency " <input id="concurrency" type="number" min="1" max=MAX_CONCURRENCY bind:value=fields.concurrency/></label>
+            <VoiceChoices voice=fields.voice turn=fields.turn kind=fields.kind/>
+            <button id="run" type="button" on:click=move |_| start_runs(lab, fields.typed(), problem)>"Run"</button>
+            <button id="clear" type="button" on:click=move |_| clear_batch(lab)>"Clear"</button>
+            <RunStatus lab/>
             {move || problem.get().map(|p| view! { <p class="error" id="form-error">{p}</p> })}
         </form>
+    }
+}
+
+/// What to measure: a simulated profile (with the simulator's query overrides) or a
+/// URL, perhaps one of the proxy's upstreams.
+#[component]
+fn TargetFields(
+    kind: RwSignal<String>,
+    profile: RwSignal<String>,
+    overrides: RwSignal<String>,
+    url: RwSignal<String>,
+    api: RwSignal<String>,
+) -> impl IntoView {
+    view! {
+        <label>"target "
+            <select id="target-kind" prop:value=move || kind.get()
+                on:change=move |ev| kind.set(event_target_value(&ev))>
+                <option value="sim">"simulated profile (no key)"</option>
+                <option value="url">"URL (proxy route or server)"</option>
+            </select>
+        </label>
+        <Show when=move || is_sim(kind) fallback=move || view! {
+            <UpstreamPicker url api/>
+            <label>"URL " <input id="target-url" size="40" bind:value=url/></label>
+        }>
+            <label>"profile "
+                <input id="profile" list="profiles" bind:value=profile/>
+                <ProfileSuggestions/>
+            </label>
+            <label title="query parameters of the simulator, e.g. stall_at=10&stall_ms=800">
+                "overrides " <input id="overrides" placeholder="stall_at=10&stall_ms=800" bind:value=overrides/>
+            </label>
+        </Show>
+    }
+}
+
+/// The voice checkboxes, and a note on what they do for the chosen target.
+#[component]
+fn VoiceChoices(
+    voice: RwSignal<bool>,
+    turn: RwSignal<bool>,
+    kind: RwSignal<String>,
+) -> impl IntoView {
+    view! {
+        <label title="speak each reply: the first sentence goes to the simulator's TTS and plays here">
+            <input id="voice" type="checkbox" bind:checked=voice/>" voice"
+        </label>
+        <label title="speak first: the microphone's speech goes to the simulator's STT, its transcript is the prompt, the reply is spoken; shows voice_to_voice_ms by stage">
+            <input id="voice-turn" type="checkbox" bind:checked=turn/>" voice turn (microphone)"
+        </label>
+        {move || ((voice.get() || turn.get()) && !is_sim(kind)).then(|| view! {
+            <span class="note" id="voice-note">"voice applies to simulated profiles only; this target runs without it"</span>
+        })}
+        {move || (turn.get() && is_sim(kind)).then(|| view! {
+            <span class="note" id="turn-note">"speak after Run, one turn at a time; each reply waits for you to stop"</span>
+        })}
+    }
+}
+
+/// How many requests are still out, and whether a voice turn waits for the user.
+#[component]
+fn RunStatus(lab: Lab) -> impl IntoView {
+    view! {
+        <span id="in-flight">{move || match lab.in_flight.get() {
+            0 => String::new(),
+            n => format!("{n} in flight"),
+        }}</span>
+        {move || lab.listening.get().then(|| view! {
+            <span class="note" id="listening">"listening: speak, then stop"</span>
+        })}
     }
 }
 

@@ -4,9 +4,12 @@
 
 use leptos::prelude::*;
 use ttfx_core::Milestone;
+use ttfx_core::chunk_summary::ChunkBin;
+use ttfx_core::gap::Gap;
 use ttfx_core::metrics::TurnBreakdown;
 use ttfx_core::metrics::buffered::BufferedVerdict;
 use ttfx_core::report::Run;
+use ttfx_core::timeline::Chunk;
 
 use crate::fmt::{Scale, num, opt, wire_name};
 use crate::lab;
@@ -118,6 +121,16 @@ fn Verdicts(run: Run) -> impl IntoView {
     }
 }
 
+/// The milestones that have a row, with their times from the request's start, in the
+/// order a user meets them.
+fn milestone_rows(run: &Run) -> Vec<(Milestone, f64)> {
+    Milestone::ALL
+        .into_iter()
+        .filter(|m| has_row(*m))
+        .filter_map(|m| run.timeline.milestones.get(m).map(|at| (m, at)))
+        .collect()
+}
+
 /// Client milestones as bars from the request's start; the server's counterpart as a
 /// hollow mark on the same row, the gap written beside it. `id` tells two waterfalls
 /// apart (the Field view draws one too).
@@ -126,12 +139,7 @@ pub(crate) fn Waterfall(
     run: Run,
     #[prop(default = "waterfall")] id: &'static str,
 ) -> impl IntoView {
-    let t = &run.timeline;
-    let rows: Vec<(Milestone, f64)> = Milestone::ALL
-        .into_iter()
-        .filter(|m| has_row(*m))
-        .filter_map(|m| t.milestones.get(m).map(|at| (m, at)))
-        .collect();
+    let rows = milestone_rows(&run);
     let end = rows
         .iter()
         .map(|r| r.1)
@@ -154,49 +162,7 @@ pub(crate) fn Waterfall(
         .map(|(i, (m, at))| {
             let y = ROW_H * i as f64 + ROW_H / 2.0;
             let gap = run.metrics.gaps.iter().find(|g| g.milestone == *m).cloned();
-            // Labels of late milestones go left of the marks, so they stay on the chart.
-            let late = x.at(*at) > LABEL_W + (PLOT_R - LABEL_W) * 0.55;
-            let label_x = |lo: f64, hi: f64| if late { x.at(lo) - 8.0 } else { x.at(hi) + 8.0 };
-            let anchor = if late { "end" } else { "start" };
-            // Left of the marks the client bar runs under the text: lift it above the bar.
-            let label_y = if late { y - 5.0 } else { y + 4.0 };
-            let server = gap.map(|g| {
-                let label = format!(
-                    "server {} ms · gap {} ms ({})",
-                    num(g.server_ms),
-                    num(g.gap_ms),
-                    wire_name(&g.source)
-                );
-                let (lo, hi) = (g.server_ms.min(*at), g.server_ms.max(*at));
-                view! {
-                    <line class="gap" x1=x.at(g.server_ms) x2=x.at(*at) y1=y y2=y/>
-                    <circle class="server" cx=x.at(g.server_ms) cy=y r="5"/>
-                    <text class="gap-label" x=label_x(lo, hi) y=label_y text-anchor=anchor>{label}</text>
-                }
-            });
-            let plain = format!("{} ms", num(*at));
-            let has_gap = server.is_some();
-            view! {
-                <g class="row" data-milestone=m.as_str()>
-                    <text class="label" x="4" y=y + 4.0>{m.as_str()}</text>
-                    <line class="client" x1=x.at(0.0) x2=x.at(*at) y1=y y2=y/>
-                    <circle class="client" cx=x.at(*at) cy=y r="4"/>
-                    {server}
-                    {(!has_gap).then(|| view! {
-                        <text class="value" x=label_x(*at, *at) y=label_y text-anchor=anchor>{plain.clone()}</text>
-                    })}
-                </g>
-            }
-        })
-        .collect_view();
-    let ticks = x
-        .ticks(6)
-        .into_iter()
-        .map(|v| {
-            view! {
-                <line class="tick" x1=x.at(v) x2=x.at(v) y1="0" y2=axis_y/>
-                <text class="tick" x=x.at(v) y=axis_y + 14.0 text-anchor="middle">{format!("{v:.0}")}</text>
-            }
+            view! { <MilestoneRow milestone=*m at=*at gap x y/> }
         })
         .collect_view();
     let speech_end = run.timeline.milestones.get(Milestone::SpeechEnd);
@@ -207,7 +173,7 @@ pub(crate) fn Waterfall(
     view! {
         <svg id=id class="chart" width=WIDTH height=height + 10.0
             viewBox=format!("0 0 {WIDTH} {}", height + 10.0)>
-            {ticks}
+            <AxisTicks x axis_y/>
             {bars}
             {stages}
         </svg>
@@ -217,6 +183,65 @@ pub(crate) fn Waterfall(
         </p>
         <ServerTimings run/>
     }
+}
+
+/// One milestone's row at height `y`: the client's bar and mark, and the server's
+/// counterpart with the gap when the server reported one (else the client's time).
+#[component]
+fn MilestoneRow(
+    milestone: Milestone,
+    at: f64,
+    gap: Option<Gap>,
+    x: Scale,
+    y: f64,
+) -> impl IntoView {
+    // Labels of late milestones go left of the marks, so they stay on the chart.
+    let late = x.at(at) > LABEL_W + (PLOT_R - LABEL_W) * 0.55;
+    let label_x = move |lo: f64, hi: f64| if late { x.at(lo) - 8.0 } else { x.at(hi) + 8.0 };
+    let anchor = if late { "end" } else { "start" };
+    // Left of the marks the client bar runs under the text: lift it above the bar.
+    let label_y = if late { y - 5.0 } else { y + 4.0 };
+    let server = gap.map(|g| {
+        let label = format!(
+            "server {} ms · gap {} ms ({})",
+            num(g.server_ms),
+            num(g.gap_ms),
+            wire_name(&g.source)
+        );
+        let (lo, hi) = (g.server_ms.min(at), g.server_ms.max(at));
+        view! {
+            <line class="gap" x1=x.at(g.server_ms) x2=x.at(at) y1=y y2=y/>
+            <circle class="server" cx=x.at(g.server_ms) cy=y r="5"/>
+            <text class="gap-label" x=label_x(lo, hi) y=label_y text-anchor=anchor>{label}</text>
+        }
+    });
+    let plain = format!("{} ms", num(at));
+    let has_gap = server.is_some();
+    view! {
+        <g class="row" data-milestone=milestone.as_str()>
+            <text class="label" x="4" y=y + 4.0>{milestone.as_str()}</text>
+            <line class="client" x1=x.at(0.0) x2=x.at(at) y1=y y2=y/>
+            <circle class="client" cx=x.at(at) cy=y r="4"/>
+            {server}
+            {(!has_gap).then(|| view! {
+                <text class="value" x=label_x(at, at) y=label_y text-anchor=anchor>{plain.clone()}</text>
+            })}
+        </g>
+    }
+}
+
+/// The time axis: a few round times as lines down to `axis_y`, their values below.
+#[component]
+fn AxisTicks(x: Scale, axis_y: f64) -> impl IntoView {
+    x.ticks(6)
+        .into_iter()
+        .map(|v| {
+            view! {
+                <line class="tick" x1=x.at(v) x2=x.at(v) y1="0" y2=axis_y/>
+                <text class="tick" x=x.at(v) y=axis_y + 14.0 text-anchor="middle">{format!("{v:.0}")}</text>
+            }
+        })
+        .collect_view()
 }
 
 /// A voice turn's silence, speech_end → first_audio_out, as one bar cut into its
@@ -294,20 +319,58 @@ pub(crate) fn ChunkStrip(
         .chain(bins.iter().map(|b| b.to_ms))
         .fold(0.0, f64::max);
     let x = Scale::zero_to(end, LABEL_W, PLOT_R);
-    let max_bytes = chunks
+    let max_bytes = largest_chunk(&chunks, &bins);
+    let threshold = run.metrics.stalls.map(|s| s.threshold_ms);
+    let label = strip_label(chunks.len(), summarized, bins.len());
+    view! {
+        <svg id=id class="chart" width=WIDTH height="70" viewBox=format!("0 0 {WIDTH} 70")>
+            <text class="label" x="4" y="30">{label}</text>
+            {stall_shades(&chunks, threshold, x)}
+            {chunk_bars(&chunks, max_bytes, x)}
+            {bin_bands(&bins, max_bytes, x)}
+            <text class="tick" x=PLOT_R y="64" text-anchor="end">{format!("{} ms", num(end))}</text>
+        </svg>
+        <p class="legend">"chunks: blue visible text, violet reasoning, grey other; height ∝ √bytes; red: stall; long streams: later chunks as bins (height ∝ √mean bytes)"</p>
+    }
+}
+
+/// The strip's full height in bytes: the largest kept chunk or bin mean (at least 1).
+fn largest_chunk(chunks: &[Chunk], bins: &[ChunkBin]) -> f64 {
+    chunks
         .iter()
         .map(|c| c.bytes)
         .chain(bins.iter().map(|b| b.bytes / b.chunks.max(1)))
         .max()
         .unwrap_or(1)
-        .max(1) as f64;
-    let threshold = run.metrics.stalls.map(|s| s.threshold_ms);
+        .max(1) as f64
+}
+
+/// A bar's height for `bytes` of `max_bytes`: by the square root, so small chunks stay
+/// visible beside a large one.
+fn bar_height(bytes: f64, max_bytes: f64) -> f64 {
+    4.0 + 40.0 * (bytes / max_bytes).sqrt()
+}
+
+/// What the strip holds, in words: kept chunks, binned ones, or both.
+fn strip_label(kept: usize, summarized: u64, bins: usize) -> String {
+    if summarized > 0 && kept == 0 {
+        format!("{summarized} chunks in {bins} bins")
+    } else if summarized > 0 {
+        format!("{kept} + {summarized} chunks")
+    } else {
+        format!("{kept} chunks")
+    }
+}
+
+/// Each wait between token-bearing chunks longer than the stall `threshold`, shaded
+/// (none when the run has no stall metrics).
+fn stall_shades(chunks: &[Chunk], threshold: Option<f64>, x: Scale) -> impl IntoView + use<> {
     let token_times: Vec<f64> = chunks
         .iter()
         .filter(|c| c.tokens() > 0)
         .map(|c| c.at_ms)
         .collect();
-    let stalls = threshold
+    threshold
         .map(|limit| {
             token_times
                 .windows(2)
@@ -319,11 +382,15 @@ pub(crate) fn ChunkStrip(
                 })
                 .collect_view()
         })
-        .unwrap_or_default();
-    let bars = chunks
+        .unwrap_or_default()
+}
+
+/// Each kept chunk as a thin bar, coloured by what it carried.
+fn chunk_bars(chunks: &[Chunk], max_bytes: f64, x: Scale) -> impl IntoView + use<> {
+    chunks
         .iter()
         .map(|c| {
-            let h = 4.0 + 40.0 * (c.bytes as f64 / max_bytes).sqrt();
+            let h = bar_height(c.bytes as f64, max_bytes);
             let class = if c.visible_tokens > 0 {
                 "chunk visible"
             } else if c.reasoning_tokens > 0 {
@@ -337,12 +404,15 @@ pub(crate) fn ChunkStrip(
                 </rect>
             }
         })
-        .collect_view();
-    let bands = bins
-        .iter()
+        .collect_view()
+}
+
+/// Each bin of a long stream's later chunks as a band over its time span.
+fn bin_bands(bins: &[ChunkBin], max_bytes: f64, x: Scale) -> impl IntoView + use<> {
+    bins.iter()
         .map(|b| {
             let mean = b.bytes as f64 / b.chunks.max(1) as f64;
-            let h = 4.0 + 40.0 * (mean / max_bytes).sqrt();
+            let h = bar_height(mean, max_bytes);
             let width = (x.at(b.to_ms) - x.at(b.from_ms)).max(1.0);
             view! {
                 <rect class="chunk bin" x=x.at(b.from_ms) y=48.0 - h width=width height=h>
@@ -353,24 +423,7 @@ pub(crate) fn ChunkStrip(
                 </rect>
             }
         })
-        .collect_view();
-    let label = if summarized > 0 && chunks.is_empty() {
-        format!("{summarized} chunks in {} bins", bins.len())
-    } else if summarized > 0 {
-        format!("{} + {summarized} chunks", chunks.len())
-    } else {
-        format!("{} chunks", chunks.len())
-    };
-    view! {
-        <svg id=id class="chart" width=WIDTH height="70" viewBox=format!("0 0 {WIDTH} 70")>
-            <text class="label" x="4" y="30">{label}</text>
-            {stalls}
-            {bars}
-            {bands}
-            <text class="tick" x=PLOT_R y="64" text-anchor="end">{format!("{} ms", num(end))}</text>
-        </svg>
-        <p class="legend">"chunks: blue visible text, violet reasoning, grey other; height ∝ √bytes; red: stall; long streams: later chunks as bins (height ∝ √mean bytes)"</p>
-    }
+        .collect_view()
 }
 
 #[cfg(all(test, target_arch = "wasm32"))]

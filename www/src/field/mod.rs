@@ -133,66 +133,11 @@ fn Controls(
 ) -> impl IntoView {
     let (metric_now, since_now) = (metric.get_untracked(), since.get_untracked());
     let (by_now, filter_now) = (by.get_untracked(), filter.get_untracked());
-    let metrics = dims
-        .metrics
-        .iter()
-        .map(|m| {
-            let text = format!("{} ({})", m.metric, m.count);
-            let selected = m.metric == metric_now;
-            view! { <option value=m.metric.clone() selected=selected>{text}</option> }
-        })
-        .collect_view();
-    let periods = PERIODS
-        .iter()
-        .map(|(p, _)| {
-            view! { <option value=*p selected=*p == since_now>{format!("last {p}")}</option> }
-        })
-        .collect_view();
-    let dimensions = dims
-        .dimensions
-        .iter()
-        .map(|d| {
-            let selected = d.name == by_now;
-            view! { <option value=d.name.clone() selected=selected>{d.name.clone()}</option> }
-        })
-        .collect_view();
-    let filters = dims
-        .dimensions
-        .iter()
-        .filter(|d| !d.values.is_empty())
-        .map(|d| {
-            let values = d
-                .values
-                .iter()
-                .map(|v| {
-                    let text = api::value_text(&v.value);
-                    let value = format!("{}={text}", d.name);
-                    let shown = if text.is_empty() {
-                        "(none)".to_owned()
-                    } else {
-                        text
-                    };
-                    let label = format!("{} = {shown} ({})", d.name, v.count);
-                    let selected = value == filter_now;
-                    view! { <option value=value selected=selected>{label}</option> }
-                })
-                .collect_view();
-            view! { <optgroup label=d.name.clone()>{values}</optgroup> }
-        })
-        .collect_view();
-    // A value kept from another period that this one does not list: still the query's.
-    let listed = dims.dimensions.iter().any(|d| {
-        d.values
-            .iter()
-            .any(|v| format!("{}={}", d.name, api::value_text(&v.value)) == filter_now)
-    });
-    let kept = (!filter_now.is_empty() && !listed).then(|| {
-        let label = format!(
-            "{} (no runs in this period)",
-            filter_now.replacen('=', " = ", 1)
-        );
-        view! { <option value=filter_now.clone() selected=true>{label}</option> }
-    });
+    let metrics = metric_options(&dims, &metric_now);
+    let periods = period_options(&since_now);
+    let dimensions = dimension_options(&dims, &by_now);
+    let kept = kept_filter_option(&dims, &filter_now);
+    let filters = filter_options(&dims, &filter_now);
     view! {
         <div class="field-controls">
             <label>"metric "
@@ -217,6 +162,79 @@ fn Controls(
             <button id="field-refresh" type="button" on:click=move |_| refresh.update(|n| *n += 1)>"Refresh"</button>
         </div>
     }
+}
+
+/// The collector's metrics with their run counts; `now` starts selected.
+fn metric_options(dims: &Dimensions, now: &str) -> impl IntoView + use<> {
+    dims.metrics
+        .iter()
+        .map(|m| {
+            let text = format!("{} ({})", m.metric, m.count);
+            let selected = m.metric == now;
+            view! { <option value=m.metric.clone() selected=selected>{text}</option> }
+        })
+        .collect_view()
+}
+
+/// The periods the collector answers for; `now` starts selected.
+fn period_options(now: &str) -> impl IntoView + use<> {
+    PERIODS
+        .iter()
+        .map(|(p, _)| view! { <option value=*p selected=*p == now>{format!("last {p}")}</option> })
+        .collect_view()
+}
+
+/// The dimensions to slice by; `now` starts selected.
+fn dimension_options(dims: &Dimensions, now: &str) -> impl IntoView + use<> {
+    dims.dimensions
+        .iter()
+        .map(|d| {
+            let selected = d.name == now;
+            view! { <option value=d.name.clone() selected=selected>{d.name.clone()}</option> }
+        })
+        .collect_view()
+}
+
+/// Each dimension's values as `name=value` choices, one group per dimension with
+/// values; `now` starts selected.
+fn filter_options(dims: &Dimensions, now: &str) -> impl IntoView + use<> {
+    dims.dimensions
+        .iter()
+        .filter(|d| !d.values.is_empty())
+        .map(|d| {
+            let values = d
+                .values
+                .iter()
+                .map(|v| {
+                    let text = api::value_text(&v.value);
+                    let value = format!("{}={text}", d.name);
+                    let shown = if text.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        text
+                    };
+                    let label = format!("{} = {shown} ({})", d.name, v.count);
+                    let selected = value == now;
+                    view! { <option value=value selected=selected>{label}</option> }
+                })
+                .collect_view();
+            view! { <optgroup label=d.name.clone()>{values}</optgroup> }
+        })
+        .collect_view()
+}
+
+/// The filter `now`, selected, when this period does not list it: a value kept from
+/// another period is still the query's, and the picker must show it.
+fn kept_filter_option(dims: &Dimensions, now: &str) -> impl IntoView + use<> {
+    let listed = dims.dimensions.iter().any(|d| {
+        d.values
+            .iter()
+            .any(|v| format!("{}={}", d.name, api::value_text(&v.value)) == now)
+    });
+    (!now.is_empty() && !listed).then(|| {
+        let label = format!("{} (no runs in this period)", now.replacen('=', " = ", 1));
+        view! { <option value=now.to_owned() selected=true>{label}</option> }
+    })
 }
 
 /// The metric to show: the user's pick while the period has it, else the first visible
