@@ -24,6 +24,7 @@ use super::driver::{self, Endpoint};
 use super::scenario::{RunTarget, Scenario, TurnScenario};
 use super::site;
 use crate::RunArgs;
+use crate::error::RunError;
 
 /// Probe `first_byte` beside the browser's own first data for the same request.
 #[derive(Debug, Clone, Serialize)]
@@ -72,7 +73,7 @@ struct Job {
     request_id: String,
 }
 
-pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<MeasuredRuns> {
+pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns, RunError> {
     let probe_pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
     // The site and server are needed only when some target uses the runner's own page.
     let site = if scenario.targets.iter().any(|t| !t.is_page()) {
@@ -84,21 +85,26 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         Some(s) => Some(site::serve(s, scenario.config.as_deref(), &scenario.exposure).await?),
         None => None,
     };
-    let speech = speech_file(scenario.turn.as_ref(), site.as_ref())?;
+    let speech =
+        speech_file(scenario.turn.as_ref(), site.as_ref()).map_err(RunError::browser_setup)?;
     let BrowserSetup {
         args: browser_args,
         firefox_prefs,
         microphone: _microphone,
-    } = BrowserSetup::new(scenario, args.browser, speech.as_ref())?;
+    } = BrowserSetup::new(scenario, args.browser, speech.as_ref())
+        .map_err(RunError::browser_setup)?;
     // Inject mode's preload script, read before a browser starts.
     let preload = match &scenario.inject {
-        Some(inject) => Some(super::inject::preload_source(&probe_pkg, inject)?),
+        Some(inject) => Some(
+            super::inject::preload_source(&probe_pkg, inject).map_err(RunError::browser_setup)?,
+        ),
         None => None,
     };
     let endpoint = match &args.webdriver {
-        Some(url) => Endpoint::remote(url, args.browser)?,
-        None => Endpoint::local(args.browser, args.driver.clone())?,
-    };
+        Some(url) => Endpoint::remote(url, args.browser),
+        None => Endpoint::local(args.browser, args.driver.clone()),
+    }
+    .map_err(RunError::browser)?;
 
     let jobs = jobs(scenario);
     let total = jobs.len();
@@ -114,14 +120,17 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
     ));
     let mut sessions = Vec::new();
     for w in 0..scenario.concurrency.min(total) {
-        let client = open_session(&endpoint, &ctx).await?;
+        let client = open_session(&endpoint, &ctx)
+            .await
+            .map_err(RunError::browser)?;
         let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
         sessions.push(spawn_session(w, client, ctx, queue, progress));
     }
     let done = join_sessions(sessions, &queue).await;
     progress.finish_and_clear();
     drop(endpoint);
-    let (runs, ground_truth) = by_target(done?, scenario.targets.len());
+    let (runs, ground_truth) =
+        by_target(done.map_err(RunError::run_failed)?, scenario.targets.len());
     Ok(MeasuredRuns {
         runs,
         ground_truth,

@@ -1,0 +1,115 @@
+//! Why `ttfx run` could not be made (exit 2): the failure classes at the crate's boundary.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::site::SiteError;
+
+/// Why `ttfx run` could not be made. Each text carries its cause (no `source` chain, so
+/// a `{:#}` print says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The scenario (flags, scenario file, flows, budgets) was refused before a browser
+    /// started.
+    #[error("{0}")]
+    Refused(Cause),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The runner's own site could not be made or served (boxed: it is the largest).
+    #[error(transparent)]
+    Site(Box<SiteError>),
+    /// What the browsers are given (the fake microphone, their flags, inject mode's
+    /// preload script) could not be prepared.
+    #[error("{0}")]
+    BrowserSetup(Cause),
+    /// The WebDriver endpoint (a driver, a grid) or a browser session could not start.
+    #[error("{0}")]
+    Browser(Cause),
+    /// A run failed; the others stop with it.
+    #[error("{0}")]
+    RunFailed(Cause),
+    /// `--json` or `--junit` could not be written.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+/// An output file that could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("cannot write the {what}: {cause}")]
+    Encode {
+        what: &'static str,
+        cause: serde_json::Error,
+    },
+    #[error("cannot write {}: {cause}", path.display())]
+    Write {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
+
+/// What an internal module (scenario, driver, measure, inject, flow) said, its causes
+/// joined with ": " on one line as `ttfx` prints them. Those modules still build their
+/// errors with anyhow; this keeps anyhow out of the crate's API.
+#[derive(Debug)]
+pub struct Cause(anyhow::Error);
+
+impl Cause {
+    pub(crate) fn of(e: anyhow::Error) -> Cause {
+        Cause(e)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl From<SiteError> for RunError {
+    fn from(e: SiteError) -> RunError {
+        RunError::Site(Box::new(e))
+    }
+}
+
+impl RunError {
+    pub(crate) fn refused(e: anyhow::Error) -> RunError {
+        RunError::Refused(Cause::of(e))
+    }
+
+    pub(crate) fn browser_setup(e: anyhow::Error) -> RunError {
+        RunError::BrowserSetup(Cause::of(e))
+    }
+
+    pub(crate) fn browser(e: anyhow::Error) -> RunError {
+        RunError::Browser(Cause::of(e))
+    }
+
+    pub(crate) fn run_failed(e: anyhow::Error) -> RunError {
+        RunError::RunFailed(Cause::of(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_error_says_its_causes_once_on_one_line() {
+        use std::error::Error;
+        let inner = anyhow::anyhow!("no such file").context("cannot read flow f.toml");
+        let e = RunError::refused(inner);
+        assert_eq!(e.to_string(), "cannot read flow f.toml: no such file");
+        assert!(e.source().is_none(), "{e:?}");
+        // As `ttfx` prints it.
+        let printed = format!("{:#}", anyhow::Error::from(e));
+        assert_eq!(printed, "cannot read flow f.toml: no such file");
+        let site = RunError::from(SiteError::NotAFolder {
+            path: PathBuf::from("/p"),
+        });
+        assert_eq!(
+            format!("{:#}", anyhow::Error::from(site)),
+            "/p is not a folder"
+        );
+    }
+}
