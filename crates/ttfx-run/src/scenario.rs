@@ -364,7 +364,7 @@ fn budgets(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<Vec<RunBudget>
     file.budgets
         .iter()
         .chain(&args.budget)
-        .map(|b| RunBudget::parse(b))
+        .map(|b| RunBudget::parse(b).map_err(anyhow::Error::from))
         .collect()
 }
 
