@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::driver::EndpointError;
 use crate::site::SiteError;
 
 /// Why `ttfx run` could not be made. Each text carries its cause (no `source` chain, so
@@ -22,9 +23,10 @@ pub enum RunError {
     /// preload script) could not be prepared.
     #[error("{0}")]
     BrowserSetup(Cause),
-    /// The WebDriver endpoint (a driver, a grid) or a browser session could not start.
-    #[error("{0}")]
-    Browser(Cause),
+    /// The WebDriver endpoint (a local driver, a grid) or a browser session on it could
+    /// not start.
+    #[error(transparent)]
+    Browser(#[from] EndpointError),
     /// A run failed; the others stop with it.
     #[error("{0}")]
     RunFailed(Cause),
@@ -66,6 +68,22 @@ impl fmt::Display for Cause {
     }
 }
 
+/// An error and its sources, joined with ": " as a `{:#}` print of anyhow joins them: a
+/// variant that holds another crate's error says it whole in its own text.
+pub(crate) struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
 impl From<SiteError> for RunError {
     fn from(e: SiteError) -> RunError {
         RunError::Site(Box::new(e))
@@ -79,10 +97,6 @@ impl RunError {
 
     pub(crate) fn browser_setup(e: anyhow::Error) -> RunError {
         RunError::BrowserSetup(Cause::of(e))
-    }
-
-    pub(crate) fn browser(e: anyhow::Error) -> RunError {
-        RunError::Browser(Cause::of(e))
     }
 
     pub(crate) fn run_failed(e: anyhow::Error) -> RunError {

@@ -26,7 +26,7 @@ mod scenario;
 pub mod site;
 
 pub use args::RunArgs;
-pub use driver::Browser;
+pub use driver::{Browser, EndpointError};
 pub use error::{Cause, OutputError, RunError};
 pub use inject::InjectVia;
 

@@ -20,7 +20,7 @@ use ttfx_core::report::{ReportFile, Run};
 use ttfx_hostaudio::SpeechFile;
 use ttfx_hostaudio::pulse::PulseMicrophone;
 
-use super::driver::{self, Endpoint};
+use super::driver::{self, Endpoint, EndpointError};
 use super::scenario::{RunTarget, Scenario, TurnScenario};
 use super::site;
 use crate::RunArgs;
@@ -103,8 +103,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
     let endpoint = match &args.webdriver {
         Some(url) => Endpoint::remote(url, args.browser),
         None => Endpoint::local(args.browser, args.driver.clone()),
-    }
-    .map_err(RunError::browser)?;
+    }?;
 
     let jobs = jobs(scenario);
     let total = jobs.len();
@@ -120,9 +119,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
     ));
     let mut sessions = Vec::new();
     for w in 0..scenario.concurrency.min(total) {
-        let client = open_session(&endpoint, &ctx)
-            .await
-            .map_err(RunError::browser)?;
+        let client = open_session(&endpoint, &ctx).await?;
         let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
         sessions.push(spawn_session(w, client, ctx, queue, progress));
     }
@@ -214,7 +211,7 @@ fn jobs(scenario: &Scenario) -> VecDeque<Job> {
 
 /// A browser session, bounded: a driver whose browser cannot start (no display for
 /// WebKitGTK, a grid without free nodes) may otherwise never answer.
-async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> anyhow::Result<Client> {
+async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> Result<Client, EndpointError> {
     // A BiDi socket unless the DevTools protocol is asked for.
     let bidi = ctx.preload.is_some()
         && ctx
@@ -226,13 +223,10 @@ async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> anyhow::Result<Cli
         endpoint.session(&ctx.browser_args, &ctx.firefox_prefs, bidi, ctx.timeout),
     )
     .await
-    .map_err(|_| {
-        anyhow::anyhow!(
-            "no browser session within {} s at {} (--browser {})",
-            SESSION_LIMIT.as_secs(),
-            endpoint.url,
-            endpoint.browser.name()
-        )
+    .map_err(|_| EndpointError::NoSession {
+        seconds: SESSION_LIMIT.as_secs(),
+        url: endpoint.url.clone(),
+        browser: endpoint.browser.name(),
     })?
 }
 
