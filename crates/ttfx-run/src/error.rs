@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::driver::EndpointError;
+use crate::scenario::ScenarioError;
 use crate::site::SiteError;
 
 /// Why `ttfx run` could not be made. Each text carries its cause (no `source` chain, so
@@ -12,8 +13,8 @@ use crate::site::SiteError;
 pub enum RunError {
     /// The scenario (flags, scenario file, flows, budgets) was refused before a browser
     /// started.
-    #[error("{0}")]
-    Refused(Cause),
+    #[error(transparent)]
+    Refused(#[from] ScenarioError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
     /// The runner's own site could not be made or served (boxed: it is the largest).
@@ -91,10 +92,6 @@ impl From<SiteError> for RunError {
 }
 
 impl RunError {
-    pub(crate) fn refused(e: anyhow::Error) -> RunError {
-        RunError::Refused(Cause::of(e))
-    }
-
     pub(crate) fn browser_setup(e: anyhow::Error) -> RunError {
         RunError::BrowserSetup(Cause::of(e))
     }
@@ -112,7 +109,7 @@ mod tests {
     fn a_run_error_says_its_causes_once_on_one_line() {
         use std::error::Error;
         let inner = anyhow::anyhow!("no such file").context("cannot read flow f.toml");
-        let e = RunError::refused(inner);
+        let e = RunError::run_failed(inner);
         assert_eq!(e.to_string(), "cannot read flow f.toml: no such file");
         assert!(e.source().is_none(), "{e:?}");
         // As `ttfx` prints it.

@@ -28,7 +28,9 @@ pub mod site;
 pub use args::RunArgs;
 pub use driver::{Browser, EndpointError};
 pub use error::{Cause, OutputError, RunError};
+pub use flow::{FlowError, FlowProblem};
 pub use inject::InjectVia;
+pub use scenario::ScenarioError;
 
 /// The first SIGINT (Ctrl-C) or SIGTERM, by name.
 async fn stop_signal() -> &'static str {
@@ -49,7 +51,7 @@ async fn stop_signal() -> &'static str {
 pub fn run(args: Box<RunArgs>) -> Result<ExitCode, RunError> {
     stop_browsers_on_panic();
     // Everything that can be wrong with the input is found before a browser starts.
-    let scenario = scenario::Scenario::from_args(&args).map_err(RunError::refused)?;
+    let scenario = scenario::Scenario::from_args(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
