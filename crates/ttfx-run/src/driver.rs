@@ -13,7 +13,7 @@ use ttfx_webdriver::devtools::{Event, network};
 use ttfx_webdriver::{Driver, Engine};
 
 pub use crate::args::Browser;
-use crate::error::Chain;
+use crate::chain::Chain;
 
 /// Why the WebDriver endpoint or a session on it could not be had. Each text carries
 /// its cause whole (no `source` chain, so a `{:#}` print says it once).

@@ -69,22 +69,6 @@ impl fmt::Display for Cause {
     }
 }
 
-/// An error and its sources, joined with ": " as a `{:#}` print of anyhow joins them: a
-/// variant that holds another crate's error says it whole in its own text.
-pub(crate) struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
-
-impl fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
-    }
-}
-
 impl From<SiteError> for RunError {
     fn from(e: SiteError) -> RunError {
         RunError::Site(Box::new(e))

@@ -15,6 +15,7 @@ use ttfx_core::report::{BatchReport, Run};
 
 mod args;
 pub mod budget;
+mod chain;
 mod driver;
 mod error;
 mod flow;
