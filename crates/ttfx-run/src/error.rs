@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::driver::EndpointError;
 use crate::scenario::ScenarioError;
+use crate::setup_error::SetupError;
 use crate::site::SiteError;
 
 /// Why `ttfx run` could not be made. Each text carries its cause (no `source` chain, so
@@ -20,10 +21,10 @@ pub enum RunError {
     /// The runner's own site could not be made or served (boxed: it is the largest).
     #[error(transparent)]
     Site(Box<SiteError>),
-    /// What the browsers are given (the fake microphone, their flags, inject mode's
-    /// preload script) could not be prepared.
-    #[error("{0}")]
-    BrowserSetup(Cause),
+    /// What the browsers are given (the fake microphone, inject mode's preload script)
+    /// could not be prepared.
+    #[error(transparent)]
+    BrowserSetup(#[from] SetupError),
     /// The WebDriver endpoint (a local driver, a grid) or a browser session on it could
     /// not start.
     #[error(transparent)]
@@ -76,10 +77,6 @@ impl From<SiteError> for RunError {
 }
 
 impl RunError {
-    pub(crate) fn browser_setup(e: anyhow::Error) -> RunError {
-        RunError::BrowserSetup(Cause::of(e))
-    }
-
     pub(crate) fn run_failed(e: anyhow::Error) -> RunError {
         RunError::RunFailed(Cause::of(e))
     }

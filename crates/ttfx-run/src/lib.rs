@@ -24,6 +24,7 @@ mod junit;
 mod measure;
 mod output;
 mod scenario;
+mod setup_error;
 pub mod site;
 
 pub use args::RunArgs;
@@ -32,6 +33,7 @@ pub use error::{Cause, OutputError, RunError};
 pub use flow::{FlowError, FlowProblem};
 pub use inject::InjectVia;
 pub use scenario::ScenarioError;
+pub use setup_error::SetupError;
 
 /// The first SIGINT (Ctrl-C) or SIGTERM, by name.
 async fn stop_signal() -> &'static str {

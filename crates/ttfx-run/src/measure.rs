@@ -25,6 +25,7 @@ use super::scenario::{RunTarget, Scenario, TurnScenario};
 use super::site;
 use crate::RunArgs;
 use crate::error::RunError;
+use crate::setup_error::SetupError;
 
 /// Probe `first_byte` beside the browser's own first data for the same request.
 #[derive(Debug, Clone, Serialize)]
@@ -85,19 +86,15 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
         Some(s) => Some(site::serve(s, scenario.config.as_deref(), &scenario.exposure).await?),
         None => None,
     };
-    let speech =
-        speech_file(scenario.turn.as_ref(), site.as_ref()).map_err(RunError::browser_setup)?;
+    let speech = speech_file(scenario.turn.as_ref(), site.as_ref())?;
     let BrowserSetup {
         args: browser_args,
         firefox_prefs,
         microphone: _microphone,
-    } = BrowserSetup::new(scenario, args.browser, speech.as_ref())
-        .map_err(RunError::browser_setup)?;
+    } = BrowserSetup::new(scenario, args.browser, speech.as_ref())?;
     // Inject mode's preload script, read before a browser starts.
     let preload = match &scenario.inject {
-        Some(inject) => Some(
-            super::inject::preload_source(&probe_pkg, inject).map_err(RunError::browser_setup)?,
-        ),
+        Some(inject) => Some(super::inject::preload_source(&probe_pkg, inject)?),
         None => None,
     };
     let endpoint = match &args.webdriver {
@@ -139,7 +136,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
 fn speech_file(
     turn: Option<&TurnScenario>,
     site: Option<&site::Site>,
-) -> anyhow::Result<Option<SpeechFile>> {
+) -> Result<Option<SpeechFile>, SetupError> {
     match (turn, site) {
         (Some(turn), Some(site)) => Ok(Some(
             SpeechFile::say(
@@ -149,7 +146,7 @@ fn speech_file(
                 SPEECH_LEAD_S,
                 SPEECH_TAIL_S,
             )
-            .context("the fake microphone's speech")?,
+            .map_err(|cause| SetupError::Speech { cause })?,
         )),
         _ => Ok(None),
     }
@@ -171,7 +168,7 @@ impl BrowserSetup {
         scenario: &Scenario,
         browser: driver::Browser,
         speech: Option<&SpeechFile>,
-    ) -> anyhow::Result<BrowserSetup> {
+    ) -> Result<BrowserSetup, SetupError> {
         let mut setup = BrowserSetup {
             args: scenario.browser_args.clone(),
             firefox_prefs: Vec::new(),
@@ -182,7 +179,7 @@ impl BrowserSetup {
                 driver::Browser::Firefox => {
                     setup.microphone = Some(
                         PulseMicrophone::start(file)
-                            .context("Firefox's microphone (PulseAudio)")?,
+                            .map_err(|cause| SetupError::Microphone { cause })?,
                     );
                     setup.firefox_prefs.extend(SpeechFile::firefox_prefs());
                 }
