@@ -52,9 +52,10 @@ pub enum OutputError {
     },
 }
 
-/// What an internal module (scenario, driver, measure, inject, flow) said, its causes
-/// joined with ": " on one line as `ttfx` prints them. Those modules still build their
-/// errors with anyhow; this keeps anyhow out of the crate's API.
+/// Why a run failed, as the run's steps (measure, inject) said it: its causes joined with
+/// ": " on one line as `ttfx` prints them. Those steps still build their errors with
+/// anyhow (a context per step: the run, the page, the WebDriver command); this keeps
+/// anyhow out of the crate's API.
 #[derive(Debug)]
 pub struct Cause(anyhow::Error);
 
@@ -89,13 +90,16 @@ mod tests {
     #[test]
     fn a_run_error_says_its_causes_once_on_one_line() {
         use std::error::Error;
-        let inner = anyhow::anyhow!("no such file").context("cannot read flow f.toml");
+        let inner = anyhow::anyhow!("the page failed: boom").context("run 1 against sim/default");
         let e = RunError::run_failed(inner);
-        assert_eq!(e.to_string(), "cannot read flow f.toml: no such file");
+        assert_eq!(
+            e.to_string(),
+            "run 1 against sim/default: the page failed: boom"
+        );
         assert!(e.source().is_none(), "{e:?}");
         // As `ttfx` prints it.
         let printed = format!("{:#}", anyhow::Error::from(e));
-        assert_eq!(printed, "cannot read flow f.toml: no such file");
+        assert_eq!(printed, "run 1 against sim/default: the page failed: boom");
         let site = RunError::from(SiteError::NotAFolder {
             path: PathBuf::from("/p"),
         });

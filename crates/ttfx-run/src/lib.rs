@@ -7,6 +7,10 @@
 //! ttfx-webdriver, makes inject mode's reports with ttfx-analysis and prints tables with
 //! ttfx-report; no server crate depends on it, and it must not reach into the servers'
 //! internals (it uses ttfx-serve's router and config, ttfx-proxy's upstream list).
+//!
+//! Its errors are its own enums: [`RunError`] names why a run could not be made (the
+//! scenario refused, the site, the browsers' setup, the browser, a run, an output); each
+//! text carries its cause, so `ttfx` prints it once.
 
 use std::process::ExitCode;
 use std::time::Instant;
