@@ -179,7 +179,7 @@ fn link_dir(target: &Path, link: &Path) -> anyhow::Result<()> {
 
 #[cfg(not(unix))]
 fn link_dir(target: &Path, link: &Path) -> anyhow::Result<()> {
-    copy_dir(target, link)
+    Ok(copy_dir(target, link)?)
 }
 
 /// Types `text` into the page's `#prompt` and clicks `#send`.

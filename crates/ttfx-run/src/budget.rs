@@ -4,8 +4,35 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::bail;
 use ttfx_core::stats::{Budget, Summary};
+
+/// What every budget looks like, told when one does not.
+const SHAPE: &str = "budgets look like ttft_visible.p90<=800ms (METRIC.STAT<=LIMIT or >=)";
+
+/// A budget's text that does not parse: the text, then what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("budget `{text}`: {problem}")]
+pub struct BudgetError {
+    pub text: String,
+    pub problem: BudgetProblem,
+}
+
+/// What is wrong in a budget's text.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetProblem {
+    #[error("no <= or >=; {SHAPE}")]
+    NoComparison,
+    #[error("no .STAT after the metric; {SHAPE}")]
+    NoStat,
+    #[error("unknown statistic `{0}` (p50, p90, p95, p99, mean, min, max)")]
+    UnknownStat(String),
+    #[error("unknown metric `{0}`")]
+    UnknownMetric(String),
+    #[error("{0} is not a duration, give a plain number")]
+    NotADuration(String),
+    #[error("limit `{0}` is not a number")]
+    NotANumber(String),
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stat {
@@ -107,26 +134,27 @@ impl Verdict {
 }
 
 impl RunBudget {
-    pub fn parse(text: &str) -> anyhow::Result<RunBudget> {
-        let shape = "budgets look like ttft_visible.p90<=800ms (METRIC.STAT<=LIMIT or >=)";
+    pub fn parse(text: &str) -> Result<RunBudget, BudgetError> {
+        let refuse = |problem| BudgetError {
+            text: text.to_owned(),
+            problem,
+        };
         let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         let (lhs, rhs, at_least) = if let Some((l, r)) = compact.split_once("<=") {
             (l, r, false)
         } else if let Some((l, r)) = compact.split_once(">=") {
             (l, r, true)
         } else {
-            bail!("budget `{text}`: no <= or >=; {shape}");
+            return Err(refuse(BudgetProblem::NoComparison));
         };
         let Some((metric, stat)) = lhs.rsplit_once('.') else {
-            bail!("budget `{text}`: no .STAT after the metric; {shape}");
+            return Err(refuse(BudgetProblem::NoStat));
         };
         let Some(stat) = Stat::parse(stat) else {
-            bail!(
-                "budget `{text}`: unknown statistic `{stat}` (p50, p90, p95, p99, mean, min, max)"
-            );
+            return Err(refuse(BudgetProblem::UnknownStat(stat.to_owned())));
         };
         let metric = known_metric(metric)
-            .ok_or_else(|| anyhow::anyhow!("budget `{text}`: unknown metric `{metric}`"))?;
+            .ok_or_else(|| refuse(BudgetProblem::UnknownMetric(metric.to_owned())))?;
         let (number, scale) = if let Some(n) = rhs.strip_suffix("ms") {
             (n, 1.0)
         } else if let Some(n) = rhs.strip_suffix('s') {
@@ -135,13 +163,13 @@ impl RunBudget {
             (rhs, 1.0)
         };
         if (scale != 1.0 || rhs.ends_with("ms")) && !metric.ends_with("_ms") {
-            bail!("budget `{text}`: {metric} is not a duration, give a plain number");
+            return Err(refuse(BudgetProblem::NotADuration(metric)));
         }
         let limit: f64 = number
             .parse()
             .ok()
             .filter(|l: &f64| l.is_finite())
-            .ok_or_else(|| anyhow::anyhow!("budget `{text}`: limit `{rhs}` is not a number"))?;
+            .ok_or_else(|| refuse(BudgetProblem::NotANumber(rhs.to_owned())))?;
         Ok(RunBudget {
             text: text.trim().to_owned(),
             metric,
@@ -240,6 +268,13 @@ mod tests {
             assert!(e.contains(says), "{bad}: {e}");
             assert!(!e.contains('\n'), "{e}");
         }
+        assert_eq!(
+            RunBudget::parse("ttft_visible.p90=800")
+                .unwrap_err()
+                .to_string(),
+            "budget `ttft_visible.p90=800`: no <= or >=; budgets look like \
+             ttft_visible.p90<=800ms (METRIC.STAT<=LIMIT or >=)"
+        );
     }
 
     #[test]

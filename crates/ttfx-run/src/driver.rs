@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use fantoccini::wd::{TimeoutConfiguration, WebDriverCompatibleCommand};
 use fantoccini::{Client, ClientBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -14,6 +13,48 @@ use ttfx_webdriver::devtools::{Event, network};
 use ttfx_webdriver::{Driver, Engine};
 
 pub use crate::args::Browser;
+use crate::chain::Chain;
+
+/// Why the WebDriver endpoint or a session on it could not be had. Each text carries
+/// its cause whole (no `source` chain, so a `{:#}` print says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    #[error("--webdriver {url}: expected an http(s):// WebDriver URL")]
+    NotHttp { url: String },
+    #[error("--webdriver {url}: https is not supported; use a plain http:// endpoint")]
+    Https { url: String },
+    #[error(
+        "no {driver} {place}: --browser {browser} is not installed (`cargo xtask setup \
+         --browsers all` installs it; or set {env} or --driver, or use --webdriver URL)"
+    )]
+    NotInstalled {
+        driver: &'static str,
+        /// `at PATH` or `on the PATH`.
+        place: String,
+        browser: &'static str,
+        env: &'static str,
+    },
+    #[error("--browser {browser}: {}", Chain(cause))]
+    DriverStart {
+        browser: &'static str,
+        cause: ttfx_webdriver::DriverError,
+    },
+    #[error("cannot open a headless {browser} session at {url}: {}", Chain(&**cause))]
+    Session {
+        browser: &'static str,
+        url: String,
+        /// Boxed: fantoccini's error is large, and most runs never make one.
+        cause: Box<fantoccini::error::NewSessionError>,
+    },
+    #[error("no browser session within {seconds} s at {url} (--browser {browser})")]
+    NoSession {
+        seconds: u64,
+        url: String,
+        browser: &'static str,
+    },
+    #[error("cannot set the session's timeouts: {}", Chain(cause))]
+    Timeouts { cause: fantoccini::error::CmdError },
+}
 
 impl Browser {
     pub fn engine(self) -> Engine {
@@ -69,13 +110,17 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    pub fn remote(url: &str, browser: Browser) -> anyhow::Result<Endpoint> {
+    pub fn remote(url: &str, browser: Browser) -> Result<Endpoint, EndpointError> {
         if !ttfx_core::target::is_http(url) {
-            bail!("--webdriver {url}: expected an http(s):// WebDriver URL");
+            return Err(EndpointError::NotHttp {
+                url: url.to_owned(),
+            });
         }
         if url.starts_with("https://") {
             // The client has a plain-HTTP connector only (no TLS stack in the binary).
-            bail!("--webdriver {url}: https is not supported; use a plain http:// endpoint");
+            return Err(EndpointError::Https {
+                url: url.to_owned(),
+            });
         }
         Ok(Endpoint {
             url: url.trim_end_matches('/').to_owned(),
@@ -86,7 +131,7 @@ impl Endpoint {
 
     /// Starts the browser's driver (`--driver`, else its environment variable, else on
     /// the PATH, else where setup installs it) on a free loopback port.
-    pub fn local(browser: Browser, bin: Option<PathBuf>) -> anyhow::Result<Endpoint> {
+    pub fn local(browser: Browser, bin: Option<PathBuf>) -> Result<Endpoint, EndpointError> {
         let engine = browser.engine();
         let name = engine.driver_name();
         let bin = match bin.or_else(|| engine.driver_path()) {
@@ -96,16 +141,19 @@ impl Endpoint {
                     Some(bin) => format!("at {}", bin.display()),
                     None => "on the PATH".to_owned(),
                 };
-                bail!(
-                    "no {name} {place}: --browser {} is not installed (`cargo xtask setup \
-                     --browsers all` installs it; or set {} or --driver, or use --webdriver URL)",
-                    browser.name(),
-                    engine.driver_env()
-                );
+                return Err(EndpointError::NotInstalled {
+                    driver: name,
+                    place,
+                    browser: browser.name(),
+                    env: engine.driver_env(),
+                });
             }
         };
-        let driver = Driver::start_at(engine, &bin)
-            .with_context(|| format!("--browser {}", browser.name()))?;
+        let driver =
+            Driver::start_at(engine, &bin).map_err(|cause| EndpointError::DriverStart {
+                browser: browser.name(),
+                cause,
+            })?;
         Ok(Endpoint {
             url: driver.url().to_owned(),
             browser,
@@ -121,17 +169,15 @@ impl Endpoint {
         firefox_prefs: &[(&str, bool)],
         bidi: bool,
         timeout: Duration,
-    ) -> anyhow::Result<Client> {
+    ) -> Result<Client, EndpointError> {
         let client = ClientBuilder::new(HttpConnector::new())
             .capabilities(self.browser.capabilities(extra_args, firefox_prefs, bidi))
             .connect(&self.url)
             .await
-            .with_context(|| {
-                format!(
-                    "cannot open a headless {} session at {}",
-                    self.browser.name(),
-                    self.url
-                )
+            .map_err(|cause| EndpointError::Session {
+                browser: self.browser.name(),
+                url: self.url.clone(),
+                cause: Box::new(cause),
             })?;
         // A run's script waits for the whole stream; page loads get the same bound.
         client
@@ -141,7 +187,7 @@ impl Endpoint {
                 Some(Duration::ZERO),
             ))
             .await
-            .context("cannot set the session's timeouts")?;
+            .map_err(|cause| EndpointError::Timeouts { cause })?;
         Ok(client)
     }
 }
@@ -213,6 +259,31 @@ pub fn network_times(events: &[Event], request_id: &str) -> Option<NetworkTimes>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_endpoint_that_cannot_be_had_is_one_line() {
+        let missing = PathBuf::from("/nonexistent/chromedriver");
+        let e = Endpoint::local(Browser::Chromium, Some(missing))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "no chromedriver at /nonexistent/chromedriver: --browser chromium is not \
+                 installed (`cargo xtask setup --browsers all` installs it; or set CHROMEDRIVER \
+                 or --driver, or use --webdriver URL)"
+            )
+        );
+        let e = Endpoint::remote("https://grid:4444", Browser::Firefox)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "--webdriver https://grid:4444: https is not supported; use a plain http:// endpoint"
+            )
+        );
+    }
+
     use super::*;
 
     /// The lookup itself is ttfx-webdriver's (`devtools::network`); here its seconds

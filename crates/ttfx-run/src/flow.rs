@@ -3,10 +3,43 @@
 //! or a TOML flow file (`--flow`, docs/run.md). Every `wait = "reply"` ends one measured
 //! turn.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
 use serde::Deserialize;
+
+/// A flow file that cannot be used: the file, then what.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    #[error("cannot read flow {}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("flow {}: {problem}", path.display())]
+    Invalid { path: PathBuf, problem: FlowProblem },
+}
+
+/// What is wrong in a flow's text: the step (counted from 1), then what.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowProblem {
+    /// Not TOML, or not a flow's keys: the parser's message.
+    #[error("{0}")]
+    Toml(String),
+    #[error("step {step}: give exactly one of open, type, submit, wait")]
+    NotOneAction { step: usize },
+    #[error("step {step}: `into` goes with `type`")]
+    IntoWithoutType { step: usize },
+    #[error("step {step}: open needs an http(s):// URL")]
+    OpenNotHttp { step: usize },
+    #[error("step {step}: wait = \"reply\" is the one wait, got {got:?}")]
+    UnknownWait { step: usize, got: Option<String> },
+    #[error("step {step}: wait = \"reply\" needs a submit before it in its turn")]
+    WaitWithoutSubmit { step: usize },
+    #[error("the last submit has no wait = \"reply\" after it: its turn would not be measured")]
+    LastSubmitUnwaited,
+    #[error("the flow measures no turn: it needs submit and then wait = \"reply\"")]
+    NoTurn,
+}
 
 /// One step.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,15 +100,20 @@ impl Flow {
     }
 
     /// A flow file; `url` (from `--url`) opens it when its first step is not `open`.
-    pub fn read(path: &Path, url: &str) -> anyhow::Result<Flow> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read flow {}", path.display()))?;
-        Flow::parse(&text, url).with_context(|| format!("flow {}", path.display()))
+    pub fn read(path: &Path, url: &str) -> Result<Flow, FlowError> {
+        let text = std::fs::read_to_string(path).map_err(|cause| FlowError::Read {
+            path: path.to_owned(),
+            cause,
+        })?;
+        Flow::parse(&text, url).map_err(|problem| FlowError::Invalid {
+            path: path.to_owned(),
+            problem,
+        })
     }
 
-    pub fn parse(text: &str, url: &str) -> anyhow::Result<Flow> {
+    pub fn parse(text: &str, url: &str) -> Result<Flow, FlowProblem> {
         let file: FlowFile =
-            toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message().to_owned()))?;
+            toml::from_str(text).map_err(|e| FlowProblem::Toml(e.message().to_owned()))?;
         let mut steps = Vec::new();
         for (i, s) in file.step.into_iter().enumerate() {
             let n = i + 1;
@@ -89,14 +127,14 @@ impl Flow {
             .filter(|a| **a)
             .count();
             if actions != 1 {
-                bail!("step {n}: give exactly one of open, type, submit, wait");
+                return Err(FlowProblem::NotOneAction { step: n });
             }
             if s.into.is_some() && s.type_text.is_none() {
-                bail!("step {n}: `into` goes with `type`");
+                return Err(FlowProblem::IntoWithoutType { step: n });
             }
             let step = if let Some(url) = s.open {
                 if !ttfx_core::target::is_http(&url) {
-                    bail!("step {n}: open needs an http(s):// URL");
+                    return Err(FlowProblem::OpenNotHttp { step: n });
                 }
                 Step::Open(url)
             } else if let Some(text) = s.type_text {
@@ -106,7 +144,12 @@ impl Flow {
             } else {
                 match s.wait.as_deref() {
                     Some("reply") => Step::WaitReply,
-                    other => bail!("step {n}: wait = \"reply\" is the one wait, got {other:?}"),
+                    other => {
+                        return Err(FlowProblem::UnknownWait {
+                            step: n,
+                            got: other.map(str::to_owned),
+                        });
+                    }
                 }
             };
             steps.push(step);
@@ -127,16 +170,15 @@ impl Flow {
     }
 
     /// Every wait follows a submit of its own turn; a flow measures at least one turn.
-    fn check(&self) -> anyhow::Result<()> {
+    fn check(&self) -> Result<(), FlowProblem> {
         let mut submitted = false;
         let mut turns = 0;
         for (i, step) in self.steps.iter().enumerate() {
             match step {
                 Step::Submit(_) => submitted = true,
-                Step::WaitReply if !submitted => bail!(
-                    "step {}: wait = \"reply\" needs a submit before it in its turn",
-                    i + 1
-                ),
+                Step::WaitReply if !submitted => {
+                    return Err(FlowProblem::WaitWithoutSubmit { step: i + 1 });
+                }
                 Step::WaitReply => {
                     submitted = false;
                     turns += 1;
@@ -146,12 +188,10 @@ impl Flow {
             }
         }
         if submitted {
-            bail!(
-                "the last submit has no wait = \"reply\" after it: its turn would not be measured"
-            );
+            return Err(FlowProblem::LastSubmitUnwaited);
         }
         if turns == 0 {
-            bail!("the flow measures no turn: it needs submit and then wait = \"reply\"");
+            return Err(FlowProblem::NoTurn);
         }
         Ok(())
     }
@@ -210,6 +250,10 @@ mod tests {
         assert!(err("[[step]]\nsubmit = \"#s\"").contains("no wait"));
         assert!(err("[[step]]\ntype = \"hi\"").contains("no turn"));
         assert!(err("[[step]]\nwait = \"idle\"").contains("is the one wait"));
+        assert_eq!(
+            err("[[step]]\nwait = \"idle\""),
+            "step 1: wait = \"reply\" is the one wait, got Some(\"idle\")"
+        );
         assert!(err("[[step]]\nopen = \"file:///etc\"").contains("http(s)"));
         assert!(err("[[step]]\nclick = \"#s\"").contains("unknown field"));
         assert!(

@@ -27,6 +27,7 @@ use ttfx_webdriver::devtools::Cdp;
 
 use super::driver::Browser;
 use super::flow::{Flow, Step};
+use super::setup_error::SetupError;
 
 /// The bundle's file in the probe package (`cargo xtask probe-pkg`).
 pub const BUNDLE: &str = "inject.js";
@@ -54,14 +55,12 @@ pub const WEBKIT_REFUSAL: &str = "--inject needs Chromium or Firefox: WebKitWebD
      can run before the page's own scripts";
 
 /// The preload script: the bundle with its configuration before it.
-pub fn preload_source(pkg: &Path, scenario: &InjectScenario) -> anyhow::Result<String> {
+pub fn preload_source(pkg: &Path, scenario: &InjectScenario) -> Result<String, SetupError> {
     let path = pkg.join(BUNDLE);
-    let bundle = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "no inject bundle at {} (build it with `cargo xtask probe-pkg`, or pass --probe-pkg DIR)",
-            path.display()
-        )
-    })?;
+    let bundle = match std::fs::read_to_string(&path) {
+        Ok(bundle) => bundle,
+        Err(cause) => return Err(SetupError::NoInjectBundle { path, cause }),
+    };
     let config = json!({ "match": scenario.match_url });
     Ok(format!(
         "globalThis.__ttfxInjectConfig = {config};\n{bundle}"
@@ -622,6 +621,14 @@ mod tests {
         };
         let err = format!("{:#}", preload_source(dir.path(), &scenario).unwrap_err());
         assert!(err.contains("cargo xtask probe-pkg"), "{err}");
+        assert_eq!(
+            err,
+            format!(
+                "no inject bundle at {} (build it with `cargo xtask probe-pkg`, or pass \
+                 --probe-pkg DIR): No such file or directory (os error 2)",
+                dir.path().join(BUNDLE).display()
+            )
+        );
         std::fs::write(dir.path().join(BUNDLE), "(()=>{})();").unwrap();
         let source = preload_source(dir.path(), &scenario).unwrap();
         assert!(source.starts_with("globalThis.__ttfxInjectConfig = {\"match\":\"/v1/chat\"};"));

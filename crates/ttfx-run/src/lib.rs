@@ -7,27 +7,37 @@
 //! ttfx-webdriver, makes inject mode's reports with ttfx-analysis and prints tables with
 //! ttfx-report; no server crate depends on it, and it must not reach into the servers'
 //! internals (it uses ttfx-serve's router and config, ttfx-proxy's upstream list).
+//!
+//! Its errors are its own enums: [`RunError`] names why a run could not be made (the
+//! scenario refused, the site, the browsers' setup, the browser, a run, an output); each
+//! text carries its cause, so `ttfx` prints it once.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::Context;
 use ttfx_core::report::{BatchReport, Run};
 
 mod args;
 pub mod budget;
+mod chain;
 mod driver;
+mod error;
 mod flow;
 mod inject;
 mod junit;
 mod measure;
 mod output;
 mod scenario;
+mod setup_error;
 pub mod site;
 
 pub use args::RunArgs;
-pub use driver::Browser;
+pub use driver::{Browser, EndpointError};
+pub use error::{Cause, OutputError, RunError};
+pub use flow::{FlowError, FlowProblem};
 pub use inject::InjectVia;
+pub use scenario::ScenarioError;
+pub use setup_error::SetupError;
 
 /// The first SIGINT (Ctrl-C) or SIGTERM, by name.
 async fn stop_signal() -> &'static str {
@@ -45,14 +55,14 @@ async fn stop_signal() -> &'static str {
     }
 }
 
-pub fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
+pub fn run(args: Box<RunArgs>) -> Result<ExitCode, RunError> {
     stop_browsers_on_panic();
     // Everything that can be wrong with the input is found before a browser starts.
     let scenario = scenario::Scenario::from_args(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?;
+        .map_err(RunError::Runtime)?;
     let started = Instant::now();
     let measured = match runtime.block_on(measure_until_stopped(&scenario, &args)) {
         Ok(measured) => measured?,
@@ -88,7 +98,7 @@ fn stop_browsers_on_panic() {
 async fn measure_until_stopped(
     scenario: &scenario::Scenario,
     args: &RunArgs,
-) -> Result<anyhow::Result<measure::MeasuredRuns>, &'static str> {
+) -> Result<Result<measure::MeasuredRuns, RunError>, &'static str> {
     tokio::select! {
         measured = measure::measure(scenario, args) => Ok(measured),
         signal = stop_signal() => Err(signal),
@@ -144,7 +154,7 @@ fn report(
     ground_truth: &[measure::GroundTruth],
     speech: Option<&measure::SpeechTruth>,
     seconds: f64,
-) -> anyhow::Result<()> {
+) -> Result<(), OutputError> {
     print!(
         "{}",
         output::render(batches, verdicts, ground_truth, speech, scenario.warmup)
@@ -159,7 +169,10 @@ fn report(
             verdicts,
             seconds,
         }]);
-        std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, xml).map_err(|cause| OutputError::Write {
+            path: path.clone(),
+            cause,
+        })?;
     }
     Ok(())
 }

@@ -20,10 +20,12 @@ use ttfx_core::report::{ReportFile, Run};
 use ttfx_hostaudio::SpeechFile;
 use ttfx_hostaudio::pulse::PulseMicrophone;
 
-use super::driver::{self, Endpoint};
+use super::driver::{self, Endpoint, EndpointError};
 use super::scenario::{RunTarget, Scenario, TurnScenario};
 use super::site;
 use crate::RunArgs;
+use crate::error::RunError;
+use crate::setup_error::SetupError;
 
 /// Probe `first_byte` beside the browser's own first data for the same request.
 #[derive(Debug, Clone, Serialize)]
@@ -72,7 +74,7 @@ struct Job {
     request_id: String,
 }
 
-pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<MeasuredRuns> {
+pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns, RunError> {
     let probe_pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
     // The site and server are needed only when some target uses the runner's own page.
     let site = if scenario.targets.iter().any(|t| !t.is_page()) {
@@ -96,9 +98,9 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
         None => None,
     };
     let endpoint = match &args.webdriver {
-        Some(url) => Endpoint::remote(url, args.browser)?,
-        None => Endpoint::local(args.browser, args.driver.clone())?,
-    };
+        Some(url) => Endpoint::remote(url, args.browser),
+        None => Endpoint::local(args.browser, args.driver.clone()),
+    }?;
 
     let jobs = jobs(scenario);
     let total = jobs.len();
@@ -121,7 +123,8 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
     let done = join_sessions(sessions, &queue).await;
     progress.finish_and_clear();
     drop(endpoint);
-    let (runs, ground_truth) = by_target(done?, scenario.targets.len());
+    let (runs, ground_truth) =
+        by_target(done.map_err(RunError::run_failed)?, scenario.targets.len());
     Ok(MeasuredRuns {
         runs,
         ground_truth,
@@ -133,7 +136,7 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> anyhow::Result<Meas
 fn speech_file(
     turn: Option<&TurnScenario>,
     site: Option<&site::Site>,
-) -> anyhow::Result<Option<SpeechFile>> {
+) -> Result<Option<SpeechFile>, SetupError> {
     match (turn, site) {
         (Some(turn), Some(site)) => Ok(Some(
             SpeechFile::say(
@@ -143,7 +146,7 @@ fn speech_file(
                 SPEECH_LEAD_S,
                 SPEECH_TAIL_S,
             )
-            .context("the fake microphone's speech")?,
+            .map_err(|cause| SetupError::Speech { cause })?,
         )),
         _ => Ok(None),
     }
@@ -165,7 +168,7 @@ impl BrowserSetup {
         scenario: &Scenario,
         browser: driver::Browser,
         speech: Option<&SpeechFile>,
-    ) -> anyhow::Result<BrowserSetup> {
+    ) -> Result<BrowserSetup, SetupError> {
         let mut setup = BrowserSetup {
             args: scenario.browser_args.clone(),
             firefox_prefs: Vec::new(),
@@ -176,7 +179,7 @@ impl BrowserSetup {
                 driver::Browser::Firefox => {
                     setup.microphone = Some(
                         PulseMicrophone::start(file)
-                            .context("Firefox's microphone (PulseAudio)")?,
+                            .map_err(|cause| SetupError::Microphone { cause })?,
                     );
                     setup.firefox_prefs.extend(SpeechFile::firefox_prefs());
                 }
@@ -205,7 +208,7 @@ fn jobs(scenario: &Scenario) -> VecDeque<Job> {
 
 /// A browser session, bounded: a driver whose browser cannot start (no display for
 /// WebKitGTK, a grid without free nodes) may otherwise never answer.
-async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> anyhow::Result<Client> {
+async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> Result<Client, EndpointError> {
     // A BiDi socket unless the DevTools protocol is asked for.
     let bidi = ctx.preload.is_some()
         && ctx
@@ -217,13 +220,10 @@ async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> anyhow::Result<Cli
         endpoint.session(&ctx.browser_args, &ctx.firefox_prefs, bidi, ctx.timeout),
     )
     .await
-    .map_err(|_| {
-        anyhow::anyhow!(
-            "no browser session within {} s at {} (--browser {})",
-            SESSION_LIMIT.as_secs(),
-            endpoint.url,
-            endpoint.browser.name()
-        )
+    .map_err(|_| EndpointError::NoSession {
+        seconds: SESSION_LIMIT.as_secs(),
+        url: endpoint.url.clone(),
+        browser: endpoint.browser.name(),
     })?
 }
 

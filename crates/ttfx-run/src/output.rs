@@ -4,13 +4,13 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::Context;
 use ttfx_core::Milestone;
 use ttfx_core::crossover::{self, CompletionModel, Crossover};
 use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Summary;
 
 use super::budget::Verdict;
+use super::error::OutputError;
 use super::measure::{GroundTruth, SpeechTruth};
 use ttfx_report::report_cmd;
 
@@ -255,7 +255,7 @@ pub fn write_json(
     batches: &[(String, BatchReport)],
     truth: &[GroundTruth],
     speech: Option<&SpeechTruth>,
-) -> anyhow::Result<()> {
+) -> Result<(), OutputError> {
     for (i, (label, batch)) in batches.iter().enumerate() {
         let target_path = if i == 0 {
             path.to_path_buf()
@@ -263,25 +263,34 @@ pub fn write_json(
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("batch");
             path.with_file_name(format!("{stem}.against.json"))
         };
-        let mut value = serde_json::to_value(batch).context("cannot write the batch")?;
+        let mut value = serde_json::to_value(batch).map_err(encode("batch"))?;
         let rows: Vec<&GroundTruth> = truth.iter().filter(|g| &g.target == label).collect();
         if let Some(obj) = value.as_object_mut()
             && !rows.is_empty()
         {
             obj.insert(
                 "ground_truth".into(),
-                serde_json::to_value(rows).context("cannot write the ground truth")?,
+                serde_json::to_value(rows).map_err(encode("ground truth"))?,
             );
         }
         if let (Some(obj), Some(speech)) = (value.as_object_mut(), speech) {
             obj.insert(
                 "speech".into(),
-                serde_json::to_value(speech).context("cannot write the speech")?,
+                serde_json::to_value(speech).map_err(encode("speech"))?,
             );
         }
-        let text = serde_json::to_string_pretty(&value).context("cannot write the batch")?;
-        std::fs::write(&target_path, text + "\n")
-            .with_context(|| format!("cannot write {}", target_path.display()))?;
+        let text = serde_json::to_string_pretty(&value).map_err(encode("batch"))?;
+        if let Err(cause) = std::fs::write(&target_path, text + "\n") {
+            return Err(OutputError::Write {
+                path: target_path,
+                cause,
+            });
+        }
     }
     Ok(())
+}
+
+/// `what` could not be made into JSON.
+fn encode(what: &'static str) -> impl FnOnce(serde_json::Error) -> OutputError {
+    move |cause| OutputError::Encode { what, cause }
 }

@@ -4,16 +4,108 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use ttfx_core::ChatApi;
+use ttfx_core::chat_api::UnknownChatApi;
 use ttfx_core::decode::DialectKind;
-use ttfx_core::target::{Target, is_http};
+use ttfx_core::target::{Target, TargetError, is_http};
 
-use super::budget::RunBudget;
+use super::budget::{BudgetError, RunBudget};
+use super::flow::FlowError;
+use super::site::SiteError;
 use crate::RunArgs;
 use ttfx_proxy::upstream::Upstreams;
+use ttfx_serve::ConfigError;
+
+/// Why the command line and scenario file make no scenario: found before a browser
+/// starts. Each text carries its cause (no `source` chain, so a `{:#}` print says it
+/// once); another crate's or module's error is wrapped whole.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario {}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    /// Not TOML, or not a scenario's keys: toml's message.
+    #[error("scenario {}: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
+    #[error("--api: {0}")]
+    Api(UnknownChatApi),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("target `{text}`: no upstream `{name}` in the config (configured: {configured})")]
+    UnknownUpstream {
+        text: String,
+        name: String,
+        /// The configured upstreams' names, or `none`.
+        configured: String,
+    },
+    #[error("give --url or --target, not both")]
+    UrlAndTarget,
+    #[error("--against names the same target as --target (`{0}`)")]
+    SameTarget(String),
+    #[error("--runs must be at least 1")]
+    NoRuns,
+    #[error("--concurrency must be 1..=32 (one browser session each)")]
+    Concurrency,
+    #[error("--timeout-s must be in (0, 3600]")]
+    Timeout,
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+    #[error("`speech` and `barge_in` in the scenario need `voice_turn = true`")]
+    TurnKeysWithoutTurn,
+    #[error(
+        "--voice-turn needs Chromium or Firefox: WebKitGTK's AudioContext stays \
+         suspended in a driven session, so its detector would never hear the \
+         microphone"
+    )]
+    VoiceTurnOnWebkit,
+    #[error(
+        "--voice-turn needs sim/PROFILE targets (their STT is \
+         /sim/PROFILE/v1/audio/transcriptions); `{0}` has none"
+    )]
+    NoStt(String),
+    #[error("--speech must be 1 to {MAX_SPEECH_CHARS} characters")]
+    SpeechLength,
+    #[error(
+        "--voice needs sim/PROFILE targets (their TTS is /sim/PROFILE/v1/audio/speech); \
+         `{0}` has none"
+    )]
+    NoTts(String),
+    #[error("{}", super::inject::WEBKIT_REFUSAL)]
+    InjectOnWebkit,
+    #[error(
+        "--inject measures the page's own voice, if any: --voice and --voice-turn drive the runner's page"
+    )]
+    InjectWithVoice,
+    #[error("give --type and --submit in the flow file's steps, not beside --flow")]
+    FlowBesideTyping,
+    #[error("--inject measures a page: give it with --url URL")]
+    InjectNeedsPage,
+    #[error("--inject compares two pages: give --against a page's URL")]
+    InjectAgainstNeedsPage,
+    #[error(transparent)]
+    Flow(#[from] FlowError),
+    #[error(
+        "flow {}: with --against, a flow may not `open` a page: each \
+         page's own URL opens it",
+        path.display()
+    )]
+    FlowOpensAPage { path: PathBuf },
+    /// `--listen` and `--public-url` (boxed: the site's error is the largest).
+    #[error(transparent)]
+    Exposure(Box<SiteError>),
+}
+
+impl From<SiteError> for ScenarioError {
+    fn from(e: SiteError) -> ScenarioError {
+        ScenarioError::Exposure(Box::new(e))
+    }
+}
 
 /// The scenario file: every key optional, unknown keys refused (a typo must not be
 /// silently ignored in a CI gate).
@@ -73,7 +165,7 @@ impl RunTarget {
         text: &str,
         api: Option<ChatApi>,
         api_path: Option<&str>,
-    ) -> anyhow::Result<RunTarget> {
+    ) -> Result<RunTarget, ScenarioError> {
         RunTarget::parse_with(text, api, api_path, None)
     }
 
@@ -85,7 +177,7 @@ impl RunTarget {
         api: Option<ChatApi>,
         api_path: Option<&str>,
         upstreams: Option<&Upstreams>,
-    ) -> anyhow::Result<RunTarget> {
+    ) -> Result<RunTarget, ScenarioError> {
         let api_of = |url: &str| {
             api.or_else(|| ChatApi::from_path(url))
                 .unwrap_or(ChatApi::OpenAiChat)
@@ -113,14 +205,16 @@ impl RunTarget {
         let chat = match (upstream, upstreams) {
             (Some(name), Some(ups)) => match ups.get(name) {
                 Some(up) => up.chat.clone(),
-                None => bail!(
-                    "target `{}`: no upstream `{name}` in the config (configured: {})",
-                    text.trim(),
-                    match ups.names() {
-                        n if n.is_empty() => "none".to_owned(),
-                        n => n.join(", "),
-                    }
-                ),
+                None => {
+                    return Err(ScenarioError::UnknownUpstream {
+                        text: text.trim().to_owned(),
+                        name: name.to_owned(),
+                        configured: match ups.names() {
+                            n if n.is_empty() => "none".to_owned(),
+                            n => n.join(", "),
+                        },
+                    });
+                }
             },
             _ => None,
         };
@@ -217,7 +311,7 @@ impl Scenario {
     /// The scenario of a command line and its scenario file. Each step below checks its
     /// own inputs, in the order a user reads the options, so the first problem found is
     /// the one reported.
-    pub fn from_args(args: &RunArgs) -> anyhow::Result<Scenario> {
+    pub fn from_args(args: &RunArgs) -> Result<Scenario, ScenarioError> {
         let file = match &args.scenario {
             Some(path) => read_file(path)?,
             None => ScenarioFile::default(),
@@ -265,21 +359,18 @@ impl Scenario {
 }
 
 /// `--api` (or the file's `api`), parsed.
-fn chat_api(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<Option<ChatApi>> {
+fn chat_api(args: &RunArgs, file: &ScenarioFile) -> Result<Option<ChatApi>, ScenarioError> {
     match args.api.as_deref().or(file.api.as_deref()) {
-        Some(name) => Ok(Some(
-            name.parse::<ChatApi>()
-                .map_err(|e| anyhow::anyhow!("--api: {e}"))?,
-        )),
+        Some(name) => Ok(Some(name.parse::<ChatApi>().map_err(ScenarioError::Api)?)),
         None => Ok(None),
     }
 }
 
 /// The target under test as written: `--url` is a page, `--target` any target, else the
 /// file's, else the default simulator.
-fn target_text(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<String> {
+fn target_text(args: &RunArgs, file: &ScenarioFile) -> Result<String, ScenarioError> {
     Ok(match (&args.url, &args.target) {
-        (Some(_), Some(_)) => bail!("give --url or --target, not both"),
+        (Some(_), Some(_)) => return Err(ScenarioError::UrlAndTarget),
         (Some(url), None) => format!("page:{url}"),
         (None, Some(t)) => t.clone(),
         (None, None) => file
@@ -296,7 +387,7 @@ fn targets(
     target_text: &str,
     api: Option<ChatApi>,
     upstreams: Option<&Upstreams>,
-) -> anyhow::Result<Vec<RunTarget>> {
+) -> Result<Vec<RunTarget>, ScenarioError> {
     let api_path = args.api_path.as_deref().or(file.api_path.as_deref());
     let mut targets = vec![RunTarget::parse_with(
         target_text,
@@ -313,10 +404,7 @@ fn targets(
         };
         let b = RunTarget::parse_with(&against, api, api_path, upstreams)?;
         if b.label() == targets[0].label() {
-            bail!(
-                "--against names the same target as --target (`{}`)",
-                b.label()
-            );
+            return Err(ScenarioError::SameTarget(b.label().to_owned()));
         }
         targets.push(b);
     }
@@ -337,30 +425,30 @@ fn prompts(args: &RunArgs, file: &ScenarioFile) -> Vec<String> {
 }
 
 /// How many runs per target, and how many browser sessions make them.
-fn run_counts(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<(usize, usize)> {
+fn run_counts(args: &RunArgs, file: &ScenarioFile) -> Result<(usize, usize), ScenarioError> {
     let runs = args.runs.or(file.runs).unwrap_or(10);
     let concurrency = args.concurrency.or(file.concurrency).unwrap_or(1);
     if runs == 0 {
-        bail!("--runs must be at least 1");
+        return Err(ScenarioError::NoRuns);
     }
     if concurrency == 0 || concurrency > 32 {
-        bail!("--concurrency must be 1..=32 (one browser session each)");
+        return Err(ScenarioError::Concurrency);
     }
     Ok((runs, concurrency))
 }
 
 /// How long one run may take.
-fn timeout(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<Duration> {
+fn timeout(args: &RunArgs, file: &ScenarioFile) -> Result<Duration, ScenarioError> {
     let timeout_s = args.timeout_s.or(file.timeout_s).unwrap_or(60.0);
     if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= 3600.0) {
-        bail!("--timeout-s must be in (0, 3600]");
+        return Err(ScenarioError::Timeout);
     }
     Ok(Duration::from_secs_f64(timeout_s))
 }
 
 /// Budgets from the file and from flags both apply: the file holds the team's gate, a
 /// flag adds one for this run.
-fn budgets(args: &RunArgs, file: &ScenarioFile) -> anyhow::Result<Vec<RunBudget>> {
+fn budgets(args: &RunArgs, file: &ScenarioFile) -> Result<Vec<RunBudget>, BudgetError> {
     file.budgets
         .iter()
         .chain(&args.budget)
@@ -374,26 +462,18 @@ fn turn(
     args: &RunArgs,
     file: &ScenarioFile,
     targets: &[RunTarget],
-) -> anyhow::Result<Option<TurnScenario>> {
+) -> Result<Option<TurnScenario>, ScenarioError> {
     if !(args.voice_turn || file.voice_turn.unwrap_or(false)) {
         if file.barge_in.unwrap_or(false) || file.speech.is_some() {
-            bail!("`speech` and `barge_in` in the scenario need `voice_turn = true`");
+            return Err(ScenarioError::TurnKeysWithoutTurn);
         }
         return Ok(None);
     }
     if args.browser == crate::Browser::Webkit {
-        bail!(
-            "--voice-turn needs Chromium or Firefox: WebKitGTK's AudioContext stays \
-             suspended in a driven session, so its detector would never hear the \
-             microphone"
-        );
+        return Err(ScenarioError::VoiceTurnOnWebkit);
     }
     if let Some(t) = targets.iter().find(|t| t.stt_url().is_none()) {
-        bail!(
-            "--voice-turn needs sim/PROFILE targets (their STT is \
-             /sim/PROFILE/v1/audio/transcriptions); `{}` has none",
-            t.label()
-        );
+        return Err(ScenarioError::NoStt(t.label().to_owned()));
     }
     let speech = args
         .speech
@@ -401,7 +481,7 @@ fn turn(
         .or_else(|| file.speech.clone())
         .unwrap_or_else(|| DEFAULT_SPEECH.to_owned());
     if speech.trim().is_empty() || speech.chars().count() > MAX_SPEECH_CHARS {
-        bail!("--speech must be 1 to {MAX_SPEECH_CHARS} characters");
+        return Err(ScenarioError::SpeechLength);
     }
     Ok(Some(TurnScenario {
         speech,
@@ -415,14 +495,10 @@ fn voice(
     file: &ScenarioFile,
     voice_turn: bool,
     targets: &[RunTarget],
-) -> anyhow::Result<bool> {
+) -> Result<bool, ScenarioError> {
     let voice = args.voice || file.voice.unwrap_or(false) || voice_turn;
     if voice && let Some(t) = targets.iter().find(|t| t.tts_url().is_none()) {
-        bail!(
-            "--voice needs sim/PROFILE targets (their TTS is /sim/PROFILE/v1/audio/speech); \
-             `{}` has none",
-            t.label()
-        );
+        return Err(ScenarioError::NoTts(t.label().to_owned()));
     }
     Ok(voice)
 }
@@ -434,18 +510,16 @@ fn inject_scenario(
     targets: &[RunTarget],
     voice: bool,
     prompt: &str,
-) -> anyhow::Result<super::inject::InjectScenario> {
+) -> Result<super::inject::InjectScenario, ScenarioError> {
     let urls = page_urls(targets)?;
     if args.browser == crate::Browser::Webkit {
-        bail!("{}", super::inject::WEBKIT_REFUSAL);
+        return Err(ScenarioError::InjectOnWebkit);
     }
     if voice {
-        bail!(
-            "--inject measures the page's own voice, if any: --voice and --voice-turn drive the runner's page"
-        );
+        return Err(ScenarioError::InjectWithVoice);
     }
     if args.flow.is_some() && (args.type_into.is_some() || args.submit.is_some()) {
-        bail!("give --type and --submit in the flow file's steps, not beside --flow");
+        return Err(ScenarioError::FlowBesideTyping);
     }
     Ok(super::inject::InjectScenario {
         via: args.inject_via,
@@ -457,13 +531,13 @@ fn inject_scenario(
 }
 
 /// Each target's page URL; inject mode measures nothing else.
-fn page_urls(targets: &[RunTarget]) -> anyhow::Result<Vec<String>> {
+fn page_urls(targets: &[RunTarget]) -> Result<Vec<String>, ScenarioError> {
     let mut urls = Vec::new();
     for (i, target) in targets.iter().enumerate() {
         match target {
             RunTarget::Page { url, .. } => urls.push(url.clone()),
-            _ if i == 0 => bail!("--inject measures a page: give it with --url URL"),
-            _ => bail!("--inject compares two pages: give --against a page's URL"),
+            _ if i == 0 => return Err(ScenarioError::InjectNeedsPage),
+            _ => return Err(ScenarioError::InjectAgainstNeedsPage),
         }
     }
     Ok(urls)
@@ -475,18 +549,14 @@ fn page_flows(
     args: &RunArgs,
     urls: &[String],
     prompt: &str,
-) -> anyhow::Result<Vec<super::flow::Flow>> {
+) -> Result<Vec<super::flow::Flow>, ScenarioError> {
     let mut flows = Vec::new();
     for url in urls {
         flows.push(match &args.flow {
             Some(path) => {
                 let flow = super::flow::Flow::read(path, url)?;
                 if urls.len() > 1 && !flow.opens_only(url) {
-                    bail!(
-                        "flow {}: with --against, a flow may not `open` a page: each \
-                         page's own URL opens it",
-                        path.display()
-                    );
+                    return Err(ScenarioError::FlowOpensAPage { path: path.clone() });
                 }
                 flow
             }
@@ -501,13 +571,15 @@ fn page_flows(
     Ok(flows)
 }
 
-fn read_file(path: &Path) -> anyhow::Result<ScenarioFile> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read scenario {}", path.display()))?;
-    toml::from_str(&text).map_err(|e| {
-        // toml's message spans lines (it quotes the source); one line is enough here.
-        let message = e.message().to_owned();
-        anyhow::anyhow!("scenario {}: {message}", path.display())
+fn read_file(path: &Path) -> Result<ScenarioFile, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|cause| ScenarioError::Read {
+        path: path.to_owned(),
+        cause,
+    })?;
+    // toml's message spans lines (it quotes the source); one line is enough here.
+    toml::from_str(&text).map_err(|e| ScenarioError::Invalid {
+        path: path.to_owned(),
+        message: e.message().to_owned(),
     })
 }
 
@@ -525,7 +597,7 @@ mod tests {
             args: RunArgs,
         }
         let run = Run::try_parse_from(["ttfx run"].iter().chain(args))?;
-        Scenario::from_args(&run.args)
+        Ok(Scenario::from_args(&run.args)?)
     }
 
     #[test]
@@ -752,5 +824,19 @@ mod tests {
         assert!(err.message().contains("runz"), "{}", err.message());
         let ok: ScenarioFile = toml::from_str("runs = 3\nbudgets = [\"ttft.p90<=800ms\"]").unwrap();
         assert_eq!(ok.runs, Some(3));
+    }
+
+    #[test]
+    fn a_refusal_says_its_cause_once() {
+        use std::error::Error;
+        use std::path::Path;
+        let e = read_file(Path::new("/nonexistent/s.toml")).unwrap_err();
+        assert!(e.source().is_none(), "{e:?}");
+        assert!(
+            format!("{:#}", anyhow::Error::from(e))
+                .starts_with("cannot read scenario /nonexistent/s.toml: No such file"),
+        );
+        let e = format!("{:#}", scenario_of(&["--api", "soap"]).unwrap_err());
+        assert!(e.starts_with("--api: unknown API `soap` (known: "), "{e}");
     }
 }

@@ -6,7 +6,64 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use anyhow::{Context, bail};
+use ttfx_serve::{ConfigError, ServeError};
+
+/// Why the runner's site could not be made or served. Each text carries its cause (no
+/// `source` chain, so a `{:#}` print says it once).
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    #[error("cannot create {}: {cause}", path.display())]
+    Create {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error(
+        "no probe package (front and voice build) at {} (build it with `cargo xtask probe-pkg`, or pass \
+         --probe-pkg DIR)",
+        dir.display()
+    )]
+    NoProbePackage { dir: PathBuf },
+    #[error("cannot write the runner page: {0}")]
+    WritePage(std::io::Error),
+    #[error("{} is not a folder", path.display())]
+    NotAFolder { path: PathBuf },
+    #[error("cannot read {}: {cause}", path.display())]
+    ReadFolder {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    /// An entry of a folder being copied could not be read (the bare I/O error, as before).
+    #[error("{0}")]
+    ReadEntry(std::io::Error),
+    #[error("cannot copy {}: {cause}", path.display())]
+    Copy {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error(
+        "--listen {listen}: a browser cannot load an unspecified address; give \
+             --public-url with the name or address it reaches this machine by"
+    )]
+    UnspecifiedListen { listen: SocketAddr },
+    #[error("--public-url {text}: not a URL: {cause}")]
+    NotAUrl {
+        text: String,
+        cause: url::ParseError,
+    },
+    #[error("--public-url {text}: expected http(s)://HOST[:PORT] with no path")]
+    NotABaseUrl { text: String },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error("cannot listen on {addr}: {cause}")]
+    Listen {
+        addr: SocketAddr,
+        cause: std::io::Error,
+    },
+    #[error("cannot read the bound address: {0}")]
+    BoundAddress(std::io::Error),
+}
 
 /// A temporary folder of files to serve, removed when dropped: the runner's own site,
 /// and the e2e suite's (which builds its pages on this one).
@@ -16,28 +73,27 @@ pub struct Site {
 
 impl Site {
     /// An empty folder named `{prefix}-{process id}-{n}` in the system's temp folder.
-    pub fn empty(prefix: &str) -> anyhow::Result<Site> {
+    pub fn empty(prefix: &str) -> Result<Site, SiteError> {
         static N: AtomicU32 = AtomicU32::new(0);
         let n = N.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        Ok(Site { dir })
+        match std::fs::create_dir_all(&dir) {
+            Ok(()) => Ok(Site { dir }),
+            Err(cause) => Err(SiteError::Create { path: dir, cause }),
+        }
     }
 
     /// The runner's own: its page and the probe package (as `pkg/`).
-    pub fn runner(probe_pkg: &Path) -> anyhow::Result<Site> {
+    pub fn runner(probe_pkg: &Path) -> Result<Site, SiteError> {
         if !probe_pkg.join("probe.js").is_file() || !probe_pkg.join("voice/index.js").is_file() {
-            bail!(
-                "no probe package (front and voice build) at {} (build it with `cargo xtask probe-pkg`, or pass \
-                 --probe-pkg DIR)",
-                probe_pkg.display()
-            );
+            return Err(SiteError::NoProbePackage {
+                dir: probe_pkg.to_owned(),
+            });
         }
         let site = Site::empty("ttfx-run-site")?;
         std::fs::write(site.dir.join("index.html"), include_str!("page.html"))
-            .context("cannot write the runner page")?;
+            .map_err(SiteError::WritePage)?;
         copy_dir(probe_pkg, &site.dir.join("pkg"))?;
         Ok(site)
     }
@@ -55,21 +111,30 @@ impl Drop for Site {
 }
 
 /// Copies the folder `from` (recursively) to `to`.
-pub fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
+pub fn copy_dir(from: &Path, to: &Path) -> Result<(), SiteError> {
     if !from.is_dir() {
-        bail!("{} is not a folder", from.display());
+        return Err(SiteError::NotAFolder {
+            path: from.to_owned(),
+        });
     }
-    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
-    for entry in
-        std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?
-    {
-        let entry = entry?;
+    std::fs::create_dir_all(to).map_err(|cause| SiteError::Create {
+        path: to.to_owned(),
+        cause,
+    })?;
+    let entries = std::fs::read_dir(from).map_err(|cause| SiteError::ReadFolder {
+        path: from.to_owned(),
+        cause,
+    })?;
+    for entry in entries {
+        let entry = entry.map_err(SiteError::ReadEntry)?;
         let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
+        if entry.file_type().map_err(SiteError::ReadEntry)?.is_dir() {
             copy_dir(&entry.path(), &target)?;
         } else {
-            std::fs::copy(entry.path(), &target)
-                .with_context(|| format!("cannot copy {}", entry.path().display()))?;
+            std::fs::copy(entry.path(), &target).map_err(|cause| SiteError::Copy {
+                path: entry.path(),
+                cause,
+            })?;
         }
     }
     Ok(())
@@ -85,14 +150,16 @@ pub struct Exposure {
 
 impl Exposure {
     /// `--listen` and `--public-url`, checked before any browser starts.
-    pub fn from_args(listen: Option<SocketAddr>, public_url: Option<&str>) -> anyhow::Result<Self> {
+    pub fn from_args(
+        listen: Option<SocketAddr>,
+        public_url: Option<&str>,
+    ) -> Result<Self, SiteError> {
         let listen = listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
         let public_url = match public_url {
             Some(text) => Some(public_base(text)?),
-            None if listen.ip().is_unspecified() => bail!(
-                "--listen {listen}: a browser cannot load an unspecified address; give \
-                 --public-url with the name or address it reaches this machine by"
-            ),
+            None if listen.ip().is_unspecified() => {
+                return Err(SiteError::UnspecifiedListen { listen });
+            }
             None => None,
         };
         Ok(Exposure { listen, public_url })
@@ -101,8 +168,11 @@ impl Exposure {
 
 /// `text` as a base URL: http(s), a host, no path, query or fragment (a trailing `/` is
 /// dropped).
-fn public_base(text: &str) -> anyhow::Result<String> {
-    let url = url::Url::parse(text).with_context(|| format!("--public-url {text}: not a URL"))?;
+fn public_base(text: &str) -> Result<String, SiteError> {
+    let url = url::Url::parse(text).map_err(|cause| SiteError::NotAUrl {
+        text: text.to_owned(),
+        cause,
+    })?;
     let plain = matches!(url.scheme(), "http" | "https")
         && url.host_str().is_some()
         && url.path() == "/"
@@ -111,7 +181,9 @@ fn public_base(text: &str) -> anyhow::Result<String> {
         && url.username().is_empty()
         && url.password().is_none();
     if !plain {
-        bail!("--public-url {text}: expected http(s)://HOST[:PORT] with no path");
+        return Err(SiteError::NotABaseUrl {
+            text: text.to_owned(),
+        });
     }
     Ok(url.as_str().trim_end_matches('/').to_owned())
 }
@@ -124,7 +196,7 @@ pub async fn serve(
     site: &Site,
     config: Option<&Path>,
     exposure: &Exposure,
-) -> anyhow::Result<String> {
+) -> Result<String, SiteError> {
     let mut config = match config {
         Some(path) => ttfx_serve::config::load(path)?,
         None => ttfx_serve::config::Config::default(),
@@ -144,10 +216,11 @@ pub async fn serve(
     )?;
     let listener = tokio::net::TcpListener::bind(exposure.listen)
         .await
-        .with_context(|| format!("cannot listen on {}", exposure.listen))?;
-    let addr = listener
-        .local_addr()
-        .context("cannot read the bound address")?;
+        .map_err(|cause| SiteError::Listen {
+            addr: exposure.listen,
+            cause,
+        })?;
+    let addr = listener.local_addr().map_err(SiteError::BoundAddress)?;
     tokio::spawn(async move {
         // The server lives as long as the run; an error here shows as failed runs.
         let _ = axum::serve(listener, app).await;
@@ -187,5 +260,24 @@ mod tests {
         ] {
             assert!(Exposure::from_args(None, Some(bad)).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_site_error_says_its_cause_once() {
+        use std::error::Error;
+        let e = Exposure::from_args(Some("0.0.0.0:0".parse().unwrap()), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--listen 0.0.0.0:0: a browser cannot load an unspecified address; give \
+             --public-url with the name or address it reaches this machine by"
+        );
+        let e = Exposure::from_args(None, Some("not a url")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--public-url not a url: not a URL: relative URL without a base"
+        );
+        assert!(e.source().is_none(), "{e:?}");
+        let e = copy_dir(Path::new("/nonexistent/ttfx"), Path::new("/nonexistent/to")).unwrap_err();
+        assert_eq!(e.to_string(), "/nonexistent/ttfx is not a folder");
     }
 }

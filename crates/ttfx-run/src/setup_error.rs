@@ -1,0 +1,26 @@
+//! Why what the browsers are given (the fake microphone, inject mode's preload script)
+//! could not be prepared: below the modules that prepare it and the crate's `RunError`.
+
+use std::path::PathBuf;
+
+use ttfx_hostaudio::{PulseError, SpeechError};
+
+use crate::chain::Chain;
+
+/// What the browsers are given that could not be prepared. Another crate's error is
+/// said whole in the text (no `source` chain).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("the fake microphone's speech: {}", Chain(cause))]
+    Speech { cause: SpeechError },
+    #[error("Firefox's microphone (PulseAudio): {}", Chain(cause))]
+    Microphone { cause: PulseError },
+    #[error(
+        "no inject bundle at {} (build it with `cargo xtask probe-pkg`, or pass --probe-pkg DIR): {cause}",
+        path.display()
+    )]
+    NoInjectBundle {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
