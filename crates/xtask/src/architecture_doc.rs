@@ -1,7 +1,9 @@
-//! docs/architecture.md names every crate and every source module, so a newcomer's map
-//! cannot silently fall behind the code: a test of the native stage of `cargo xtask
-//! test`. A module is named by its file name (`forward.rs`, `fetch_body.js`); `lib.rs`,
-//! `main.rs` and `mod.rs` are named by their crate or folder instead.
+//! docs/architecture.md names every crate and every source module, and every path it
+//! gives exists, so a newcomer's map cannot silently fall behind the code: tests of the
+//! native stage of `cargo xtask test`. A module is named by its file name (`forward.rs`,
+//! `fetch_body.js`); `lib.rs`, `main.rs` and `mod.rs` are named by their crate or folder
+//! instead. A path is a backquoted `crates/…`, `www/…`, `e2e/…` or `docs/…` (a
+//! placeholder in capitals, `NAME`, stands for any file).
 
 use std::path::{Path, PathBuf};
 
@@ -64,6 +66,29 @@ fn unnamed(workspace: &Path, map: &str) -> Vec<String> {
     missing
 }
 
+/// The backquoted workspace paths in `map` that name nothing in `workspace` (`::item`
+/// after a path is dropped; a path with a capitalised placeholder such as `NAME` is a
+/// pattern, not a file).
+fn dangling_paths(workspace: &Path, map: &str) -> Vec<String> {
+    let mut missing: Vec<String> = map
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|p| {
+            ["crates/", "www/", "e2e/", "docs/"]
+                .iter()
+                .any(|r| p.starts_with(r))
+        })
+        .filter(|p| !p.contains(' ') && !p.contains("NAME"))
+        .map(|p| p.split("::").next().unwrap_or(p))
+        .filter(|p| !workspace.join(p).exists())
+        .map(str::to_owned)
+        .collect();
+    missing.sort();
+    missing.dedup();
+    missing
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +105,27 @@ mod tests {
              or folder is listed):\n  {}",
             missing.join("\n  ")
         );
+    }
+
+    #[test]
+    fn every_path_the_architecture_map_gives_exists() {
+        let root = crate::paths::root();
+        let map = std::fs::read_to_string(root.join("docs/architecture.md"))
+            .unwrap_or_else(|e| panic!("docs/architecture.md: {e}"));
+        let dangling = dangling_paths(&root, &map);
+        assert!(
+            dangling.is_empty(),
+            "docs/architecture.md names paths that do not exist:\n  {}",
+            dangling.join("\n  ")
+        );
+    }
+
+    #[test]
+    fn a_dangling_path_is_found_and_a_pattern_is_not() {
+        let root = crate::paths::root();
+        let map = "see `crates/xtask/src/main.rs`, `crates/gone/src/x.rs`, \
+                   `crates/ttfx-sim/src/dialect/NAME.rs` and `docs/architecture.md`";
+        assert_eq!(dangling_paths(&root, map), ["crates/gone/src/x.rs"]);
     }
 
     #[test]
