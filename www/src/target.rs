@@ -9,8 +9,9 @@ use ttfx_core::ChatApi;
 /// and the API it speaks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
-    pub written: ttfx_core::target::Target,
-    pub api: ChatApi,
+    /// Private: a target is made only by the checked constructors below.
+    written: ttfx_core::target::Target,
+    api: ChatApi,
 }
 
 impl Target {
