@@ -21,7 +21,7 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Migration `i` takes a database from version `i` to `i + 1`. Never edit one that has
 /// shipped: add the next.
-const MIGRATIONS: [&str; 3] = [MIGRATION_1, MIGRATION_2, MIGRATION_3];
+const MIGRATIONS: [&str; 4] = [MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
 
 /// Version 1: one row per run. Dimensions, the run's time, one column per metric, the
 /// field report itself.
@@ -88,6 +88,45 @@ ALTER TABLE runs ADD COLUMN interrupt_ms REAL;
 const MIGRATION_3: &str = "
 ALTER TABLE runs ADD COLUMN submit_delay_ms REAL;
 ALTER TABLE runs ADD COLUMN transport TEXT;
+";
+
+/// Version 4 (#29): benchmark runs imported from other tools' result files (`ttfx
+/// import --into`), to set beside the field. One row per run of a file (a file can hold
+/// several: JSON Lines, sweeps); a file is known by its SHA-256, so importing it again
+/// stores nothing. Each metric keeps its percentiles and, when the file had them, its
+/// per-request values (ms, ascending, f64 little-endian) so any percentile can be read.
+const MIGRATION_4: &str = "
+CREATE TABLE benchmarks (
+    id INTEGER PRIMARY KEY,
+    imported_unix_ms REAL NOT NULL,
+    file_name TEXT NOT NULL,
+    file_sha256 TEXT NOT NULL,
+    file_bytes INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    parts INTEGER NOT NULL,
+    tool TEXT NOT NULL,
+    tool_version TEXT,
+    model TEXT,
+    load TEXT NOT NULL,
+    label TEXT,
+    completed INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    notes TEXT NOT NULL,
+    UNIQUE (file_sha256, part)
+);
+CREATE TABLE benchmark_metrics (
+    benchmark_id INTEGER NOT NULL REFERENCES benchmarks (id) ON DELETE CASCADE,
+    metric TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    count INTEGER,
+    mean REAL,
+    p50 REAL,
+    p90 REAL,
+    p95 REAL,
+    p99 REAL,
+    ms_values BLOB,
+    PRIMARY KEY (benchmark_id, metric)
+);
 ";
 
 /// The metric columns, in the migrations' order: the per-request metrics of

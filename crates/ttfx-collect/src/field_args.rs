@@ -28,7 +28,13 @@ pub struct FieldArgs {
     #[arg(long = "where", value_name = "DIM=VALUE")]
     pub filters: Vec<String>,
 
-    /// Print the summary as JSON (the document GET /field/summary answers).
+    /// Set a stored benchmark (`ttfx import --into`) beside the field: its name, id, or
+    /// `latest`. Prints the gap, metric by metric, at p50/p90/p99. docs/import.md.
+    #[arg(long, value_name = "NAME|latest")]
+    pub bench: Option<String>,
+
+    /// Print the summary as JSON (the document GET /field/summary answers; with
+    /// --bench, the one GET /field/gap answers).
     #[arg(long)]
     pub json: bool,
 }

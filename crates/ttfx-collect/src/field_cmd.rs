@@ -8,6 +8,7 @@ use comfy_table::{CellAlignment, Table, presets};
 
 use crate::FieldArgs;
 use crate::db::{self, DbError};
+use crate::{bench_store, gap};
 use crate::query::{self, Fail, Metric, Slice};
 use ttfx_edge::clock::unix_ms;
 
@@ -50,6 +51,21 @@ pub fn run(args: FieldArgs) -> Result<(), FieldError> {
         .map(query::dimension)
         .transpose()
         .map_err(FieldError::Query)?;
+    if let Some(which) = args.bench.as_deref() {
+        let pairs = gap::pairs_for(args.metric.as_deref()).map_err(FieldError::Query)?;
+        let doc = query::on_one_snapshot(&conn, |c| {
+            let bench = bench_store::select(c, which)?;
+            gap::gap(c, &bench, &pairs, &slice)
+        })
+        .map_err(FieldError::Query)?;
+        if args.json {
+            let text = serde_json::to_string_pretty(&doc).map_err(FieldError::Write)?;
+            println!("{text}");
+        } else {
+            print!("{}", gap_table(&doc, &args.file.display().to_string()));
+        }
+        return Ok(());
+    }
     let doc = query::on_one_snapshot(&conn, |c| query::summary(c, metric, by, &slice))
         .map_err(FieldError::Query)?;
     if args.json {
@@ -173,5 +189,89 @@ mod tests {
             "{text}"
         );
         assert!(lines[3].starts_with("(none)  ttft_ms"), "{text}");
+    }
+}
+
+/// The gap document as its sentence, what was compared, and one row per pair: each
+/// percentile as `benchmark → field (difference, ratio)`.
+fn gap_table(doc: &serde_json::Value, file: &str) -> String {
+    let mut out = String::new();
+    let b = &doc["benchmark"];
+    let _ = writeln!(out, "{}
+", doc["sentence"].as_str().unwrap_or_default());
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    let _ = writeln!(
+        out,
+        "benchmark {} (id {}): {}{}, model {}, {}; {} completed, {} failed",
+        b["name"].as_str().unwrap_or_default(),
+        b["id"],
+        b["tool"].as_str().unwrap_or_default(),
+        text(&b["tool_version"]).map(|v| format!(" {v}")).unwrap_or_default(),
+        text(&b["model"]).unwrap_or_else(|| "not stated".into()),
+        b["load_text"].as_str().unwrap_or_default(),
+        b["completed"],
+        b["failed"],
+    );
+    let mut scope = Vec::new();
+    if let Some(since) = doc["since"].as_str() {
+        scope.push(format!("since {since}"));
+    }
+    if let Some(filters) = doc["where"].as_object() {
+        for (k, v) in filters {
+            scope.push(format!("where {k}={}", key_text(v)));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "field {file}: {} runs{}\n",
+        doc["runs"],
+        if scope.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", scope.join(", "))
+        }
+    );
+    let mut table = Table::new();
+    table.load_style(presets::NOTHING);
+    let mut header = vec!["benchmark".to_owned(), "beside the users'".to_owned(), "runs".to_owned()];
+    header.extend(gap::PERCENTILES.iter().map(|p| format!("p{p}: bench → field ms")));
+    table.set_header(header);
+    for row in doc["rows"].as_array().into_iter().flatten() {
+        let origin = match row["origin"].as_str() {
+            Some("summary") => " (summary)",
+            _ => "",
+        };
+        let mut cells = vec![
+            format!("{}{origin}", row["bench_title"].as_str().unwrap_or_default()),
+            row["field_metric"].as_str().unwrap_or_default().to_owned(),
+            row["field_count"].to_string(),
+        ];
+        for p in row["percentiles"].as_array().into_iter().flatten() {
+            cells.push(compare(p));
+        }
+        table.add_row(cells);
+    }
+    for i in 2..3 + gap::PERCENTILES.len() {
+        if let Some(c) = table.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let _ = writeln!(out, "{table}");
+    out
+}
+
+/// `142 → 611 (+469, 4.3x)`; a side without a value is `-`.
+fn compare(p: &serde_json::Value) -> String {
+    let side = |k: &str| p[k].as_f64().map_or("-".to_owned(), gap::ms);
+    match (p["diff_ms"].as_f64(), p["ratio"].as_f64()) {
+        (Some(d), ratio) => format!(
+            "{} → {} ({}{}{})",
+            side("bench"),
+            side("field"),
+            if d >= 0.0 { "+" } else { "−" },
+            gap::ms(d.abs()),
+            ratio.map_or(String::new(), |r| format!(", {r:.1}x"))
+        ),
+        (None, _) => format!("{} → {}", side("bench"), side("field")),
     }
 }

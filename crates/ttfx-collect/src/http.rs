@@ -26,8 +26,10 @@ use ttfx_edge::error::json_error;
 
 /// The collector's paths (also answered, with a 404 that says how to enable them, by a
 /// server without `--collect`).
-pub const PATHS: [&str; 6] = [
+pub const PATHS: [&str; 8] = [
     "/collect",
+    "/field/benchmarks",
+    "/field/gap",
     "/field/summary",
     "/field/series",
     "/field/histogram",
@@ -43,6 +45,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/field/histogram", get(histogram))
         .route("/field/slowest", get(slowest))
         .route("/field/dimensions", get(dimensions))
+        .route("/field/benchmarks", get(benchmarks))
+        .route("/field/gap", get(gap))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
 }
@@ -363,5 +367,33 @@ async fn dimensions(State(shared): State<Arc<Shared>>, Query(q): Q) -> Response 
     let parsed = Params(q)
         .slice("", now)
         .map(|slice| move |c: &rusqlite::Connection| query::dimensions(c, &slice));
+    answer(&shared, parsed).await
+}
+
+async fn benchmarks(State(shared): State<Arc<Shared>>, Query(q): Q) -> Response {
+    let parsed = if let Some((k, _)) = q.first() {
+        Err(Fail::Input(format!(
+            "unknown parameter `{k}` (this endpoint takes none)"
+        )))
+    } else {
+        Ok(super::bench_store::list_json)
+    };
+    answer(&shared, parsed).await
+}
+
+/// `bench` (a name, an id or `latest`; default `latest`), `metric` (a benchmark metric
+/// or a field metric: only its rows), `since` and dimension filters.
+async fn gap(State(shared): State<Arc<Shared>>, Query(q): Q) -> Response {
+    let now = unix_ms(SystemTime::now());
+    let parsed = (|| -> Result<_, Fail> {
+        let mut p = Params(q);
+        let which = p.take("bench")?.unwrap_or_else(|| "latest".to_owned());
+        let pairs = super::gap::pairs_for(p.take("metric")?.as_deref())?;
+        let slice = p.slice("bench, metric, ", now)?;
+        Ok(move |c: &rusqlite::Connection| {
+            let bench = super::bench_store::select(c, &which)?;
+            super::gap::gap(c, &bench, &pairs, &slice)
+        })
+    })();
     answer(&shared, parsed).await
 }

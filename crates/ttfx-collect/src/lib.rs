@@ -7,9 +7,13 @@
 //! - limits.rs body size, token bucket per client
 //! - query.rs  summary, series, histogram, slowest, dimensions (weighted percentiles)
 //! - http.rs   the routes, the origin check and CORS
-//! - field_cmd.rs  `ttfx field`: the same queries, printed
+//! - field_cmd.rs  `ttfx field`: the same queries, printed; `--bench`: the gap
+//! - bench_store.rs  imported benchmark runs: store once, list, select by name
+//! - gap.rs    a benchmark beside the field, metric by metric, and its sentence
+//! - import_cmd.rs  `ttfx import`: read benchmark files (ttfx-import), print, store
 //!
-//! It depends on ttfx-core (the report schema, statistics) and the shared HTTP edge;
+//! It depends on ttfx-core (the report schema, statistics), ttfx-import (benchmark
+//! files) and the shared HTTP edge;
 //! it must not depend on the simulator, the proxy, the runner or `ttfx serve`, which
 //! merges [`http::router`] into its own.
 //!
@@ -27,15 +31,20 @@ use tokio::sync::{mpsc, oneshot};
 
 use ttfx_edge::clock::unix_ms;
 
+pub mod bench_store;
 pub mod db;
 mod field_args;
 pub mod field_cmd;
+pub mod gap;
 pub mod http;
+mod import_args;
+pub mod import_cmd;
 pub mod ingest;
 pub mod limits;
 pub mod query;
 
 pub use field_args::FieldArgs;
+pub use import_args::ImportArgs;
 
 /// How often old rows are removed while serving (and once at startup).
 const RETENTION_EVERY: Duration = Duration::from_secs(3600);

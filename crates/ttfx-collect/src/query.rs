@@ -70,6 +70,11 @@ pub fn on_one_snapshot(conn: &Connection, query: impl FnOnce(&Connection) -> Ans
 pub enum Metric {
     Column(&'static str),
     Gap(Milestone),
+    /// A milestone's time since `request_start` (`first_byte_ms`), from the report.
+    At(Milestone),
+    /// The run's mean gap between consecutive chunks (`chunk_gap_ms`): the span of its
+    /// chunks over their count less one, from the report's chunk bins.
+    ChunkGap,
 }
 
 impl Metric {
@@ -85,13 +90,26 @@ impl Metric {
         match self {
             Metric::Column(c) => (*c).to_owned(),
             Metric::Gap(m) => format!("gap.{}_ms", m.as_str()),
+            Metric::At(m) => format!("{}_ms", m.as_str()),
+            Metric::ChunkGap => "chunk_gap_ms".to_owned(),
         }
+    }
+
+    /// Metrics read from the stored report that summaries do not list by default: the
+    /// gap to a benchmark sets them beside its TTFT and ITL.
+    pub fn derived() -> [Metric; 3] {
+        [
+            Metric::At(Milestone::FirstByte),
+            Metric::At(Milestone::FirstPaint),
+            Metric::ChunkGap,
+        ]
     }
 
     /// The metric called `name`; the error lists the choices.
     pub fn parse(name: &str) -> Result<Metric, Fail> {
         Metric::all()
             .into_iter()
+            .chain(Metric::derived())
             .find(|m| m.name() == name)
             .ok_or_else(|| {
                 let choices: Vec<String> = Metric::all().iter().map(Metric::name).collect();
@@ -107,6 +125,12 @@ impl Metric {
         match self {
             Metric::Column(c) => format!("\"{c}\""),
             Metric::Gap(m) => format!("json_extract(report, '$.run.gaps.{}')", m.as_str()),
+            Metric::At(m) => format!("json_extract(report, '$.run.milestones.{}')", m.as_str()),
+            Metric::ChunkGap => "(CASE WHEN json_extract(report, '$.run.chunks.count') > 1 \
+                 THEN (json_extract(report, '$.run.chunks.bins[#-1].to_ms') - \
+                 json_extract(report, '$.run.chunks.bins[0].from_ms')) / \
+                 (json_extract(report, '$.run.chunks.count') - 1) END)"
+                .to_owned(),
         }
     }
 }
@@ -204,7 +228,7 @@ impl Slice {
     }
 
     /// The slice as the answers repeat it: `since`, `since_unix_ms`, `where`.
-    fn echo(&self) -> Map<String, serde_json::Value> {
+    pub(crate) fn echo(&self) -> Map<String, serde_json::Value> {
         let mut m = Map::new();
         m.insert("since".into(), json!(self.since.as_ref().map(|s| &s.0)));
         m.insert("since_unix_ms".into(), json!(self.cutoff()));
@@ -283,17 +307,17 @@ impl Stats {
 
 /// One run's value of the metric, its weight and time. About 24 bytes: a query holds
 /// every value of its slice (the percentiles are exact), grouped as it reads them.
-struct Sample {
-    value: f64,
-    weight: f64,
+pub(crate) struct Sample {
+    pub(crate) value: f64,
+    pub(crate) weight: f64,
     at: f64,
 }
 
 /// The samples of one group, under the group's key (`null` without `by`).
-type Group = (serde_json::Value, Vec<Sample>);
+pub(crate) type Group = (serde_json::Value, Vec<Sample>);
 
 /// The slice's values of `metric`, grouped by `by`, in the order groups first appear.
-fn samples(
+pub(crate) fn samples(
     conn: &Connection,
     metric: Metric,
     by: Option<Dimension>,
@@ -350,7 +374,7 @@ fn all(groups: &[Group]) -> impl Iterator<Item = &Sample> {
     groups.iter().flat_map(|g| g.1.iter())
 }
 
-fn pairs(samples: &[Sample]) -> Vec<(f64, f64)> {
+pub(crate) fn pairs(samples: &[Sample]) -> Vec<(f64, f64)> {
     samples.iter().map(|s| (s.value, s.weight)).collect()
 }
 
@@ -358,7 +382,7 @@ fn stats_json(samples: &[Sample]) -> serde_json::Value {
     Stats::of(&pairs(samples)).map_or(serde_json::Value::Null, |s| json!(s))
 }
 
-fn runs_in(conn: &Connection, slice: &Slice) -> Result<u64, Fail> {
+pub(crate) fn runs_in(conn: &Connection, slice: &Slice) -> Result<u64, Fail> {
     let (filter, params) = slice.where_sql();
     let sql = format!("SELECT COUNT(*) FROM runs WHERE {filter}");
     let n: i64 = conn.query_row(&sql, rusqlite::params_from_iter(params), |r| r.get(0))?;

@@ -1,7 +1,7 @@
 //! The command line of `ttfx`.
 
 use clap::{Parser, Subcommand};
-use ttfx_collect::FieldArgs;
+use ttfx_collect::{FieldArgs, ImportArgs};
 use ttfx_report::{DecodeArgs, ReportArgs};
 use ttfx_run::RunArgs;
 use ttfx_serve::ServeArgs;
@@ -25,6 +25,9 @@ pub enum Command {
     /// Percentiles of the runs a collector stored (`ttfx serve --collect FILE.db`),
     /// weighted by inverse sample rate, per metric and group. docs/field.md.
     Field(FieldArgs),
+    /// Read benchmark result files (vLLM, SGLang, AIPerf, GenAI-Perf, GuideLLM, LLMPerf,
+    /// ttfx), print their figures, and store them beside the field. docs/import.md.
+    Import(ImportArgs),
     /// Measure in headless Chromium over WebDriver, print percentiles, judge budgets
     /// (exit 0: met, 1: a budget failed, 2: the run could not be made). docs/run.md.
     // Boxed: its many options would make every Command as large.

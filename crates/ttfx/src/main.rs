@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         cli::Command::Decode(args) => done(ttfx_report::decode_cmd::run(args)),
         cli::Command::Report(args) => done(ttfx_report::report_cmd::run(args)),
         cli::Command::Field(args) => done(ttfx_collect::field_cmd::run(args)),
+        cli::Command::Import(args) => done(ttfx_collect::import_cmd::run(args)),
         // `run` decides its own code (1: a budget failed); an error is still 2.
         cli::Command::Run(args) => ttfx_run::run(args).map_err(Into::into),
     };

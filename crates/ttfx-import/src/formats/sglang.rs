@@ -1,0 +1,47 @@
+//! SGLang's `python -m sglang.bench_serving --output-file`: one result per line (JSON
+//! Lines), keys like vLLM's (its script began as a copy) with `e2e_latency` for vLLM's
+//! `e2el`. Sources and versions: docs/import.md.
+
+use std::io::Read;
+
+use super::serving::ServingDoc;
+use crate::sniff::Shape;
+use crate::{BenchRun, Metric, Tool};
+
+/// Keys only SGLang writes.
+const OWN_KEYS: [&str; 4] = [
+    "sharegpt_output_len",
+    "random_range_ratio",
+    "mean_e2e_latency_ms",
+    "median_e2e_latency_ms",
+];
+
+pub fn recognise(shape: &Shape) -> bool {
+    !shape.list && shape.has_any(&OWN_KEYS) && !shape.has_any(&["model_id", "tokenizer_id"])
+}
+
+pub fn read<R: Read>(input: R) -> Result<Vec<BenchRun>, String> {
+    super::documents::<ServingDoc, R>(input)
+        .map(|doc| doc.map(|d| run(&d)))
+        .collect()
+}
+
+fn run(doc: &ServingDoc) -> BenchRun {
+    let mut run = BenchRun::new(Tool::Sglang);
+    run.model = doc
+        .text(&["model_id", "model", "tokenizer_id", "tokenizer"])
+        .map(str::to_owned);
+    run.tool_version = doc.text(&["sglang_version", "version"]).map(str::to_owned);
+    run.load = doc.load();
+    (run.completed, run.failed) = doc.counts();
+    for (metric, stems) in [
+        (Metric::Ttft, &["ttft"][..]),
+        (Metric::Itl, &["itl"][..]),
+        (Metric::Tpot, &["tpot"][..]),
+        (Metric::E2e, &["e2e_latency", "e2el"][..]),
+    ] {
+        run.set(metric, doc.summary(stems));
+    }
+    doc.per_request(&mut run);
+    run
+}
