@@ -82,27 +82,40 @@ impl<R: Read> NonFiniteTokens<R> {
     fn rewrite(&mut self) -> io::Result<()> {
         let mut i = self.ready;
         while i < self.filled {
+            // Jump to the next byte that can change the state; the bytes between are
+            // copied through as they are.
+            let rest = &self.buf[i..self.filled];
+            let skip = match self.scan {
+                Scan::InString => memchr::memchr2(b'"', b'\\', rest),
+                Scan::Outside => memchr::memchr3(b'"', b'N', b'I', rest),
+                Scan::Escape | Scan::Token { .. } => Some(0),
+            };
+            let Some(skip) = skip else {
+                i = self.filled;
+                break;
+            };
+            i += skip;
             let b = self.buf[i];
             self.scan = match self.scan {
                 Scan::InString => match b {
                     b'\\' => Scan::Escape,
-                    b'"' => Scan::Outside,
-                    _ => Scan::InString,
+                    _ => Scan::Outside,
                 },
                 Scan::Escape => Scan::InString,
                 Scan::Outside => match b {
                     b'"' => Scan::InString,
                     b'N' => self.begin(i, NAN),
-                    b'I' => self.begin(i, INF),
-                    b'-' => match self.buf[..self.filled].get(i + 1) {
-                        Some(b'I') => self.begin(i, NEG_INF),
-                        Some(_) => Scan::Outside,
-                        // The next byte decides: wait for it (at the end of input, a
-                        // lone `-` is left for the JSON parser to refuse).
-                        None if !self.eof => break,
-                        None => Scan::Outside,
-                    },
-                    _ => Scan::Outside,
+                    // `-Infinity`: the `-` before is still in the block (a `-` at a
+                    // block's end is held back until the next byte is read).
+                    _ if i > 0 && self.buf[i - 1] == b'-' => {
+                        self.buf[i - 1] = NEG_INF.1[0];
+                        self.buf[i] = NEG_INF.1[1];
+                        Scan::Token {
+                            token: NEG_INF,
+                            at: 2,
+                        }
+                    }
+                    _ => self.begin(i, INF),
                 },
                 Scan::Token { token, at } => {
                     if b != token.0[at] {
@@ -117,6 +130,16 @@ impl<R: Read> NonFiniteTokens<R> {
                 }
             };
             i += 1;
+        }
+        // A `-` ending the block outside a string may begin `-Infinity`: hold it back
+        // (at the end of input there is nothing to wait for).
+        if i == self.filled
+            && !self.eof
+            && matches!(self.scan, Scan::Outside)
+            && i > self.start
+            && self.buf[i - 1] == b'-'
+        {
+            i -= 1;
         }
         self.ready = i;
         Ok(())

@@ -15,6 +15,7 @@ mod genai_perf;
 mod guidellm;
 mod llmperf;
 mod serving;
+mod stat_object;
 mod sglang;
 mod ttfx;
 mod vllm;
@@ -32,11 +33,13 @@ pub fn recognise(shape: &Shape, whole: bool) -> Option<Tool> {
     if llmperf::recognise(shape) {
         return Some(Tool::Llmperf);
     }
-    if genai_perf::recognise(shape) {
-        return Some(Tool::GenaiPerf);
-    }
     if aiperf::recognise(shape) {
         return Some(Tool::Aiperf);
+    }
+    // GenAI-Perf's summary holds AIPerf's metric objects without AIPerf's own keys:
+    // only the whole document tells it.
+    if genai_perf::recognise(shape, whole) {
+        return Some(Tool::GenaiPerf);
     }
     // vLLM and SGLang share their result keys (SGLang's script began as vLLM's): only a
     // key one of them alone writes tells them apart, so wait for the whole document
@@ -71,7 +74,11 @@ fn documents<T: DeserializeOwned, R: Read>(input: R) -> impl Iterator<Item = Res
         .map(|(i, doc)| doc.map_err(|e| format!("document {}: {e}", i + 1)))
 }
 
-/// Seconds → ms for a list, keeping NaN as NaN (it has no rank).
-fn ms(seconds: &[f64]) -> Vec<f64> {
-    seconds.iter().map(|s| s * 1000.0).collect()
+/// Seconds → ms, in place (a file's millions of gaps are not copied), NaN kept as NaN
+/// (it has no rank).
+fn ms(mut seconds: Vec<f64>) -> Vec<f64> {
+    for s in &mut seconds {
+        *s *= 1000.0;
+    }
+    seconds
 }

@@ -123,7 +123,7 @@ impl ServingDoc {
 
     /// TTFT and ITL from the per-request lists (seconds → ms), failed requests left
     /// out: a failed request's TTFT is written as 0, and a real one never is.
-    pub fn per_request(&self, run: &mut BenchRun) {
+    pub fn per_request(&mut self, run: &mut BenchRun) {
         if let Some(ttfts) = &self.ttfts {
             let failed = |i: usize| {
                 self.failed
@@ -138,7 +138,7 @@ impl ServingDoc {
                 .collect();
             run.prefer(Metric::Ttft, Figures::from_values(ok));
         }
-        if let Some(itls) = &self.itls {
+        if let Some(itls) = self.itls.take() {
             run.prefer(Metric::Itl, Figures::from_values(super::ms(itls)));
         }
         if let Some(e2els) = &self.e2els {
@@ -236,13 +236,13 @@ impl<'de> Visitor<'de> for ElementVisitor<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(v) = seq.next_element::<Number>()? {
-            self.0.push(v.0);
+            number::push_value(self.0, v.0);
         }
         Ok(())
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.0.push(v);
+        number::push_value(self.0, v);
         Ok(())
     }
 

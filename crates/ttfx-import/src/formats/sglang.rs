@@ -22,11 +22,11 @@ pub fn recognise(shape: &Shape) -> bool {
 
 pub fn read<R: Read>(input: R) -> Result<Vec<BenchRun>, String> {
     super::documents::<ServingDoc, R>(input)
-        .map(|doc| doc.map(|d| run(&d)))
+        .map(|doc| doc.map(run))
         .collect()
 }
 
-fn run(doc: &ServingDoc) -> BenchRun {
+fn run(mut doc: ServingDoc) -> BenchRun {
     let mut run = BenchRun::new(Tool::Sglang);
     run.model = doc
         .text(&["model_id", "model", "tokenizer_id", "tokenizer"])

@@ -24,11 +24,11 @@ pub fn recognise(shape: &Shape, whole: bool) -> bool {
 
 pub fn read<R: Read>(input: R) -> Result<Vec<BenchRun>, String> {
     super::documents::<ServingDoc, R>(input)
-        .map(|doc| doc.map(|d| run(&d)))
+        .map(|doc| doc.map(run))
         .collect()
 }
 
-fn run(doc: &ServingDoc) -> BenchRun {
+fn run(mut doc: ServingDoc) -> BenchRun {
     let mut run = BenchRun::new(Tool::Vllm);
     run.model = doc.text(&["model_id", "tokenizer_id"]).map(str::to_owned);
     run.tool_version = doc.text(&["vllm_version", "version"]).map(str::to_owned);
