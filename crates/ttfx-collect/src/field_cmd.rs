@@ -159,39 +159,6 @@ fn key_text(v: &serde_json::Value) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_table_shows_each_group_with_its_weighted_count() {
-        let doc = serde_json::json!({
-            "since": "24h", "since_unix_ms": 0.0, "where": {"engine": "chromium"},
-            "by": "label", "runs": 3,
-            "metrics": [{"metric": "ttft_ms", "groups_left_off": 0, "groups": [
-                {"key": "prod", "count": 2, "weighted_count": 6.0, "mean": 1.0, "min": 1.0,
-                 "max": 1.0, "p50": 100.0, "p75": 125.0, "p90": 140.0, "p95": 145.0, "p99": 149.0},
-                {"key": null, "count": 1, "weighted_count": 1.0, "mean": 1.0, "min": 1.0,
-                 "max": 1.0, "p50": 7.5, "p75": 7.5, "p90": 7.5, "p95": 7.5, "p99": 7.5}
-            ]}]
-        });
-        let text = table(&doc, "f.db");
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(
-            lines[0],
-            "ttfx field: 3 run(s) in f.db (since 24h, where engine=chromium); percentiles \
-             weighted by 1/sample_rate"
-        );
-        assert!(lines[1].starts_with("label   metric"), "{text}");
-        assert!(lines[2].starts_with("prod    ttft_ms"), "{text}");
-        assert!(
-            lines[2].contains("6.0") && lines[2].ends_with("149.00"),
-            "{text}"
-        );
-        assert!(lines[3].starts_with("(none)  ttft_ms"), "{text}");
-    }
-}
-
 /// The gap document as its sentence, what was compared, and one row per pair: each
 /// percentile as `benchmark → field (difference, ratio)`.
 fn gap_table(doc: &serde_json::Value, file: &str) -> String {
@@ -275,3 +242,37 @@ fn compare(p: &serde_json::Value) -> String {
         (None, _) => format!("{} → {}", side("bench"), side("field")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_shows_each_group_with_its_weighted_count() {
+        let doc = serde_json::json!({
+            "since": "24h", "since_unix_ms": 0.0, "where": {"engine": "chromium"},
+            "by": "label", "runs": 3,
+            "metrics": [{"metric": "ttft_ms", "groups_left_off": 0, "groups": [
+                {"key": "prod", "count": 2, "weighted_count": 6.0, "mean": 1.0, "min": 1.0,
+                 "max": 1.0, "p50": 100.0, "p75": 125.0, "p90": 140.0, "p95": 145.0, "p99": 149.0},
+                {"key": null, "count": 1, "weighted_count": 1.0, "mean": 1.0, "min": 1.0,
+                 "max": 1.0, "p50": 7.5, "p75": 7.5, "p90": 7.5, "p95": 7.5, "p99": 7.5}
+            ]}]
+        });
+        let text = table(&doc, "f.db");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "ttfx field: 3 run(s) in f.db (since 24h, where engine=chromium); percentiles \
+             weighted by 1/sample_rate"
+        );
+        assert!(lines[1].starts_with("label   metric"), "{text}");
+        assert!(lines[2].starts_with("prod    ttft_ms"), "{text}");
+        assert!(
+            lines[2].contains("6.0") && lines[2].ends_with("149.00"),
+            "{text}"
+        );
+        assert!(lines[3].starts_with("(none)  ttft_ms"), "{text}");
+    }
+}
+

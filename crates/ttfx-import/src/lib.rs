@@ -91,7 +91,7 @@ fn read_with<R: Read>(
         None => {
             let input = open().map_err(io_error)?;
             match sniff::sniff(io::BufReader::new(nonfinite::NonFiniteTokens::new(input))) {
-                sniff::Sniffed::Tool(tool, _) => tool,
+                sniff::Sniffed::Tool(tool) => tool,
                 sniff::Sniffed::Unknown(shape) => {
                     return Err(ImportError::Unknown {
                         file: name.to_owned(),

@@ -62,7 +62,7 @@ impl Shape {
 /// The outcome of sniffing.
 #[derive(Debug)]
 pub enum Sniffed {
-    Tool(Tool, Shape),
+    Tool(Tool),
     Unknown(Shape),
     /// Not JSON at all, or empty.
     NotJson(String),
@@ -79,17 +79,17 @@ pub fn sniff<R: Read>(input: R) -> Sniffed {
     });
     let shape = state.into_inner();
     if let Some(tool) = decided.into_inner() {
-        return Sniffed::Tool(tool, shape);
+        return Sniffed::Tool(tool);
     }
     match result {
         Ok(()) => match formats::recognise(&shape, true) {
-            Some(tool) => Sniffed::Tool(tool, shape),
+            Some(tool) => Sniffed::Tool(tool),
             None => Sniffed::Unknown(shape),
         },
         // A damaged file whose keys so far still name one tool: that tool's reader
         // gives the precise error.
         Err(e) => match formats::recognise(&shape, true) {
-            Some(tool) if !shape.keys.is_empty() => Sniffed::Tool(tool, shape),
+            Some(tool) if !shape.keys.is_empty() => Sniffed::Tool(tool),
             _ if shape.keys.is_empty() => Sniffed::NotJson(e.to_string()),
             _ => Sniffed::Unknown(shape),
         },

@@ -26,11 +26,16 @@ enum Section {
         #[arg(long, default_value_t = 100)]
         runs: usize,
     },
+    /// `ttfx import`'s reader on two generated ~200 MB files with per-request values
+    /// (GuideLLM and vLLM layouts): MB/s and peak memory (#29: ≥ 100 MB/s, peak well
+    /// under the file's size).
+    Import,
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     match args.section {
         Some(Section::Fidelity { runs }) => fidelity(runs),
+        Some(Section::Import) => import(),
         None => all(),
     }
 }
@@ -252,6 +257,26 @@ fn decode_throughput() -> anyhow::Result<()> {
         "--example",
         "decode_bench",
     ]))
+}
+
+/// The benchmark reader's speed and memory (`crates/ttfx-import/examples/import_bench.rs`;
+/// its files are generated once into the target folder).
+fn import() -> anyhow::Result<()> {
+    println!("\n## ttfx import: reading ~200 MB benchmark files (release, median of 3)");
+    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "ttfx-import",
+        "--example",
+        "import_bench",
+    ]))?;
+    let release = paths::target().join("release");
+    cmd::run(
+        Command::new(release.join("examples").join("import_bench"))
+            .arg(paths::target().join("bench-import")),
+    )
 }
 
 /// `ttfx serve` under concurrent SSE streams: the injected TTFT's lateness at 100 and

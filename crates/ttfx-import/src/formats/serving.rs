@@ -57,12 +57,6 @@ impl ServingDoc {
         })
     }
 
-    pub fn has(&self, key: &str) -> bool {
-        self.numbers.iter().any(|(k, _)| k == key)
-            || self.texts.iter().any(|(k, _)| k == key)
-            || self.nulls.iter().any(|k| k == key)
-    }
-
     /// The file's own summary of one metric, whose key stem is one of `stems`
     /// (`ttft`, `e2el`, …).
     pub fn summary(&self, stems: &[&str]) -> Option<Figures> {
