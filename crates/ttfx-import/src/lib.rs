@@ -90,7 +90,8 @@ fn read_with<R: Read>(
         Some(tool) => tool,
         None => {
             let input = open().map_err(io_error)?;
-            match sniff::sniff(io::BufReader::new(nonfinite::NonFiniteTokens::new(input))) {
+            let input = io::BufReader::new(nonfinite::NonFiniteTokens::new(input));
+            match sniff::sniff(input, formats::recognise) {
                 sniff::Sniffed::Tool(tool) => tool,
                 sniff::Sniffed::Unknown(shape) => {
                     return Err(ImportError::Unknown {

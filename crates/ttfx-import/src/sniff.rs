@@ -12,7 +12,10 @@ use serde::Deserializer as _;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::Tool;
-use crate::formats;
+
+/// Which tool's keys these are; `whole` when the document's every key is in (see
+/// `formats::recognise`, passed in so the formats sit above the sniffer).
+pub type Recognise = fn(&Shape, bool) -> Option<Tool>;
 
 /// Longest string value kept (a `generator` or `version`); longer ones are skipped.
 const KEPT_TEXT: usize = 256;
@@ -69,26 +72,27 @@ pub enum Sniffed {
 }
 
 /// Reads the first document far enough to tell its tool.
-pub fn sniff<R: Read>(input: R) -> Sniffed {
+pub fn sniff<R: Read>(input: R, recognise: Recognise) -> Sniffed {
     let state = RefCell::new(Shape::default());
     let decided = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_reader(input);
     let result = (&mut de).deserialize_any(Top {
         shape: &state,
         decided: &decided,
+        recognise,
     });
     let shape = state.into_inner();
     if let Some(tool) = decided.into_inner() {
         return Sniffed::Tool(tool);
     }
     match result {
-        Ok(()) => match formats::recognise(&shape, true) {
+        Ok(()) => match recognise(&shape, true) {
             Some(tool) => Sniffed::Tool(tool),
             None => Sniffed::Unknown(shape),
         },
         // A damaged file whose keys so far still name one tool: that tool's reader
         // gives the precise error.
-        Err(e) => match formats::recognise(&shape, true) {
+        Err(e) => match recognise(&shape, true) {
             Some(tool) if !shape.keys.is_empty() => Sniffed::Tool(tool),
             _ if shape.keys.is_empty() => Sniffed::NotJson(e.to_string()),
             _ => Sniffed::Unknown(shape),
@@ -102,6 +106,7 @@ const DECIDED: &str = "ttfx-import: decided";
 struct Top<'a> {
     shape: &'a RefCell<Shape>,
     decided: &'a RefCell<Option<Tool>>,
+    recognise: Recognise,
 }
 
 impl<'de> Visitor<'de> for Top<'_> {
@@ -121,7 +126,7 @@ impl<'de> Visitor<'de> for Top<'_> {
                 }
                 shape.keys.push(key);
             }
-            if let Some(tool) = formats::recognise(&shape, false) {
+            if let Some(tool) = (self.recognise)(&shape, false) {
                 *self.decided.borrow_mut() = Some(tool);
                 return Err(de::Error::custom(DECIDED));
             }
@@ -135,9 +140,10 @@ impl<'de> Visitor<'de> for Top<'_> {
         let first = seq.next_element_seed(FirstElement(Top {
             shape: self.shape,
             decided: self.decided,
+            recognise: self.recognise,
         }))?;
         if first.is_some() {
-            if let Some(tool) = formats::recognise(&self.shape.borrow(), true) {
+            if let Some(tool) = (self.recognise)(&self.shape.borrow(), true) {
                 *self.decided.borrow_mut() = Some(tool);
                 return Err(de::Error::custom(DECIDED));
             }

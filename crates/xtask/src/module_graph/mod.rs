@@ -26,6 +26,7 @@ pub const CRATES: &[&str] = &[
     "crates/ttfx-analysis",
     "crates/ttfx-webdriver",
     "crates/ttfx-hostaudio",
+    "crates/ttfx-import",
     "crates/ttfx-edge",
     "crates/ttfx-records",
     "crates/ttfx-sim",
