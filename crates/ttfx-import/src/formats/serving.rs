@@ -33,6 +33,17 @@ pub struct ServingDoc {
     /// Per request end-to-end latency, seconds (newer versions' `e2els`, when saved).
     pub e2els: Option<Vec<f64>>,
     pub output_lens: Option<Vec<f64>>,
+    /// SGLang's `server_info` (the model it served).
+    pub server_info: Option<ServerInfo>,
+}
+
+/// SGLang's `server_info`: only the model is read.
+#[derive(Debug, Default, Deserialize)]
+pub struct ServerInfo {
+    #[serde(default)]
+    pub served_model_name: Option<String>,
+    #[serde(default)]
+    pub model_path: Option<String>,
 }
 
 /// Longest string kept (a model id or a date); longer ones are skipped.
@@ -144,13 +155,14 @@ impl ServingDoc {
 
 impl<'de> Deserialize<'de> for ServingDoc {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(DocVisitor)
+        d.deserialize_map(FlatVisitor)
     }
 }
 
-struct DocVisitor;
+/// The flat result object's visitor (LLMPerf's summary is read with it too).
+pub struct FlatVisitor;
 
-impl<'de> Visitor<'de> for DocVisitor {
+impl<'de> Visitor<'de> for FlatVisitor {
     type Value = ServingDoc;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -163,7 +175,10 @@ impl<'de> Visitor<'de> for DocVisitor {
             match key.as_str() {
                 "ttfts" => doc.ttfts = Some(map.next_value::<Flat>()?.0),
                 "itls" => doc.itls = Some(map.next_value::<Flat>()?.0),
-                "e2els" => doc.e2els = Some(map.next_value::<Flat>()?.0),
+                // Per-request end-to-end seconds: `e2els`, or `latencies` in the
+                // result files `vllm bench sweep` writes.
+                "e2els" | "latencies" => doc.e2els = Some(map.next_value::<Flat>()?.0),
+                "server_info" => doc.server_info = map.next_value::<Option<ServerInfo>>()?,
                 "output_lens" => doc.output_lens = Some(map.next_value::<Flat>()?.0),
                 "errors" => doc.failed = Some(map.next_value::<Errors>()?.0),
                 _ => match map.next_value::<Scalar>()? {
@@ -184,14 +199,14 @@ struct Flat(Vec<f64>);
 impl<'de> Deserialize<'de> for Flat {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut out = Vec::new();
-        d.deserialize_any(FlatVisitor(&mut out))?;
+        d.deserialize_any(FlattenVisitor(&mut out))?;
         Ok(Flat(out))
     }
 }
 
-struct FlatVisitor<'a>(&'a mut Vec<f64>);
+struct FlattenVisitor<'a>(&'a mut Vec<f64>);
 
-impl<'de> Visitor<'de> for FlatVisitor<'_> {
+impl<'de> Visitor<'de> for FlattenVisitor<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -28,9 +28,14 @@ pub fn read<R: Read>(input: R) -> Result<Vec<BenchRun>, String> {
 
 fn run(mut doc: ServingDoc) -> BenchRun {
     let mut run = BenchRun::new(Tool::Sglang);
-    run.model = doc
-        .text(&["model_id", "model", "tokenizer_id", "tokenizer"])
-        .map(str::to_owned);
+    let served = doc
+        .server_info
+        .as_ref()
+        .and_then(|i| i.served_model_name.clone().or_else(|| i.model_path.clone()));
+    run.model = served.or_else(|| {
+        doc.text(&["model_id", "model", "tokenizer_id", "tokenizer"])
+            .map(str::to_owned)
+    });
     run.tool_version = doc.text(&["sglang_version", "version"]).map(str::to_owned);
     run.load = doc.load();
     (run.completed, run.failed) = doc.counts();
