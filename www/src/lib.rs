@@ -12,6 +12,7 @@ use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Budget;
 
 mod chat;
+pub mod collect;
 mod compare;
 mod controls;
 pub mod field;
@@ -46,6 +47,8 @@ pub struct Lab {
     pub listening: RwSignal<bool>,
     /// The batch over `runs` with `budgets`.
     pub batch: Memo<BatchReport>,
+    /// What became of the measured runs posted to the server's collector.
+    pub stored: RwSignal<collect::Stored>,
 }
 
 impl Lab {
@@ -61,6 +64,7 @@ impl Lab {
             in_flight: RwSignal::new(0),
             listening: RwSignal::new(false),
             batch,
+            stored: RwSignal::new(collect::Stored::default()),
         }
     }
 }

@@ -168,26 +168,26 @@ fn too_large() -> Response {
 /// `--collect-origin` lets beacon is refused, so its runs can never be stored as lab
 /// runs and drop out of `source=field`. A lab page cannot claim `field` either: the
 /// parameter takes only `lab` (field and run follow from each document's kind).
-fn source_of(req: &Request) -> Result<Option<Source>, Response> {
+fn source_of(req: &Request) -> Result<Option<Source>, (StatusCode, String)> {
     let Query(params) = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
-        .map_err(|e| error(StatusCode::BAD_REQUEST, &e.body_text()))?;
+        .map_err(|e| (StatusCode::BAD_REQUEST, e.body_text()))?;
     let mut source = None;
     for (key, value) in params {
         match (key.as_str(), value.as_str()) {
             ("source", "lab") => source = Some(Source::Lab),
             ("source", other) => {
-                return Err(error(
+                return Err((
                     StatusCode::BAD_REQUEST,
-                    &format!(
+                    format!(
                         "source={other}: only `lab` may be given (field and run follow from \
                          each document's kind)"
                     ),
                 ));
             }
             (other, _) => {
-                return Err(error(
+                return Err((
                     StatusCode::BAD_REQUEST,
-                    &format!("unknown parameter `{other}` (POST /collect takes source=lab)"),
+                    format!("unknown parameter `{other}` (POST /collect takes source=lab)"),
                 ));
             }
         }
@@ -201,7 +201,7 @@ fn source_of(req: &Request) -> Result<Option<Source>, Response> {
             list: "no other origin: a page's beacons are field runs",
         };
         check_origin(headers, host, &own_only)
-            .map_err(|why| error(StatusCode::FORBIDDEN, &why.to_string()))?;
+            .map_err(|why| (StatusCode::FORBIDDEN, why.to_string()))?;
     }
     Ok(source)
 }
@@ -210,7 +210,7 @@ async fn collect(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let received = unix_ms(SystemTime::now());
     let source = match source_of(&req) {
         Ok(source) => source,
-        Err(refused) => return refused,
+        Err((status, why)) => return error(status, &why),
     };
     let ip = client_ip(&req);
     if let Err(wait) = shared.buckets.take(ip, Instant::now()) {
