@@ -4,13 +4,15 @@
 //! the comparison, the export) is derived from it with `ttfx_core`, so a loaded report
 //! and a fresh batch are shown by the same code.
 //!
-//! It depends on ttfx-probe's Rust API and ttfx-core, never on a native crate: what the
-//! servers know (profiles, upstreams, records, field answers) it asks them over HTTP.
+//! It depends on ttfx-probe's Rust API, ttfx-core and ttfx-import (benchmark files read
+//! in the page), never on a native crate: what the servers know (profiles, upstreams,
+//! records, field answers) it asks them over HTTP.
 
 use leptos::prelude::*;
 use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Budget;
 
+mod bench_file;
 mod chat;
 pub mod collect;
 mod compare;
@@ -131,6 +133,8 @@ pub fn App() -> impl IntoView {
                 <section class="panel compare">
                     <h2>"Compare two targets"</h2>
                     <compare::ComparePanel/>
+                    <h3>"Beside a benchmark"</h3>
+                    <bench_file::BenchFile/>
                 </section>
             </div>
             <div id="field-view" role="tabpanel" hidden=move || tab.get() != Tab::Field>
