@@ -719,6 +719,22 @@ async fn the_field_view_shows_a_collectors_runs_and_opens_the_slowest() -> anyho
     wait("#field-summary tbody tr").await?;
     wait("#field-series path.pline").await?;
     wait("#field-histogram rect.bar").await?;
+    // No benchmark imported: the view says how to import one, and draws no benchmark line.
+    let no_bench = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::XPath(
+            "//p[@id='field-bench-status' and starts-with(text(), 'no benchmark')]",
+        ))
+        .await?
+        .text()
+        .await?;
+    let bench_lines = lab
+        .client
+        .find_all(Locator::Css("line.bench-mark"))
+        .await?
+        .len();
     let metric = lab
         .client
         .find(Locator::Css("#field-metric"))
@@ -820,6 +836,13 @@ async fn the_field_view_shows_a_collectors_runs_and_opens_the_slowest() -> anyho
     lab.client.close().await?;
 
     assert_eq!(status, Value::from(204), "POST /collect answered {status}");
+    assert!(
+        no_bench.starts_with(
+            "no benchmark stored: import one with `ttfx import results.json --into FILE.db`"
+        ),
+        "{no_bench}"
+    );
+    assert_eq!(bench_lines, 0);
     // The view starts on the first visible token; its p50 is ttfx's own over the runs.
     assert_eq!(metric.as_deref(), Some("ttft_visible_ms"));
     let values: Vec<f64> = runs
@@ -894,5 +917,432 @@ async fn the_field_view_without_a_collector_says_how_to_start_one() -> anyhow::R
 
     assert_eq!(status, "no collector: start ttfx serve --collect FILE.db");
     assert!(lab_hidden.is_some(), "the lab's panels are still shown");
+    Ok(())
+}
+
+/// `ttfx import FILE --into DB` with the built binary: the benchmark stored as a user
+/// stores it.
+fn import_bench(db: &std::path::Path, name: &str, contents: &str) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("ttfx-lab-{}-bench", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(name);
+    std::fs::write(&path, contents)?;
+    let out = std::process::Command::new(paths::ttfx_bin()?)
+        .arg("import")
+        .arg(&path)
+        .arg("--into")
+        .arg(db)
+        .output()?;
+    let _ = std::fs::remove_file(&path);
+    anyhow::ensure!(
+        out.status.success(),
+        "ttfx import: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// vLLM's `bench serve` results: three requests' TTFT (s) and ITL, summary E2E p99.
+fn vllm_file(model: &str, concurrency: u32, ttfts_s: [f64; 3], e2e_p99_ms: f64) -> String {
+    serde_json::json!({
+        "model_id": model, "max_concurrency": concurrency, "completed": 3,
+        "ttfts": ttfts_s, "itls": [[0.01], [0.02], []], "p99_e2el_ms": e2e_p99_ms
+    })
+    .to_string()
+}
+
+/// A chart's benchmark marks: `(percentile, value in ms, position)`, the position being
+/// the attribute `along` (`y1` across the series chart, `x1` on the histogram).
+async fn bench_marks(
+    client: &Client,
+    svg: &str,
+    along: &str,
+) -> anyhow::Result<Vec<(String, f64, f64)>> {
+    let mut out = Vec::new();
+    for line in client
+        .find_all(Locator::Css(&format!("{svg} line.bench-mark")))
+        .await?
+    {
+        let attr = |v: Option<String>| v.unwrap_or_default().parse::<f64>().unwrap_or(f64::NAN);
+        out.push((
+            line.attr("data-percentile").await?.unwrap_or_default(),
+            attr(line.attr("data-value-ms").await?),
+            attr(line.attr(along).await?),
+        ));
+    }
+    Ok(out)
+}
+
+/// `(value, position)` of an element's `data-value` and its `along` attribute.
+async fn axis_point(client: &Client, css: &str, along: &str) -> anyhow::Result<(f64, f64)> {
+    let e = client.find(Locator::Css(css)).await?;
+    let num = |v: Option<String>| v.unwrap_or_default().parse::<f64>().unwrap_or(f64::NAN);
+    Ok((num(e.attr("data-value").await?), num(e.attr(along).await?)))
+}
+
+/// Where `v` lies on the axis through `a` and `b` (each `(value, position)`).
+fn on_axis(a: (f64, f64), b: (f64, f64), v: f64) -> f64 {
+    a.1 + (v - a.0) / (b.0 - a.0) * (b.1 - a.1)
+}
+
+/// Two vLLM results imported into a collector that holds five field runs: the Field
+/// view opens on the latest, says the gap in one sentence with the worked figures,
+/// lists both in its picker, shows the gap's rows, and draws the benchmark's p50/p90/p99
+/// TTFT on the chart and the histogram where their axes put those values; picking the
+/// other benchmark moves them.
+#[tokio::test]
+async fn the_field_view_sets_an_imported_benchmark_beside_the_field() -> anyhow::Result<()> {
+    let db = TempDb(std::env::temp_dir().join(format!("ttfx-lab-{}-gap.db", std::process::id())));
+    import_bench(
+        &db.0,
+        "bench-a.json",
+        &vllm_file("m-a", 4, [0.05, 0.1, 0.15], 700.0),
+    )?;
+    // Imported later: the latest.
+    import_bench(
+        &db.0,
+        "bench-b.json",
+        &vllm_file("m-b", 2, [0.1, 0.2, 0.3], 900.0),
+    )?;
+    let lab = Lab::open_with(&["--collect", db.0.to_str().unwrap_or_default()]).await?;
+    let ttfts = [420.0, 180.0, 650.0, 300.0, 240.0];
+    let mut body = String::new();
+    let mut values = Vec::new();
+    for (i, ttft) in ttfts.iter().enumerate() {
+        let (run, report) = field_report(i, *ttft, 60_000.0 * i as f64 + 60_000.0)?;
+        body.push_str(&serde_json::to_string(&report)?);
+        body.push('\n');
+        values.extend(run.metrics.ttft_visible_ms.map(|m| m.value));
+    }
+    let status = lab
+        .client
+        .execute_async(
+            "const [body, done] = arguments; \
+             fetch('/collect', {method: 'POST', body}).then(r => done(r.status), e => done(String(e)));",
+            vec![Value::from(body)],
+        )
+        .await?;
+    lab.client
+        .find(Locator::Css("#tab-field"))
+        .await?
+        .click()
+        .await?;
+    let wait = |css: String| {
+        let client = lab.client.clone();
+        async move {
+            client
+                .wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(&css))
+                .await
+        }
+    };
+    wait("#field-gap tbody tr".into()).await?;
+    wait("#field-series line.bench-mark".into()).await?;
+    wait("#field-histogram line.bench-mark".into()).await?;
+    let sentence = lab.text("#field-gap-sentence").await?;
+    let mut options = Vec::new();
+    for o in lab
+        .client
+        .find_all(Locator::Css("#field-bench option"))
+        .await?
+    {
+        options.push((o.attr("value").await?.unwrap_or_default(), o.text().await?));
+    }
+    let mut gap_rows = Vec::new();
+    for tr in lab
+        .client
+        .find_all(Locator::Css("#field-gap tbody tr"))
+        .await?
+    {
+        gap_rows.push(tr.attr("data-field-metric").await?.unwrap_or_default());
+    }
+    let visible_row = lab
+        .rows("#field-gap")
+        .await?
+        .into_iter()
+        .find(|r| r.get(1).is_some_and(|c| c.contains("ttft_visible_ms")))
+        .unwrap_or_default();
+    let chart_marks = bench_marks(&lab.client, "#field-series", "y1").await?;
+    let mut labels = Vec::new();
+    for t in lab
+        .client
+        .find_all(Locator::Css("#field-series text.bench-label"))
+        .await?
+    {
+        labels.push(t.text().await?);
+    }
+    let grid = lab
+        .client
+        .find_all(Locator::Css("#field-series line.grid[data-value]"))
+        .await?;
+    anyhow::ensure!(grid.len() >= 2, "the chart has {} y grid lines", grid.len());
+    let g0 = axis_point(&lab.client, "#field-series line.grid[data-value]", "y1").await?;
+    let g1 = {
+        let e = &grid[1];
+        let num = |v: Option<String>| v.unwrap_or_default().parse::<f64>().unwrap_or(f64::NAN);
+        (num(e.attr("data-value").await?), num(e.attr("y1").await?))
+    };
+    let hist_marks = bench_marks(&lab.client, "#field-histogram", "x1").await?;
+    let h0 = axis_point(&lab.client, "#field-histogram text.axis-start", "x").await?;
+    let h1 = axis_point(&lab.client, "#field-histogram text.axis-end", "x").await?;
+
+    // The other benchmark: its figures replace the latest's.
+    let first_id = options.last().map(|o| o.0.clone()).unwrap_or_default();
+    lab.client
+        .find(Locator::Css("#field-bench"))
+        .await?
+        .select_by_value(&first_id)
+        .await?;
+    lab.client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::XPath(
+            "//p[@id='field-gap-sentence' and contains(text(), 'p50 TTFT 100 ms')]",
+        ))
+        .await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let picked_marks = loop {
+        let m = bench_marks(&lab.client, "#field-series", "y1")
+            .await
+            .unwrap_or_default();
+        if m.first().is_some_and(|m| (m.1 - 100.0).abs() < 1e-6)
+            || std::time::Instant::now() > deadline
+        {
+            break m;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let picked_sentence = lab.text("#field-gap-sentence").await?;
+    lab.client.close().await?;
+
+    assert_eq!(status, Value::from(204));
+    let at = |p: f64| ttfx_core::stats::percentile(&values, p).unwrap_or(f64::NAN);
+    let (p50, p90, p99) = (at(50.0), at(90.0), at(99.0));
+    assert_eq!(p50, 300.0);
+    // numpy's linear rule over 100, 200, 300 ms: p50 200, p90 280, p99 298.
+    assert_eq!(
+        sentence,
+        "the benchmark says p50 TTFT 200 ms; your users wait 300 ms for the first visible \
+         token (+100 ms, 1.5x)"
+    );
+    assert_eq!(
+        picked_sentence,
+        "the benchmark says p50 TTFT 100 ms; your users wait 300 ms for the first visible \
+         token (+200 ms, 3.0x)"
+    );
+    // Newest import first, the latest selected to start.
+    assert_eq!(options.len(), 2, "{options:?}");
+    assert_eq!(
+        options[0].1,
+        "bench-b.json · vllm · model m-b · concurrency 2"
+    );
+    assert_eq!(
+        options[1].1,
+        "bench-a.json · vllm · model m-a · concurrency 4"
+    );
+    assert_eq!(
+        gap_rows,
+        [
+            "first_byte_ms",
+            "ttft_visible_ms",
+            "first_paint_ms",
+            "chunk_gap_ms",
+            "tpot_ms",
+            "e2e_ms"
+        ]
+    );
+    // TTFT | waits for | n | p50 bench, field, diff | p90 … | p99 …
+    assert_eq!(visible_row[0], "TTFT", "{visible_row:?}");
+    assert_eq!(visible_row[2], "5", "{visible_row:?}");
+    assert_eq!(
+        visible_row[3..6],
+        ["200", "300", "+100 (1.5x)"],
+        "{visible_row:?}"
+    );
+    assert_eq!(
+        visible_row[6..8],
+        ["280".to_owned(), format!("{p90:.0}")],
+        "{visible_row:?}"
+    );
+    assert_eq!(
+        visible_row[9..11],
+        ["298".to_owned(), format!("{p99:.0}")],
+        "{visible_row:?}"
+    );
+    // The shown metric is the first visible token: TTFT stands beside it.
+    let want = [("p50", 200.0), ("p90", 280.0), ("p99", 298.0)];
+    for marks in [&chart_marks, &hist_marks] {
+        assert_eq!(marks.len(), 3, "{marks:?}");
+        for ((p, v, _), (wp, wv)) in marks.iter().zip(want) {
+            assert_eq!(p, wp);
+            assert!((v - wv).abs() < 1e-6, "{marks:?}");
+        }
+    }
+    assert_eq!(
+        labels,
+        ["bench p50 200 ms", "bench p90 280 ms", "bench p99 298 ms"]
+    );
+    // Each mark lies where the axis puts its value.
+    for (_, v, y) in &chart_marks {
+        assert!(
+            (y - on_axis(g0, g1, *v)).abs() < 0.01,
+            "chart: {v} ms at y {y}, axis {g0:?} {g1:?}"
+        );
+    }
+    for (_, v, x) in &hist_marks {
+        assert!(
+            (x - on_axis(h0, h1, *v)).abs() < 0.01,
+            "histogram: {v} ms at x {x}, axis {h0:?} {h1:?}"
+        );
+    }
+    assert_eq!(
+        h0.0, 180.0,
+        "the histogram's axis starts at the smallest value"
+    );
+    assert_eq!(h1.0, 650.0);
+    assert_eq!(picked_marks.len(), 3, "{picked_marks:?}");
+    assert!((picked_marks[0].1 - 100.0).abs() < 1e-6, "{picked_marks:?}");
+    Ok(())
+}
+
+/// A run made in the lab page served with a collector is stored there with source
+/// `lab`, its figures the page's own, and `source=field` leaves it out.
+#[tokio::test]
+async fn a_run_made_in_the_lab_page_lands_in_the_collector_as_source_lab() -> anyhow::Result<()> {
+    let db =
+        TempDb(std::env::temp_dir().join(format!("ttfx-lab-{}-labruns.db", std::process::id())));
+    let lab = Lab::open_with(&["--collect", db.0.to_str().unwrap_or_default()]).await?;
+    lab.run_sim("default", 2, 1, 2).await?;
+    let stored = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::XPath(
+            "//span[@id='lab-stored' and starts-with(text(), '2 run(s)')]",
+        ))
+        .await?
+        .text()
+        .await?;
+    let report = lab.exported().await?;
+    lab.client
+        .find(Locator::Css("#tab-field"))
+        .await?
+        .click()
+        .await?;
+    let lab_option = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("#field-filter option[value='source=lab']"))
+        .await?
+        .text()
+        .await?;
+    lab.client.close().await?;
+
+    let field = |filter: &str| -> anyhow::Result<Value> {
+        let out = std::process::Command::new(paths::ttfx_bin()?)
+            .arg("field")
+            .arg(&db.0)
+            .args(["--json", "--metric", "ttft_visible_ms", "--where", filter])
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(serde_json::from_slice(&out.stdout)?)
+    };
+    let lab_runs = field("source=lab")?;
+    let field_runs = field("source=field")?;
+    assert_eq!(
+        stored,
+        "2 run(s) stored in this server's collector as source lab"
+    );
+    assert_eq!(lab_option, "source = lab (2)");
+    assert_eq!(lab_runs["runs"], 2, "{lab_runs}");
+    assert_eq!(field_runs["runs"], 0, "{field_runs}");
+    // The collector's p50 over the two runs is the page's own.
+    let page = report["statistics"]["ttft_visible_ms"]["p50"].as_f64();
+    let stored_p50 = lab_runs["metrics"][0]["groups"][0]["p50"].as_f64();
+    assert!(
+        page.zip(stored_p50)
+            .is_some_and(|(a, b)| (a - b).abs() < 1e-6),
+        "page {page:?}, collector {stored_p50:?}"
+    );
+    Ok(())
+}
+
+/// A vLLM result picked with the file input (no collector) is read in the page by the
+/// same reader as `ttfx import`: its tool, model, load and counts, and its TTFT
+/// percentiles beside the lab runs' own; a file that is not a benchmark is the reader's
+/// message.
+#[tokio::test]
+async fn a_benchmark_file_is_read_in_the_page_beside_its_runs() -> anyhow::Result<()> {
+    let lab = Lab::open().await?;
+    lab.run_sim("default", 2, 1, 2).await?;
+    let report = lab.exported().await?;
+    let dir = std::env::temp_dir().join(format!("ttfx-lab-{}-file", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let good = dir.join("results.json");
+    std::fs::write(&good, vllm_file("m", 2, [0.1, 0.2, 0.3], 900.0))?;
+    let bad = dir.join("notes.json");
+    std::fs::write(&bad, r#"{"hello": "world"}"#)?;
+    let input = lab.client.find(Locator::Css("#bench-file")).await?;
+    input.send_keys(good.to_str().unwrap_or_default()).await?;
+    lab.client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(".bench-table tbody tr"))
+        .await?;
+    let name = lab.text("#bench-file-name").await?;
+    let about = lab.text(".bench-about").await?;
+    let rows = lab.rows(".bench-table").await?;
+    let input = lab.client.find(Locator::Css("#bench-file")).await?;
+    input.send_keys(bad.to_str().unwrap_or_default()).await?;
+    let error = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("#bench-file-error"))
+        .await?
+        .text()
+        .await?;
+    lab.client.close().await?;
+    let _ = std::fs::remove_dir_all(&dir);
+
+    assert_eq!(name, "results.json: beside the lab's runs (ms)");
+    assert_eq!(
+        about,
+        "vllm · model m · concurrency 2 · 3 completed, 0 failed"
+    );
+    let row = |title: &str| {
+        rows.iter()
+            .find(|r| r.first().is_some_and(|t| t == title))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        row("benchmark TTFT"),
+        ["benchmark TTFT", "3", "200.0", "280.0", "298.0"]
+    );
+    assert_eq!(row("benchmark ITL")[1..], ["2", "15.0", "19.0", "19.9"]);
+    assert_eq!(row("benchmark E2E latency")[2..], ["–", "–", "900.0"]);
+    for (title, metric) in [
+        ("lab first token", "ttft_ms"),
+        ("lab first visible token", "ttft_visible_ms"),
+        ("lab end to end", "e2e_ms"),
+    ] {
+        let s = &report["statistics"][metric];
+        let want = ["count", "p50", "p90", "p99"].map(|k| match k {
+            "count" => s[k].to_string(),
+            _ => shown(&s[k]),
+        });
+        assert_eq!(row(title)[1..], want, "{title}");
+    }
+    assert!(
+        error.starts_with("notes.json: not a benchmark file ttfx knows"),
+        "{error}"
+    );
     Ok(())
 }

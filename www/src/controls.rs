@@ -16,7 +16,7 @@ use crate::reply::ReplySink;
 use crate::request::measure;
 use crate::target::Target;
 use crate::voice::audio_context;
-use crate::{Lab, lab, turn};
+use crate::{Lab, collect, lab, turn};
 use crate::{profiles, upstreams};
 
 const MAX_RUNS: usize = 500;
@@ -265,6 +265,7 @@ fn RunStatus(lab: Lab) -> impl IntoView {
         {move || lab.listening.get().then(|| view! {
             <span class="note" id="listening">"listening: speak, then stop"</span>
         })}
+        <span class="note" id="lab-stored">{move || lab.stored.get().text()}</span>
     }
 }
 
@@ -384,7 +385,12 @@ async fn worker(
         match document().get_element_by_id(&message.reply_id()) {
             Some(reply) => {
                 match measure(&probe, &plan.target, &prompt, &reply, &message, voice, turn).await {
-                    Ok(run) => lab.runs.update(|r| r.push(run)),
+                    Ok(run) => {
+                        // Stored in the background: the next request does not wait for it.
+                        let stored = run.clone();
+                        spawn_local(async move { collect::store(&stored, lab.stored).await });
+                        lab.runs.update(|r| r.push(run));
+                    }
                     Err(e) => message.error(&e),
                 }
             }

@@ -4,14 +4,17 @@
 //! the comparison, the export) is derived from it with `ttfx_core`, so a loaded report
 //! and a fresh batch are shown by the same code.
 //!
-//! It depends on ttfx-probe's Rust API and ttfx-core, never on a native crate: what the
-//! servers know (profiles, upstreams, records, field answers) it asks them over HTTP.
+//! It depends on ttfx-probe's Rust API, ttfx-core and ttfx-import (benchmark files read
+//! in the page), never on a native crate: what the servers know (profiles, upstreams,
+//! records, field answers) it asks them over HTTP.
 
 use leptos::prelude::*;
 use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Budget;
 
+mod bench_file;
 mod chat;
+pub mod collect;
 mod compare;
 mod controls;
 pub mod field;
@@ -46,6 +49,8 @@ pub struct Lab {
     pub listening: RwSignal<bool>,
     /// The batch over `runs` with `budgets`.
     pub batch: Memo<BatchReport>,
+    /// What became of the measured runs posted to the server's collector.
+    pub stored: RwSignal<collect::Stored>,
 }
 
 impl Lab {
@@ -61,6 +66,7 @@ impl Lab {
             in_flight: RwSignal::new(0),
             listening: RwSignal::new(false),
             batch,
+            stored: RwSignal::new(collect::Stored::default()),
         }
     }
 }
@@ -127,6 +133,8 @@ pub fn App() -> impl IntoView {
                 <section class="panel compare">
                     <h2>"Compare two targets"</h2>
                     <compare::ComparePanel/>
+                    <h3>"Beside a benchmark"</h3>
+                    <bench_file::BenchFile/>
                 </section>
             </div>
             <div id="field-view" role="tabpanel" hidden=move || tab.get() != Tab::Field>

@@ -226,7 +226,9 @@ fn metrics(conn: &Connection, bench: &mut StoredBench, with_values: bool) -> Res
             } else {
                 Origin::Summary
             },
-            count: r.get::<_, Option<i64>>(2)?.and_then(|c| u64::try_from(c).ok()),
+            count: r
+                .get::<_, Option<i64>>(2)?
+                .and_then(|c| u64::try_from(c).ok()),
             percentiles: Percentiles {
                 mean: r.get(3)?,
                 p50: r.get(4)?,

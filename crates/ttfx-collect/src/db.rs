@@ -203,19 +203,22 @@ pub const DIMENSIONS: [Dimension; 15] = [
     dim("source", DimKind::Text),
 ];
 
-/// What was posted: a field report as the probe beacons it, or a run taken from a run
-/// or batch report.
+/// What was posted: a field report as the probe beacons it, a run taken from a run or
+/// batch report, or a run the lab page served by this same `ttfx serve` measured
+/// (`POST /collect?source=lab`, same origin only: docs/field.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     Field,
     Run,
+    Lab,
 }
 
 impl Source {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Source::Field => "field",
             Source::Run => "run",
+            Source::Lab => "lab",
         }
     }
 }

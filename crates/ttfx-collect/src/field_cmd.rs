@@ -8,8 +8,8 @@ use comfy_table::{CellAlignment, Table, presets};
 
 use crate::FieldArgs;
 use crate::db::{self, DbError};
-use crate::{bench_store, gap};
 use crate::query::{self, Fail, Metric, Slice};
+use crate::{bench_store, gap};
 use ttfx_edge::clock::unix_ms;
 
 /// Why `ttfx field` printed nothing. The database's and the query's texts are printed
@@ -164,8 +164,12 @@ fn key_text(v: &serde_json::Value) -> String {
 fn gap_table(doc: &serde_json::Value, file: &str) -> String {
     let mut out = String::new();
     let b = &doc["benchmark"];
-    let _ = writeln!(out, "{}
-", doc["sentence"].as_str().unwrap_or_default());
+    let _ = writeln!(
+        out,
+        "{}
+",
+        doc["sentence"].as_str().unwrap_or_default()
+    );
     let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
     let _ = writeln!(
         out,
@@ -173,7 +177,9 @@ fn gap_table(doc: &serde_json::Value, file: &str) -> String {
         b["name"].as_str().unwrap_or_default(),
         b["id"],
         b["tool"].as_str().unwrap_or_default(),
-        text(&b["tool_version"]).map(|v| format!(" {v}")).unwrap_or_default(),
+        text(&b["tool_version"])
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default(),
         text(&b["model"]).unwrap_or_else(|| "not stated".into()),
         b["load_text"].as_str().unwrap_or_default(),
         b["completed"],
@@ -200,8 +206,16 @@ fn gap_table(doc: &serde_json::Value, file: &str) -> String {
     );
     let mut table = Table::new();
     table.load_style(presets::NOTHING);
-    let mut header = vec!["benchmark".to_owned(), "beside the users'".to_owned(), "runs".to_owned()];
-    header.extend(gap::PERCENTILES.iter().map(|p| format!("p{p}: bench → field ms")));
+    let mut header = vec![
+        "benchmark".to_owned(),
+        "beside the users'".to_owned(),
+        "runs".to_owned(),
+    ];
+    header.extend(
+        gap::PERCENTILES
+            .iter()
+            .map(|p| format!("p{p}: bench → field ms")),
+    );
     table.set_header(header);
     for row in doc["rows"].as_array().into_iter().flatten() {
         let origin = match row["origin"].as_str() {
@@ -209,7 +223,10 @@ fn gap_table(doc: &serde_json::Value, file: &str) -> String {
             _ => "",
         };
         let mut cells = vec![
-            format!("{}{origin}", row["bench_title"].as_str().unwrap_or_default()),
+            format!(
+                "{}{origin}",
+                row["bench_title"].as_str().unwrap_or_default()
+            ),
             row["field_metric"].as_str().unwrap_or_default().to_owned(),
             row["field_count"].to_string(),
         ];

@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::json;
 
+use super::db::Source;
 use super::limits::MAX_BODY_BYTES;
 use super::query::{self, Fail, Metric, Slice};
 use super::{Shared, StoreError, ingest};
@@ -161,8 +162,56 @@ fn too_large() -> Response {
     )
 }
 
+/// `POST /collect?source=lab`: the body's runs were measured by the lab page, not by a
+/// production page. Only this server's own origin (the lab page `ttfx serve --dist`
+/// serves) or a client without an Origin (curl) may say so: a production page that
+/// `--collect-origin` lets beacon is refused, so its runs can never be stored as lab
+/// runs and drop out of `source=field`. A lab page cannot claim `field` either: the
+/// parameter takes only `lab` (field and run follow from each document's kind).
+fn source_of(req: &Request) -> Result<Option<Source>, (StatusCode, String)> {
+    let Query(params) = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
+        .map_err(|e| (StatusCode::BAD_REQUEST, e.body_text()))?;
+    let mut source = None;
+    for (key, value) in params {
+        match (key.as_str(), value.as_str()) {
+            ("source", "lab") => source = Some(Source::Lab),
+            ("source", other) => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "source={other}: only `lab` may be given (field and run follow from \
+                         each document's kind)"
+                    ),
+                ));
+            }
+            (other, _) => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("unknown parameter `{other}` (POST /collect takes source=lab)"),
+                ));
+            }
+        }
+    }
+    if source.is_some() {
+        let headers = req.headers();
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let own_only = OriginRule {
+            allowed: &[],
+            action: "store runs as source=lab",
+            list: "no other origin: a page's beacons are field runs",
+        };
+        check_origin(headers, host, &own_only)
+            .map_err(|why| (StatusCode::FORBIDDEN, why.to_string()))?;
+    }
+    Ok(source)
+}
+
 async fn collect(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let received = unix_ms(SystemTime::now());
+    let source = match source_of(&req) {
+        Ok(source) => source,
+        Err((status, why)) => return error(status, &why),
+    };
     let ip = client_ip(&req);
     if let Err(wait) = shared.buckets.take(ip, Instant::now()) {
         let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
@@ -203,7 +252,7 @@ async fn collect(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         ingest::parse(text, received)
     })
     .await;
-    let rows = match parsed {
+    let mut rows = match parsed {
         Ok(Ok(rows)) => rows,
         Ok(Err(refusal)) => {
             return json_error(
@@ -217,6 +266,11 @@ async fn collect(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         }
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
+    if let Some(source) = source {
+        for row in &mut rows {
+            row.source = source;
+        }
+    }
     match shared.store(rows).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e @ StoreError::Closed) => error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),

@@ -114,7 +114,9 @@ pub fn describe(file: &Imported, stored: Option<&Stored>, into: bool) -> String 
         );
         let mut table = Table::new();
         table.load_style(presets::NOTHING);
-        table.set_header(["metric", "from", "n", "p50 ms", "p90 ms", "p95 ms", "p99 ms"]);
+        table.set_header([
+            "metric", "from", "n", "p50 ms", "p90 ms", "p95 ms", "p99 ms",
+        ]);
         for metric in Metric::ALL {
             let Some(f) = run.metric(metric) else {
                 table.add_row([metric.title(), "not in the file"]);
@@ -161,5 +163,8 @@ pub fn describe(file: &Imported, stored: Option<&Stored>, into: bool) -> String 
 }
 
 fn ids(ids: &[i64]) -> String {
-    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

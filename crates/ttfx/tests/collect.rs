@@ -116,8 +116,17 @@ impl Collector {
 }
 
 async fn post(server: &ServeProcess, body: String, headers: &[(&str, &str)]) -> (u16, Value) {
+    post_to(server, "collect", body, headers).await
+}
+
+async fn post_to(
+    server: &ServeProcess,
+    path_and_query: &str,
+    body: String,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
     let mut request = reqwest::Client::new()
-        .post(format!("{}collect", server.url))
+        .post(format!("{}{path_and_query}", server.url))
         .body(body);
     for (k, v) in headers {
         request = request.header(*k, *v);
@@ -216,6 +225,62 @@ async fn objects_arrays_ndjson_and_run_reports_are_stored_before_the_204() {
     let from_runs = c.field(&["--where", "source=run", "--metric", "ttft_ms"]);
     assert_eq!(from_runs["runs"], 3);
     assert_eq!(from_runs["metrics"][0]["groups"][0]["p50"], 190.25);
+}
+
+/// The lab page's runs (`POST /collect?source=lab` from this server's own origin) are
+/// stored as source `lab` and left out by `--where source=field`; a production page on
+/// an allowed origin cannot have its beacons stored so, and `source` takes only `lab`.
+#[tokio::test]
+async fn lab_runs_are_stored_as_source_lab_only_from_the_own_origin() {
+    let c = Collector::new();
+    let server = c.serve(&["--collect-origin", "https://app.example.com"]);
+    let own = server.url.trim_end_matches('/').to_owned();
+    let now = now_ms();
+    let lab = field("sim/fast", 300.0, 1.0, now).to_string();
+    let (status, reply) = post_to(&server, "collect?source=lab", lab, &[("origin", &own)]).await;
+    assert_eq!(status, 204, "{reply}");
+    let prod = field("prod-chat", 100.0, 1.0, now).to_string();
+    let app = [("origin", "https://app.example.com")];
+    assert_eq!(post(&server, prod.clone(), &app).await.0, 204);
+
+    // A production page may beacon, but not as the lab.
+    let (status, reply) = post_to(&server, "collect?source=lab", prod.clone(), &app).await;
+    assert_eq!(status, 403, "{reply}");
+    assert!(
+        message(&reply)
+            .starts_with("origin `https://app.example.com` may not store runs as source=lab"),
+        "{reply}"
+    );
+    for (query, want) in [
+        ("collect?source=field", "only `lab` may be given"),
+        ("collect?label=x", "unknown parameter `label`"),
+    ] {
+        let (status, reply) = post_to(&server, query, prod.clone(), &[("origin", &own)]).await;
+        assert_eq!(status, 400, "{query}: {reply}");
+        assert!(message(&reply).contains(want), "{query}: {reply}");
+    }
+    assert_eq!(c.runs(), 2);
+
+    let field_only = c.field(&["--where", "source=field", "--metric", "ttft_ms"]);
+    assert_eq!(field_only["runs"], 1);
+    assert_eq!(field_only["metrics"][0]["groups"][0]["p50"], 100.0);
+    let lab_only = c.field(&["--where", "source=lab", "--metric", "ttft_ms"]);
+    assert_eq!(lab_only["runs"], 1);
+    assert_eq!(lab_only["metrics"][0]["groups"][0]["p50"], 300.0);
+    let (_, dims) = get(&server, "field/dimensions").await;
+    let sources: Vec<&Value> = dims["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "source")
+        .unwrap()["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| &v["value"])
+        .collect();
+    assert_eq!(sources.len(), 2);
+    assert!(sources.contains(&&json!("lab")) && sources.contains(&&json!("field")));
 }
 
 #[tokio::test]

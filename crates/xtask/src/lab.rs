@@ -1,4 +1,6 @@
-//! `cargo xtask lab`: build the lab page and serve it with the simulated endpoints.
+//! `cargo xtask lab`: build the lab page and serve it with the simulated endpoints and a
+//! collector, so the Field view, the benchmark gap and the lab's own runs (stored as
+//! source `lab`) are there on a first run.
 
 use std::process::Command;
 
@@ -12,6 +14,9 @@ pub struct LabArgs {
     /// Port on 127.0.0.1 to serve on.
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
+    /// The collector's SQLite file (created if missing; default target/lab/field.db).
+    #[arg(long, value_name = "FILE.db")]
+    pub collect: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: &LabArgs) -> anyhow::Result<()> {
@@ -19,11 +24,23 @@ pub fn run(args: &LabArgs) -> anyhow::Result<()> {
     build_lab_page(true)?;
     let ttfx = build_ttfx()?;
     let addr = format!("127.0.0.1:{}", args.port);
-    eprintln!("xtask lab: serving the lab page; stop with Ctrl-C");
-    // exec-like: the server's own one-line errors (port taken) reach the user unchanged.
+    let db = args.collect.clone().unwrap_or_else(paths::lab_db);
+    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    eprintln!(
+        "xtask lab: serving the lab page with a collector on {} (the lab's runs are stored \
+         there as source lab; `ttfx import FILE --into {}` adds a benchmark); stop with Ctrl-C",
+        db.display(),
+        db.display()
+    );
+    // exec-like: the server's own one-line errors (port taken, a refused file) reach the
+    // user unchanged.
     let status = Command::new(&ttfx)
         .args(["serve", "--addr", &addr, "--dist"])
         .arg(paths::lab_dist())
+        .arg("--collect")
+        .arg(&db)
         .status()
         .with_context(|| format!("cannot start {}", ttfx.display()))?;
     if !status.success() {

@@ -27,6 +27,11 @@ pub fn lab_dist() -> PathBuf {
     root().join("target").join("lab-dist")
 }
 
+/// The collector file `cargo xtask lab` serves by default (beside the built page).
+pub fn lab_db() -> PathBuf {
+    root().join("target").join("lab").join("field.db")
+}
+
 /// Where `cargo install` puts binaries.
 pub fn cargo_bin() -> PathBuf {
     std::env::var_os("CARGO_HOME")

@@ -1,10 +1,13 @@
 //! Percentiles over time: `/field/series` as an SVG of p50, p75 and p95 lines per group
 //! (the largest few groups when sliced), time along the x axis (UTC), the metric's
-//! value up the y axis. The same figures are in a table under the chart.
+//! value up the y axis. The same figures are in a table under the chart. A benchmark's
+//! p50/p90/p99 (`gap.rs`'s marks) are horizontal lines across it, labelled, the y axis
+//! reaching up to the highest.
 
 use leptos::prelude::*;
 
 use super::api::{Point, Series, group_name};
+use super::gap::Mark;
 use crate::fmt::{Scale, num};
 
 pub const WIDTH: f64 = 760.0;
@@ -40,8 +43,10 @@ pub struct Geometry {
     pub lines: Vec<Line>,
     /// `(x, label)` along the bottom.
     pub x_ticks: Vec<(f64, String)>,
-    /// `(y, label)` up the left.
-    pub y_ticks: Vec<(f64, String)>,
+    /// `(y, label, value)` up the left.
+    pub y_ticks: Vec<(f64, String, f64)>,
+    /// The benchmark's marks, each at its y.
+    pub marks: Vec<(f64, Mark)>,
     /// Groups not drawn (the collector's own `groups_left_off` included).
     pub groups_not_drawn: u64,
 }
@@ -64,8 +69,9 @@ pub fn unit(metric: &str) -> &'static str {
 }
 
 /// Lays the series out: each point at its bucket's middle, x from the period's start
-/// (or the first bucket) to the last bucket's end, y from 0 to the largest p95 drawn.
-pub fn geometry(series: &Series) -> Geometry {
+/// (or the first bucket) to the last bucket's end, y from 0 to the largest p95 drawn or
+/// benchmark mark.
+pub fn geometry(series: &Series, marks: &[Mark]) -> Geometry {
     let drawn = &series.groups[..series.groups.len().min(MAX_LINE_GROUPS)];
     let groups_not_drawn = (series.groups.len() - drawn.len()) as u64 + series.groups_left_off;
     let points = || drawn.iter().flat_map(|g| g.points.iter());
@@ -77,6 +83,7 @@ pub fn geometry(series: &Series) -> Geometry {
             lines: Vec::new(),
             x_ticks: Vec::new(),
             y_ticks: Vec::new(),
+            marks: Vec::new(),
             groups_not_drawn,
         };
     };
@@ -93,6 +100,7 @@ pub fn geometry(series: &Series) -> Geometry {
     };
     let top = points()
         .flat_map(|p| PERCENTILES.iter().map(|(_, f)| f(p)))
+        .chain(marks.iter().map(|m| m.value_ms))
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
     let y = Scale {
@@ -128,7 +136,11 @@ pub fn geometry(series: &Series) -> Geometry {
     let y_ticks = y
         .ticks(4)
         .into_iter()
-        .map(|v| (y.at(v), format!("{v} {unit}").trim_end().to_owned()))
+        .map(|v| (y.at(v), format!("{v} {unit}").trim_end().to_owned(), v))
+        .collect();
+    let marks = marks
+        .iter()
+        .map(|m| (y.at(m.value_ms), m.clone()))
         .collect();
     let span = x.d1 - x.d0;
     let x_ticks = (0..=4)
@@ -141,6 +153,7 @@ pub fn geometry(series: &Series) -> Geometry {
         lines,
         x_ticks,
         y_ticks,
+        marks,
         groups_not_drawn,
     }
 }
@@ -173,8 +186,8 @@ fn civil(days: i64) -> (i64, u32, u32) {
 
 /// The chart, or a sentence when there is nothing to draw.
 #[component]
-pub fn SeriesChart(series: Series) -> impl IntoView {
-    let g = geometry(&series);
+pub fn SeriesChart(series: Series, #[prop(optional)] marks: Vec<Mark>) -> impl IntoView {
+    let g = geometry(&series, &marks);
     if g.is_empty() {
         return view! {
             <p class="empty" id="field-series-empty">
@@ -195,9 +208,9 @@ pub fn SeriesChart(series: Series) -> impl IntoView {
     let y_ticks = g
         .y_ticks
         .iter()
-        .map(|(y, label)| {
+        .map(|(y, label, value)| {
             view! {
-                <line class="grid" x1=LEFT x2=RIGHT y1=*y y2=*y/>
+                <line class="grid" x1=LEFT x2=RIGHT y1=*y y2=*y data-value=*value/>
                 <text class="tick" x=LEFT - 6.0 y=y + 4.0 text-anchor="end">{label.clone()}</text>
             }
         })
@@ -238,6 +251,8 @@ pub fn SeriesChart(series: Series) -> impl IntoView {
         .collect_view();
     let more = (g.groups_not_drawn > 0)
         .then(|| format!(" · {} more group(s) not drawn", g.groups_not_drawn));
+    let bench_key = (!g.marks.is_empty()).then_some(" · long dashes: the benchmark");
+    let bench = bench_lines(&g.marks);
     view! {
         <svg id="field-series" class="chart" role="img" aria-labelledby="field-series-title field-series-desc"
             width=WIDTH height=HEIGHT viewBox=format!("0 0 {WIDTH} {HEIGHT}")>
@@ -247,11 +262,26 @@ pub fn SeriesChart(series: Series) -> impl IntoView {
             {x_ticks}
             <text class="tick" x=RIGHT y=HEIGHT - 2.0 text-anchor="end">"time (UTC)"</text>
             {lines}
+            {bench}
         </svg>
-        <p class="legend">"solid p50 · dashed p75 · dotted p95; colour per group: " {legend} {more}</p>
+        <p class="legend">"solid p50 · dashed p75 · dotted p95; colour per group: " {legend} {more} {bench_key}</p>
         <SeriesTable series/>
     }
     .into_any()
+}
+
+/// The benchmark's marks: a line across the plot at each, labelled at its right end.
+fn bench_lines(marks: &[(f64, Mark)]) -> impl IntoView + use<> {
+    marks
+        .iter()
+        .map(|(y, m)| {
+            view! {
+                <line class="bench-mark" x1=LEFT x2=RIGHT y1=*y y2=*y
+                    data-percentile=format!("p{}", m.p) data-value-ms=m.value_ms/>
+                <text class="bench-label" x=RIGHT - 4.0 y=y - 3.0 text-anchor="end">{m.label.clone()}</text>
+            }
+        })
+        .collect_view()
 }
 
 /// The chart's figures as a table, folded away.
@@ -344,7 +374,7 @@ mod tests {
                 point(2.0 * hour, 50.0),
             ],
         }]);
-        let g = geometry(&s);
+        let g = geometry(&s, &[]);
         assert_eq!(g.lines.len(), 3, "one line per percentile");
         assert_eq!(
             g.lines.iter().map(|l| l.percentile).collect::<Vec<_>>(),
@@ -373,9 +403,31 @@ mod tests {
         assert!((p95[1].1 - TOP).abs() < 1e-9, "{p95:?}");
         assert!(p50[2].1 > p50[0].1, "a smaller value is lower down");
         assert_eq!(g.y_ticks.first().map(|t| t.1.as_str()), Some("0 ms"));
-        assert!(g.y_ticks.iter().all(|(y, _)| (TOP..=BOTTOM).contains(y)));
+        assert!(g.y_ticks.iter().all(|(y, _, _)| (TOP..=BOTTOM).contains(y)));
         assert_eq!(g.x_ticks.first().map(|t| t.1.as_str()), Some("00:00"));
         assert_eq!(g.x_ticks.last().map(|t| t.1.as_str()), Some("03:00"));
+    }
+
+    #[wasm_bindgen_test]
+    fn benchmark_marks_lie_on_the_y_axis_and_raise_it() {
+        let s = series(vec![SeriesGroup {
+            key: "a".into(),
+            count: 1,
+            points: vec![point(0.0, 100.0)],
+        }]);
+        let mark = |p, v: f64| Mark {
+            p,
+            value_ms: v,
+            label: format!("bench p{p} {v} ms"),
+        };
+        let g = geometry(&s, &[mark(50, 150.0), mark(99, 800.0)]);
+        // The highest mark is the top of the plot; a mark sits where the axis puts its value.
+        assert_eq!(g.marks.len(), 2);
+        assert!((g.marks[1].0 - TOP).abs() < 1e-9, "{:?}", g.marks);
+        let (y0, _, v0) = g.y_ticks[0].clone();
+        let (y1, _, v1) = g.y_ticks[1].clone();
+        let expected = y0 + (150.0 - v0) / (v1 - v0) * (y1 - y0);
+        assert!((g.marks[0].0 - expected).abs() < 1e-9, "{:?}", g.marks);
     }
 
     #[wasm_bindgen_test]
@@ -389,7 +441,7 @@ mod tests {
             .collect();
         let mut s = series(groups);
         s.groups_left_off = 2;
-        let g = geometry(&s);
+        let g = geometry(&s, &[]);
         assert_eq!(g.lines.len(), 3 * MAX_LINE_GROUPS);
         assert_eq!(g.groups_not_drawn, 4);
         assert_eq!(g.lines[3].group_name, "g1");
@@ -397,7 +449,7 @@ mod tests {
 
     #[wasm_bindgen_test]
     fn empty_data_draws_nothing_and_says_so() {
-        let g = geometry(&series(Vec::new()));
+        let g = geometry(&series(Vec::new()), &[]);
         assert!(g.is_empty() && g.x_ticks.is_empty() && g.y_ticks.is_empty());
 
         let s: Series = parse(

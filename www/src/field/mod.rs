@@ -4,19 +4,26 @@
 //! keep; the panels show the weighted percentiles per group, their course over time, the
 //! distribution and the slowest runs, each of which opens in the lab's waterfall.
 //!
+//! A benchmark imported into the collector stands beside them: the gap's sentence and
+//! table at the top, its p50/p90/p99 as marked lines on the chart and the histogram.
+//!
 //! `api.rs` reads the answers, `chart.rs` draws the series, `histogram.rs` the
-//! distribution, `summary.rs` the table and `slowest.rs` the runs and their drill-down.
+//! distribution, `summary.rs` the table and `slowest.rs` the runs and their drill-down;
+//! `gap.rs` reads the benchmark answers and `bench.rs` shows them.
 //! Every string from the server is a text node or an attribute value, never markup.
 
 use leptos::prelude::*;
 
 pub mod api;
+pub mod bench;
 pub mod chart;
+pub mod gap;
 pub mod histogram;
 pub mod slowest;
 pub mod summary;
 
 use api::{Dimensions, FetchError, Histogram, PERIODS, Query, Series, Slowest, Summary, encode};
+use gap::{Benchmarks, Mark};
 
 /// An endpoint's answer: its body, or why there is none.
 type Answer = LocalResource<Result<String, FetchError>>;
@@ -79,6 +86,28 @@ pub fn FieldView() -> impl IntoView {
     });
     let ready =
         Memo::new(move |_| !metric.get().is_empty() && dims.with(|d| matches!(d, Some(Ok(_)))));
+    // The benchmark beside the field: the user's pick (an id), else the latest.
+    let bench_chosen = RwSignal::new(String::new());
+    let benches_answer = load(Memo::new(|_| "/field/benchmarks".to_owned()), refresh);
+    let benches = Memo::new(move |_| read::<Benchmarks>(&benches_answer, "benchmarks"));
+    let gap_url = Memo::new(move |_| {
+        let q = query.get();
+        gap::url(
+            &bench::bench_param(&bench_chosen.get()),
+            None,
+            &q.since,
+            q.filter.as_ref(),
+        )
+    });
+    let marks_url = Memo::new(move |_| {
+        let q = query.get();
+        if q.metric.is_empty() || !benches.with(bench::any) {
+            return String::new();
+        }
+        let which = bench::bench_param(&bench_chosen.get());
+        gap::url(&which, Some(&q.metric), &q.since, q.filter.as_ref())
+    });
+    let marks = bench::marks(marks_url, refresh);
     let head = move || match dims.get() {
         None => view! { <p class="note" id="field-status">"asking the collector"</p> }.into_any(),
         Some(Err(e)) => {
@@ -105,6 +134,7 @@ pub fn FieldView() -> impl IntoView {
                 )
             };
             view! {
+                <bench::BenchHead list=benches chosen=bench_chosen gap_url refresh/>
                 <Controls dims=d chosen metric since by filter refresh/>
                 <p class="legend" id="field-status">{status}</p>
             }
@@ -114,7 +144,7 @@ pub fn FieldView() -> impl IntoView {
     view! {
         {head}
         <Show when=move || ready.get()>
-            <Panels query refresh/>
+            <Panels query refresh marks/>
         </Show>
     }
 }
@@ -264,7 +294,7 @@ fn shown<T, V: IntoView + 'static>(
 /// The four answers for the current query, each fetched again when its own URL changes
 /// (slicing does not reload the slowest runs, so an opened run stays open).
 #[component]
-fn Panels(query: Memo<Query>, refresh: RwSignal<u32>) -> impl IntoView {
+fn Panels(query: Memo<Query>, refresh: RwSignal<u32>, marks: Memo<Vec<Mark>>) -> impl IntoView {
     let url = move |f: fn(&Query) -> String| Memo::new(move |_| f(&query.get()));
     let summary_url = url(|q| q.url("/field/summary", true, &[]));
     let series_url = url(|q| q.url("/field/series", true, &[("bucket", q.bucket())]));
@@ -278,9 +308,9 @@ fn Panels(query: Memo<Query>, refresh: RwSignal<u32>) -> impl IntoView {
         <h3>"Percentiles (weighted)"</h3>
         {move || shown(read::<Summary>(&summary, "summary"), |s| view! { <summary::SummaryTable summary=s/> })}
         <h3>"Over time"</h3>
-        {move || shown(read::<Series>(&series, "series"), |s| view! { <chart::SeriesChart series=s/> })}
+        {move || shown(read::<Series>(&series, "series"), |s| view! { <chart::SeriesChart series=s marks=marks.get()/> })}
         <h3>"Distribution"</h3>
-        {move || shown(read::<Histogram>(&histogram, "histogram"), |h| view! { <histogram::HistogramChart histogram=h/> })}
+        {move || shown(read::<Histogram>(&histogram, "histogram"), |h| view! { <histogram::HistogramChart histogram=h marks=marks.get()/> })}
         <h3>"Slowest runs"</h3>
         <p class="legend">"click a run to open its field report in the waterfall"</p>
         {move || shown(read::<Slowest>(&slowest, "slowest runs"), |s| view! { <slowest::SlowestTable slowest=s/> })}
