@@ -292,4 +292,3 @@ mod tests {
         assert!(lines[3].starts_with("(none)  ttft_ms"), "{text}");
     }
 }
-

@@ -2,6 +2,8 @@
 //! importing stores a file once, and the gap table is the one worked by hand in
 //! docs/import.md ("A worked gap").
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use rusqlite::Connection;
 use serde_json::Value;
 use ttfx_collect::db::{self, Row, Source};
@@ -26,8 +28,10 @@ fn field_run(i: usize) -> Row {
     t.milestones.set(Milestone::FirstToken, first_token);
     t.milestones.set(Milestone::FirstVisibleToken, byte + 20.0);
     t.milestones.set(Milestone::FirstPaint, byte + 36.0);
-    t.milestones.set(Milestone::LastToken, first_token + 10.0 * g);
-    t.milestones.set(Milestone::Done, first_token + 10.0 * g + 1.0);
+    t.milestones
+        .set(Milestone::LastToken, first_token + 10.0 * g);
+    t.milestones
+        .set(Milestone::Done, first_token + 10.0 * g + 1.0);
     t.chunks = (0..11)
         .map(|j| Chunk {
             at_ms: first_token + j as f64 * g,
@@ -106,38 +110,71 @@ fn the_gap_table_is_the_one_worked_by_hand() {
          token (+280 ms, 3.0x)"
     );
     assert_eq!(doc["runs"], 5);
-    check(&doc, "ttft_ms", "first_byte_ms", [
-        (140.0, 400.0, 260.0, 400.0 / 140.0),
-        (172.0, 480.0, 308.0, 480.0 / 172.0),
-        (179.2, 498.0, 318.8, 498.0 / 179.2),
-    ]);
-    check(&doc, "ttft_ms", "ttft_visible_ms", [
-        (140.0, 420.0, 280.0, 3.0),
-        (172.0, 500.0, 328.0, 500.0 / 172.0),
-        (179.2, 518.0, 338.8, 518.0 / 179.2),
-    ]);
-    check(&doc, "ttft_ms", "first_paint_ms", [
-        (140.0, 436.0, 296.0, 436.0 / 140.0),
-        (172.0, 516.0, 344.0, 3.0),
-        (179.2, 534.0, 354.8, 534.0 / 179.2),
-    ]);
-    check(&doc, "itl_ms", "chunk_gap_ms", [
-        (24.0, 30.0, 6.0, 1.25),
-        (27.2, 38.0, 10.8, 38.0 / 27.2),
-        (27.92, 39.8, 11.88, 39.8 / 27.92),
-    ]);
-    check(&doc, "tpot_ms", "tpot_ms", [
-        (21.0, 30.0, 9.0, 30.0 / 21.0),
-        (25.0, 38.0, 13.0, 1.52),
-        (27.0, 39.8, 12.8, 39.8 / 27.0),
-    ]);
-    check(&doc, "e2e_ms", "e2e_ms", [
-        (400.0, 710.0, 310.0, 1.775),
-        (600.0, 870.0, 270.0, 1.45),
-        (700.0, 906.0, 206.0, 906.0 / 700.0),
-    ]);
+    check(
+        &doc,
+        "ttft_ms",
+        "first_byte_ms",
+        [
+            (140.0, 400.0, 260.0, 400.0 / 140.0),
+            (172.0, 480.0, 308.0, 480.0 / 172.0),
+            (179.2, 498.0, 318.8, 498.0 / 179.2),
+        ],
+    );
+    check(
+        &doc,
+        "ttft_ms",
+        "ttft_visible_ms",
+        [
+            (140.0, 420.0, 280.0, 3.0),
+            (172.0, 500.0, 328.0, 500.0 / 172.0),
+            (179.2, 518.0, 338.8, 518.0 / 179.2),
+        ],
+    );
+    check(
+        &doc,
+        "ttft_ms",
+        "first_paint_ms",
+        [
+            (140.0, 436.0, 296.0, 436.0 / 140.0),
+            (172.0, 516.0, 344.0, 3.0),
+            (179.2, 534.0, 354.8, 534.0 / 179.2),
+        ],
+    );
+    check(
+        &doc,
+        "itl_ms",
+        "chunk_gap_ms",
+        [
+            (24.0, 30.0, 6.0, 1.25),
+            (27.2, 38.0, 10.8, 38.0 / 27.2),
+            (27.92, 39.8, 11.88, 39.8 / 27.92),
+        ],
+    );
+    check(
+        &doc,
+        "tpot_ms",
+        "tpot_ms",
+        [
+            (21.0, 30.0, 9.0, 30.0 / 21.0),
+            (25.0, 38.0, 13.0, 1.52),
+            (27.0, 39.8, 12.8, 39.8 / 27.0),
+        ],
+    );
+    check(
+        &doc,
+        "e2e_ms",
+        "e2e_ms",
+        [
+            (400.0, 710.0, 310.0, 1.775),
+            (600.0, 870.0, 270.0, 1.45),
+            (700.0, 906.0, 206.0, 906.0 / 700.0),
+        ],
+    );
     assert_eq!(row(&doc, "tpot_ms", "tpot_ms")["origin"], "summary");
-    assert_eq!(row(&doc, "ttft_ms", "ttft_visible_ms")["origin"], "per_request");
+    assert_eq!(
+        row(&doc, "ttft_ms", "ttft_visible_ms")["origin"],
+        "per_request"
+    );
 }
 
 #[test]
@@ -158,7 +195,13 @@ fn importing_the_same_file_twice_stores_it_once() {
 #[test]
 fn a_file_of_several_runs_names_each_and_latest_is_its_last() {
     let (_dir, mut conn) = open();
-    let two = format!("{}\n{}", BENCH.replace('\n', " "), BENCH.replace('\n', " ").replace("\"max_concurrency\": 4", "\"max_concurrency\": 8"));
+    let two = format!(
+        "{}\n{}",
+        BENCH.replace('\n', " "),
+        BENCH
+            .replace('\n', " ")
+            .replace("\"max_concurrency\": 4", "\"max_concurrency\": 8")
+    );
     let file = ttfx_import::read_bytes("sweep.json", two.as_bytes(), None).expect("read");
     assert_eq!(file.runs.len(), 2);
     bench_store::store(&mut conn, &file, None, 1.0).expect("stored");

@@ -18,10 +18,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.get(1).map(String::as_str) == Some("read") {
         return read(Path::new(&args[2]));
     }
-    let dir = PathBuf::from(args.get(1).cloned().unwrap_or_else(|| "target/bench-import".into()));
+    let dir = PathBuf::from(
+        args.get(1)
+            .cloned()
+            .unwrap_or_else(|| "target/bench-import".into()),
+    );
     std::fs::create_dir_all(&dir)?;
     let files = [
-        ("guidellm 0.4 layout", dir.join("guidellm.json"), guidellm as fn(&mut dyn Write) -> std::io::Result<()>),
+        (
+            "guidellm 0.4 layout",
+            dir.join("guidellm.json"),
+            guidellm as fn(&mut dyn Write) -> std::io::Result<()>,
+        ),
         ("vllm --save-detailed", dir.join("vllm.json"), vllm),
     ];
     println!(
@@ -45,7 +53,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
             }
             let text = String::from_utf8(out.stdout)?;
-            let f: Vec<f64> = text.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+            let f: Vec<f64> = text
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
             reads.push((f[0], f[1], f[2]));
         }
         reads.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -141,20 +152,35 @@ fn vllm(out: &mut dyn Write) -> std::io::Result<()> {
     }
     out.write_all(b"], \"ttfts\": [")?;
     for i in 0..n {
-        write!(out, "{}{}", if i > 0 { ", " } else { "" }, 0.04 + 0.2 * rng.next())?;
+        write!(
+            out,
+            "{}{}",
+            if i > 0 { ", " } else { "" },
+            0.04 + 0.2 * rng.next()
+        )?;
     }
     out.write_all(b"], \"itls\": [")?;
     for i in 0..n {
         out.write_all(if i > 0 { b", [" } else { b"[" })?;
         let gaps = 50 + (rng.next() * 200.0) as usize;
         for g in 0..gaps {
-            write!(out, "{}{}", if g > 0 { ", " } else { "" }, 0.015 + 0.01 * rng.next())?;
+            write!(
+                out,
+                "{}{}",
+                if g > 0 { ", " } else { "" },
+                0.015 + 0.01 * rng.next()
+            )?;
         }
         out.write_all(b"]")?;
     }
     out.write_all(b"], \"generated_texts\": [")?;
     for i in 0..n {
-        write!(out, "{}\"{}\"", if i > 0 { ", " } else { "" }, "Caf\\u00e9 ".repeat(30))?;
+        write!(
+            out,
+            "{}\"{}\"",
+            if i > 0 { ", " } else { "" },
+            "Caf\\u00e9 ".repeat(30)
+        )?;
     }
     out.write_all(b"], \"errors\": [")?;
     for i in 0..n {

@@ -211,8 +211,10 @@ mod tests {
 
     #[test]
     fn bare_tokens_become_strings_of_the_same_length_wherever_reads_cut_them() {
-        let text = r#"{"a": NaN, "b": [Infinity, -Infinity, -1.5], "s": "NaN -Infinity \" I", "n": null}"#;
-        let want = r#"{"a": "N", "b": ["Inf"   , "-Inf"   , -1.5], "s": "NaN -Infinity \" I", "n": null}"#;
+        let text =
+            r#"{"a": NaN, "b": [Infinity, -Infinity, -1.5], "s": "NaN -Infinity \" I", "n": null}"#;
+        let want =
+            r#"{"a": "N", "b": ["Inf"   , "-Inf"   , -1.5], "s": "NaN -Infinity \" I", "n": null}"#;
         for step in 1..=text.len() {
             assert_eq!(rewrite(text, step).unwrap(), want, "reads of {step} bytes");
         }
@@ -222,7 +224,10 @@ mod tests {
     fn a_bare_word_that_is_not_a_float_is_an_error_naming_its_byte() {
         let e = rewrite(r#"{"a": Nope}"#, 4).unwrap_err();
         assert!(e.to_string().contains("byte 7"), "{e}");
-        assert!(rewrite(r#"{"a": Inf"#, 3).is_err(), "a token cut by the end of input");
+        assert!(
+            rewrite(r#"{"a": Inf"#, 3).is_err(),
+            "a token cut by the end of input"
+        );
         // A lone `-` at the end is handed to the JSON parser as it is.
         assert_eq!(rewrite("[-", 1).unwrap(), "[-");
     }

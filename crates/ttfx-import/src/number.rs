@@ -138,11 +138,7 @@ pub fn lenient_lists<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D
     #[derive(serde::Deserialize)]
     struct Inner(#[serde(deserialize_with = "lenient_list")] Vec<f64>);
     let lists: Option<Vec<Inner>> = serde::Deserialize::deserialize(d)?;
-    Ok(lists
-        .unwrap_or_default()
-        .into_iter()
-        .map(|i| i.0)
-        .collect())
+    Ok(lists.unwrap_or_default().into_iter().map(|i| i.0).collect())
 }
 
 #[cfg(test)]
@@ -156,7 +152,10 @@ mod tests {
     }
 
     fn read(json: &str) -> Option<f64> {
-        serde_json::from_str::<One>(json).map(|o| o.v).ok().flatten()
+        serde_json::from_str::<One>(json)
+            .map(|o| o.v)
+            .ok()
+            .flatten()
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! written: Python's bare `NaN` / `Infinity`, `"inf"`, integers for floats, failed rows
 //! with zero latencies, non-ASCII text, damage, unknown content, arbitrary bytes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use proptest::prelude::*;
@@ -26,8 +28,12 @@ fn python_non_finite_tokens_and_inf_strings_are_read_as_floats() {
     assert_eq!(run.load, Load::Concurrency(8.0));
     let itl = run.metric(Metric::Itl).unwrap();
     assert_eq!(itl.count, Some(2), "a NaN gap has no rank");
-    let rate = read_bytes("r.json", &vllm(r#""request_rate": "inf", "completed": 1"#), None)
-        .unwrap();
+    let rate = read_bytes(
+        "r.json",
+        &vllm(r#""request_rate": "inf", "completed": 1"#),
+        None,
+    )
+    .unwrap();
     assert_eq!(rate.runs[0].load, Load::RequestRate(f64::INFINITY));
 }
 
@@ -43,7 +49,11 @@ fn failed_rows_with_zero_latency_are_counted_not_ranked() {
     let ttft = run.metric(Metric::Ttft).unwrap();
     assert_eq!(ttft.origin, Origin::PerRequest);
     assert_eq!(ttft.count, Some(3));
-    assert_eq!(ttft.percentile(0.0), Some(100.0), "the failed row's 0 is not the minimum");
+    assert_eq!(
+        ttft.percentile(0.0),
+        Some(100.0),
+        "the failed row's 0 is not the minimum"
+    );
 }
 
 #[test]
@@ -53,7 +63,10 @@ fn integers_where_floats_belong_and_non_ascii_text_are_read() {
            "generated_texts": ["日本茶は おいしい", "Gäste \u00e9"], "ttfts": [1, 2]"#,
     );
     let run = &read_bytes("r.json", &bytes, None).unwrap().runs[0];
-    assert_eq!(run.metric(Metric::Ttft).unwrap().percentile(50.0), Some(1500.0));
+    assert_eq!(
+        run.metric(Metric::Ttft).unwrap().percentile(50.0),
+        Some(1500.0)
+    );
 }
 
 #[test]
@@ -61,11 +74,16 @@ fn json_lines_are_read_whatever_the_file_is_named() {
     // `--append-result` adds one result per line to the same .json file.
     let mut bytes = vllm(r#""max_concurrency": 1, "completed": 5, "median_ttft_ms": 100"#);
     bytes.push(b'\n');
-    bytes.extend(vllm(r#""max_concurrency": 4, "completed": 5, "median_ttft_ms": 180"#));
+    bytes.extend(vllm(
+        r#""max_concurrency": 4, "completed": 5, "median_ttft_ms": 180"#,
+    ));
     let file = read_bytes("results.json", &bytes, None).unwrap();
     assert_eq!(file.runs.len(), 2);
     assert_eq!(file.runs[1].load, Load::Concurrency(4.0));
-    assert_eq!(file.runs[1].metric(Metric::Ttft).unwrap().percentile(50.0), Some(180.0));
+    assert_eq!(
+        file.runs[1].metric(Metric::Ttft).unwrap().percentile(50.0),
+        Some(180.0)
+    );
 }
 
 #[test]
@@ -92,14 +110,20 @@ fn a_damaged_file_is_an_error_naming_the_tool_and_the_place() {
     assert!(text.contains("line 1"), "{text}");
     let bad = vllm(r#""completed": 2, "ttfts": [0.1, Nope]"#);
     let e = read_bytes("bad.json", &bad, None).unwrap_err();
-    assert!(e.to_string().contains("not NaN, Infinity or -Infinity"), "{e}");
+    assert!(
+        e.to_string().contains("not NaN, Infinity or -Infinity"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_forced_format_that_does_not_fit_is_an_error_not_a_guess() {
     let bytes = vllm(r#""completed": 2, "median_ttft_ms": 100"#);
     let e = read_bytes("r.json", &bytes, Some(Tool::Guidellm)).unwrap_err();
-    assert!(e.to_string().starts_with("r.json: read as guidellm, but"), "{e}");
+    assert!(
+        e.to_string().starts_with("r.json: read as guidellm, but"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -119,13 +143,23 @@ fn a_multi_megabyte_file_with_tokens_on_every_block_boundary_reads_whole() {
     let n = 400_000;
     let mut itls = String::with_capacity(n * 8);
     for i in 0..n {
-        itls.push_str(if i % 7 == 0 { "NaN, " } else if i % 11 == 0 { "-Infinity, " } else { "0.0125, " });
+        itls.push_str(if i % 7 == 0 {
+            "NaN, "
+        } else if i % 11 == 0 {
+            "-Infinity, "
+        } else {
+            "0.0125, "
+        });
     }
     itls.push_str("0.0125");
-    let bytes = vllm(&format!(r#""completed": 1, "ttfts": [0.5], "itls": [[{itls}]]"#));
+    let bytes = vllm(&format!(
+        r#""completed": 1, "ttfts": [0.5], "itls": [[{itls}]]"#
+    ));
     assert!(bytes.len() > 3_000_000);
     let run = &read_bytes("big.json", &bytes, None).unwrap().runs[0];
-    let ranked = (0..=n).filter(|i| i % 7 != 0 && (i % 11 != 0 || *i == n)).count();
+    let ranked = (0..=n)
+        .filter(|i| i % 7 != 0 && (i % 11 != 0 || *i == n))
+        .count();
     let itl = run.metric(Metric::Itl).unwrap();
     // -Infinity has no rank either: only finite values are ranked.
     assert_eq!(itl.count, Some(ranked as u64));
@@ -151,7 +185,16 @@ fn check(bytes: &[u8]) {
     }
 }
 
-const FIXTURES: [&str; 6] = [
+const FIXTURES: [&str; 15] = [
+    "vllm/benchmark_serving_v0.6.json",
+    "vllm/serve_detailed.json",
+    "vllm/append_result.json",
+    "vllm/sweep_run.json",
+    "vllm/sweep_summary.json",
+    "sglang/bench_serving.jsonl",
+    "llmperf/meta-llama-Llama-2-7b-chat-hf_550_150_summary.json",
+    "llmperf/meta-llama-Llama-2-7b-chat-hf_550_150_individual_responses.json",
+    "llmperf/mistralai-Mistral-7B-Instruct-v0-2_200_100_summary.json",
     "aiperf/profile_export_aiperf.json",
     "aiperf/profile_export.jsonl",
     "genai_perf/profile_export_genai_perf.json",
@@ -161,7 +204,7 @@ const FIXTURES: [&str; 6] = [
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(96))]
 
     /// Arbitrary bytes, read as every tool's: an error or runs, never a panic.
     #[test]

@@ -5,6 +5,8 @@
 //! are numpy's (`numpy.percentile`, linear) over the file's values, worked when the
 //! fixtures were made; they agree with the tools' own summaries where those exist.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{close, expect, read};
@@ -25,9 +27,21 @@ fn aiperf_summary_gives_its_own_percentiles_model_load_and_counts() {
     close(ttft.percentile(50.0), 60.738765, "ttft p50");
     close(ttft.percentile(99.0), 66.45702438, "ttft p99");
     // AIPerf's inter_token_latency is the TPOT; its inter_chunk_latency the ITL.
-    close(run.metric(Metric::Tpot).unwrap().percentile(99.0), 25.404120419999998, "tpot p99");
-    close(run.metric(Metric::E2e).unwrap().percentile(50.0), 201.558795, "e2e p50");
-    close(run.metric(Metric::Itl).unwrap().percentiles.mean, 20.48286053191489, "itl mean");
+    close(
+        run.metric(Metric::Tpot).unwrap().percentile(99.0),
+        25.404120419999998,
+        "tpot p99",
+    );
+    close(
+        run.metric(Metric::E2e).unwrap().percentile(50.0),
+        201.558795,
+        "e2e p50",
+    );
+    close(
+        run.metric(Metric::Itl).unwrap().percentiles.mean,
+        20.48286053191489,
+        "itl mean",
+    );
 }
 
 /// aiperf 0.6.0, `post_processors/record_export_results_processor.py`: one record per
@@ -39,10 +53,30 @@ fn aiperf_records_give_per_request_percentiles_and_count_the_failed_one() {
     assert_eq!(file.runs.len(), 1);
     let run = &file.runs[0];
     assert_eq!((run.completed, run.failed), (7, 1));
-    expect(run, Metric::Ttft, Origin::PerRequest, [60.738765, 65.378819, 65.977822, 66.457024]);
-    expect(run, Metric::Tpot, Origin::PerRequest, [22.959581, 24.731865, 25.105340, 25.404120]);
-    expect(run, Metric::E2e, Origin::PerRequest, [201.558795, 206.327297, 207.638272, 208.687053]);
-    expect(run, Metric::Itl, Origin::PerRequest, [20.173176, 23.587803, 23.741870, 23.949846]);
+    expect(
+        run,
+        Metric::Ttft,
+        Origin::PerRequest,
+        [60.738765, 65.378819, 65.977822, 66.457024],
+    );
+    expect(
+        run,
+        Metric::Tpot,
+        Origin::PerRequest,
+        [22.959581, 24.731865, 25.105340, 25.404120],
+    );
+    expect(
+        run,
+        Metric::E2e,
+        Origin::PerRequest,
+        [201.558795, 206.327297, 207.638272, 208.687053],
+    );
+    expect(
+        run,
+        Metric::Itl,
+        Origin::PerRequest,
+        [20.173176, 23.587803, 23.741870, 23.949846],
+    );
     assert_eq!(run.metric(Metric::Itl).unwrap().count, Some(47));
 }
 
@@ -56,10 +90,25 @@ fn genai_perf_summary_is_told_from_aiperf_and_reads_its_nested_config() {
     assert_eq!(run.model.as_deref(), Some("mock-llama-3.1-8b"));
     assert_eq!(run.load, Load::Concurrency(2.0));
     assert_eq!((run.completed, run.failed), (8, 0));
-    close(run.metric(Metric::Ttft).unwrap().percentile(50.0), 58.905874999999995, "ttft p50");
-    close(run.metric(Metric::E2e).unwrap().percentile(50.0), 194.433518, "e2e p50");
-    close(run.metric(Metric::Tpot).unwrap().percentile(99.0), 26.492521019999998, "tpot p99");
-    assert!(run.metric(Metric::Itl).is_none(), "GenAI-Perf writes no per-gap ITL");
+    close(
+        run.metric(Metric::Ttft).unwrap().percentile(50.0),
+        58.905874999999995,
+        "ttft p50",
+    );
+    close(
+        run.metric(Metric::E2e).unwrap().percentile(50.0),
+        194.433518,
+        "e2e p50",
+    );
+    close(
+        run.metric(Metric::Tpot).unwrap().percentile(99.0),
+        26.492521019999998,
+        "tpot p99",
+    );
+    assert!(
+        run.metric(Metric::Itl).is_none(),
+        "GenAI-Perf writes no per-gap ITL"
+    );
 }
 
 /// perf_analyzer's raw export: ns timestamps; every request's first response is the
@@ -74,8 +123,28 @@ fn genai_perf_raw_export_drops_empty_responses_before_taking_ttft() {
     assert_eq!(run.load, Load::Concurrency(2.0));
     assert_eq!(run.model.as_deref(), Some("mock-llama-3.1-8b"));
     assert_eq!(run.completed, 8);
-    expect(run, Metric::Ttft, Origin::PerRequest, [58.905875, 64.987521, 65.554685, 66.008416]);
-    expect(run, Metric::E2e, Origin::PerRequest, [194.433518, 204.070674, 206.205021, 207.912499]);
-    expect(run, Metric::Tpot, Origin::PerRequest, [20.277649, 21.794128, 21.829689, 21.858137]);
-    expect(run, Metric::Itl, Origin::PerRequest, [20.243282, 23.679075, 23.828978, 24.013483]);
+    expect(
+        run,
+        Metric::Ttft,
+        Origin::PerRequest,
+        [58.905875, 64.987521, 65.554685, 66.008416],
+    );
+    expect(
+        run,
+        Metric::E2e,
+        Origin::PerRequest,
+        [194.433518, 204.070674, 206.205021, 207.912499],
+    );
+    expect(
+        run,
+        Metric::Tpot,
+        Origin::PerRequest,
+        [20.277649, 21.794128, 21.829689, 21.858137],
+    );
+    expect(
+        run,
+        Metric::Itl,
+        Origin::PerRequest,
+        [20.243282, 23.679075, 23.828978, 24.013483],
+    );
 }

@@ -1,6 +1,8 @@
 //! `ttfx import` and `ttfx field --bench` as processes, on the reader's fixtures and a
 //! real SQLite file: what is printed, what is stored, and what is refused.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -64,7 +66,10 @@ fn import_prints_each_file_and_stores_it_once() {
         gap.starts_with("the benchmark says p50 TTFT 61 ms; no field run has"),
         "{gap}"
     );
-    assert!(gap.contains("benchmark profile_export_aiperf.json (id 3): aiperf 0.6.0"), "{gap}");
+    assert!(
+        gap.contains("benchmark profile_export_aiperf.json (id 3): aiperf 0.6.0"),
+        "{gap}"
+    );
 }
 
 #[test]
@@ -83,7 +88,10 @@ fn one_unknown_file_exits_2_and_nothing_is_stored() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("notes.json: not a benchmark file ttfx knows: tried vllm"), "{err}");
+    assert!(
+        err.contains("notes.json: not a benchmark file ttfx knows: tried vllm"),
+        "{err}"
+    );
     assert!(!db.exists(), "the database is not even created");
     let forced = ttfx(&["import", good.to_str().unwrap(), "--format", "guidellm"]);
     assert_eq!(forced.status.code(), Some(2));
@@ -95,12 +103,19 @@ fn one_unknown_file_exits_2_and_nothing_is_stored() {
 
 #[test]
 fn import_json_has_every_run_and_its_percentiles() {
-    let out = ttfx(&["import", fixture("guidellm/benchmarks_v0.4.json").to_str().unwrap(), "--json"]);
+    let out = ttfx(&[
+        "import",
+        fixture("guidellm/benchmarks_v0.4.json").to_str().unwrap(),
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let run = &doc[0]["file"]["runs"][0];
     assert_eq!(doc[0]["file"]["tool"], "guidellm");
-    assert_eq!(run["load"], serde_json::json!({"kind": "request_rate", "value": 4.0}));
+    assert_eq!(
+        run["load"],
+        serde_json::json!({"kind": "request_rate", "value": 4.0})
+    );
     assert_eq!(run["ttft"]["origin"], "per_request");
     let p50 = run["ttft"]["percentiles"]["p50"].as_f64().unwrap();
     assert!((p50 - 58.422327).abs() < 5e-7, "{p50}");

@@ -189,10 +189,19 @@ fn summary(doc: Doc) -> BenchRun {
             doc.error_request_count,
         ),
     };
-    run.completed = count.as_ref().and_then(StatObject::count_value).unwrap_or(0);
-    run.failed = errors.as_ref().and_then(StatObject::count_value).unwrap_or(0);
+    run.completed = count
+        .as_ref()
+        .and_then(StatObject::count_value)
+        .unwrap_or(0);
+    run.failed = errors
+        .as_ref()
+        .and_then(StatObject::count_value)
+        .unwrap_or(0);
     run.set(Metric::Ttft, ttft.and_then(|s| s.figures()));
-    run.set(Metric::Itl, doc.inter_chunk_latency.and_then(|s| s.figures()));
+    run.set(
+        Metric::Itl,
+        doc.inter_chunk_latency.and_then(|s| s.figures()),
+    );
     run.set(Metric::Tpot, tpot.and_then(|s| s.figures()));
     run.set(Metric::E2e, e2e.and_then(|s| s.figures()));
     run
@@ -211,7 +220,10 @@ struct Records {
 impl Records {
     fn add(&mut self, doc: Doc) {
         self.seen += 1;
-        let phase = doc.metadata.as_ref().and_then(|m| m.benchmark_phase.as_deref());
+        let phase = doc
+            .metadata
+            .as_ref()
+            .and_then(|m| m.benchmark_phase.as_deref());
         if phase.is_some_and(|p| p != "profiling") {
             self.warmup += 1;
             return;

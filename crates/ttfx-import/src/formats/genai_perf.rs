@@ -26,10 +26,15 @@ pub fn recognise(shape: &Shape, whole: bool) -> bool {
     if shape.list {
         return false;
     }
-    let raw = shape.has("experiments") && (shape.has("service_kind") || shape.has("version") || whole);
+    let raw =
+        shape.has("experiments") && (shape.has("service_kind") || shape.has("version") || whole);
     let summary = whole
         && shape.has("input_config")
-        && shape.has_any(&["time_to_first_token", "request_latency", "inter_token_latency"]);
+        && shape.has_any(&[
+            "time_to_first_token",
+            "request_latency",
+            "inter_token_latency",
+        ]);
     raw || summary
 }
 
@@ -165,8 +170,14 @@ fn summary(doc: Doc) -> BenchRun {
         .unwrap_or(0);
     run.notes
         .push("GenAI-Perf records no failed requests (perf_analyzer stops on an error)".into());
-    run.set(Metric::Ttft, doc.time_to_first_token.and_then(|s| s.figures()));
-    run.set(Metric::Tpot, doc.inter_token_latency.and_then(|s| s.figures()));
+    run.set(
+        Metric::Ttft,
+        doc.time_to_first_token.and_then(|s| s.figures()),
+    );
+    run.set(
+        Metric::Tpot,
+        doc.inter_token_latency.and_then(|s| s.figures()),
+    );
     run.set(Metric::E2e, doc.request_latency.and_then(|s| s.figures()));
     run
 }
@@ -268,7 +279,9 @@ impl Output {
         }
         match &self.text_output {
             Some(serde_json::Value::String(s)) => !s.is_empty(),
-            Some(serde_json::Value::Array(a)) => a.iter().any(|v| v.as_str().is_some_and(|s| !s.is_empty())),
+            Some(serde_json::Value::Array(a)) => {
+                a.iter().any(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+            }
             _ => false,
         }
     }
@@ -298,7 +311,9 @@ fn json_has_text(text: &str) -> bool {
     let non_empty = |v: &serde_json::Value| v.as_str().is_some_and(|s| !s.is_empty());
     v["choices"].as_array().is_some_and(|choices| {
         choices.iter().any(|c| {
-            non_empty(&c["delta"]["content"]) || non_empty(&c["text"]) || non_empty(&c["message"]["content"])
+            non_empty(&c["delta"]["content"])
+                || non_empty(&c["text"])
+                || non_empty(&c["message"]["content"])
         })
     })
 }

@@ -218,8 +218,14 @@ fn run(b: Benchmark, version: Option<String>, model: Option<String>) -> BenchRun
         run.failed = t.errored.unwrap_or(0) + t.incomplete.unwrap_or(0);
     }
     if let Some(m) = &b.metrics {
-        run.set(Metric::Ttft, summary(m.time_to_first_token_ms.as_ref(), 1.0));
-        run.set(Metric::Tpot, summary(m.inter_token_latency_ms.as_ref(), 1.0));
+        run.set(
+            Metric::Ttft,
+            summary(m.time_to_first_token_ms.as_ref(), 1.0),
+        );
+        run.set(
+            Metric::Tpot,
+            summary(m.inter_token_latency_ms.as_ref(), 1.0),
+        );
         run.set(Metric::E2e, summary(m.request_latency.as_ref(), 1000.0));
     }
     let requests = b.requests.and_then(|r| r.successful).unwrap_or_default();
@@ -233,9 +239,18 @@ fn run(b: Benchmark, version: Option<String>, model: Option<String>) -> BenchRun
                 .map(|v| v * scale)
                 .collect::<Vec<f64>>()
         };
-        run.prefer(Metric::Ttft, Figures::from_values(values(|r| r.time_to_first_token_ms, 1.0)));
-        run.prefer(Metric::Tpot, Figures::from_values(values(|r| r.inter_token_latency_ms, 1.0)));
-        run.prefer(Metric::E2e, Figures::from_values(values(|r| r.request_latency, 1000.0)));
+        run.prefer(
+            Metric::Ttft,
+            Figures::from_values(values(|r| r.time_to_first_token_ms, 1.0)),
+        );
+        run.prefer(
+            Metric::Tpot,
+            Figures::from_values(values(|r| r.inter_token_latency_ms, 1.0)),
+        );
+        run.prefer(
+            Metric::E2e,
+            Figures::from_values(values(|r| r.request_latency, 1000.0)),
+        );
     } else if !requests.is_empty() {
         run.notes.push(format!(
             "the file keeps a sample of {} of its {} successful requests: its own summaries are used",

@@ -30,7 +30,8 @@ pub fn recognise(shape: &Shape) -> bool {
 /// A summary (a flat object), or the list of individual responses.
 enum Doc {
     Individual(Vec<Response>),
-    Summary(ServingDoc),
+    // Boxed: the flat document is far larger than a Vec.
+    Summary(Box<ServingDoc>),
 }
 
 impl<'de> Deserialize<'de> for Doc {
@@ -49,7 +50,9 @@ impl<'de> Visitor<'de> for DocVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Doc, A::Error> {
-        FlatVisitor.visit_map(map).map(Doc::Summary)
+        FlatVisitor
+            .visit_map(map)
+            .map(|d| Doc::Summary(Box::new(d)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Doc, A::Error> {
@@ -96,7 +99,9 @@ pub fn read<R: Read>(input: R) -> Result<Vec<BenchRun>, String> {
 fn summary(doc: &ServingDoc) -> BenchRun {
     let mut run = BenchRun::new(Tool::Llmperf);
     run.model = doc.text(&["model"]).map(str::to_owned);
-    run.tool_version = doc.text(&["version"]).map(|v| format!("results format {v}"));
+    run.tool_version = doc
+        .text(&["version"])
+        .map(|v| format!("results format {v}"));
     run.load = doc
         .number(&["num_concurrent_requests"])
         .filter(|c| c.is_finite() && *c > 0.0)
@@ -132,8 +137,7 @@ fn summary(doc: &ServingDoc) -> BenchRun {
 fn individual(rows: &[Response]) -> BenchRun {
     let mut run = BenchRun::new(Tool::Llmperf);
     run.notes.push(
-        "individual responses carry neither model nor load (see the *_summary.json beside)"
-            .into(),
+        "individual responses carry neither model nor load (see the *_summary.json beside)".into(),
     );
     let mut values: [Vec<f64>; 3] = Default::default();
     for r in rows {
@@ -142,9 +146,10 @@ fn individual(rows: &[Response]) -> BenchRun {
             continue;
         }
         run.completed += 1;
-        for (slot, v) in values
-            .iter_mut()
-            .zip([r.ttft_s, r.inter_token_latency_s, r.end_to_end_latency_s])
+        for (slot, v) in
+            values
+                .iter_mut()
+                .zip([r.ttft_s, r.inter_token_latency_s, r.end_to_end_latency_s])
         {
             slot.extend(v.filter(|v| *v > 0.0).map(|v| v * 1000.0));
         }

@@ -15,8 +15,8 @@ mod genai_perf;
 mod guidellm;
 mod llmperf;
 mod serving;
-mod stat_object;
 mod sglang;
+mod stat_object;
 mod ttfx;
 mod vllm;
 

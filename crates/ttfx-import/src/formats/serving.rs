@@ -26,8 +26,10 @@ pub struct ServingDoc {
     pub nulls: Vec<String>,
     /// Per request, seconds; 0 for a failed request.
     pub ttfts: Option<Vec<f64>>,
-    /// Every request's gaps, pooled, seconds.
+    /// Every request's gaps, one after another, seconds.
     pub itls: Option<Vec<f64>>,
+    /// How many of `itls` each request has.
+    pub itl_lens: Option<Vec<u32>>,
     /// Per request: did it fail (a non-empty error)?
     pub failed: Option<Vec<bool>>,
     /// Per request end-to-end latency, seconds (newer versions' `e2els`, when saved).
@@ -37,9 +39,11 @@ pub struct ServingDoc {
     pub server_info: Option<ServerInfo>,
 }
 
-/// SGLang's `server_info`: only the model is read.
+/// SGLang's `server_info` (the server's own `/server_info`): its model and version.
 #[derive(Debug, Default, Deserialize)]
 pub struct ServerInfo {
+    #[serde(default)]
+    pub version: Option<String>,
     #[serde(default)]
     pub served_model_name: Option<String>,
     #[serde(default)]
@@ -51,12 +55,8 @@ const KEPT_TEXT: usize = 1024;
 
 impl ServingDoc {
     pub fn number(&self, keys: &[&str]) -> Option<f64> {
-        keys.iter().find_map(|k| {
-            self.numbers
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| *v)
-        })
+        keys.iter()
+            .find_map(|k| self.numbers.iter().find(|(n, _)| n == k).map(|(_, v)| *v))
     }
 
     pub fn text(&self, keys: &[&str]) -> Option<&str> {
@@ -71,8 +71,12 @@ impl ServingDoc {
     /// The file's own summary of one metric, whose key stem is one of `stems`
     /// (`ttft`, `e2el`, …).
     pub fn summary(&self, stems: &[&str]) -> Option<Figures> {
+        // SGLang 0.2 wrote its keys without `_ms` (the values still in ms).
         let stat = |stat: &str| {
-            let keys: Vec<String> = stems.iter().map(|s| format!("{stat}_{s}_ms")).collect();
+            let keys: Vec<String> = stems
+                .iter()
+                .flat_map(|s| [format!("{stat}_{s}_ms"), format!("{stat}_{s}")])
+                .collect();
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             self.number(&keys)
         };
@@ -105,7 +109,10 @@ impl ServingDoc {
 
     /// Completed and failed requests: the file's counts, else counted from its lists.
     pub fn counts(&self) -> (u64, u64) {
-        let flagged = self.failed.as_ref().map(|f| f.iter().filter(|x| **x).count() as u64);
+        let flagged = self
+            .failed
+            .as_ref()
+            .map(|f| f.iter().filter(|x| **x).count() as u64);
         let completed = self
             .number(&["completed"])
             .filter(|v| v.is_finite() && *v >= 0.0)
@@ -126,30 +133,93 @@ impl ServingDoc {
         (completed, failed)
     }
 
-    /// TTFT and ITL from the per-request lists (seconds → ms), failed requests left
-    /// out: a failed request's TTFT is written as 0, and a real one never is.
+    /// Did request `i` fail? Its error text is not empty, or (when the file keeps no
+    /// errors: vLLM 0.30+ without `--save-detailed`) its output length is 0. Never
+    /// "its TTFT is 0": a request that fails mid-stream has a TTFT and gaps.
+    fn failed_at(&self, i: usize) -> bool {
+        let error = self.failed.as_ref().and_then(|f| f.get(i).copied());
+        let empty = self
+            .output_lens
+            .as_ref()
+            .and_then(|l| l.get(i))
+            .map(|n| *n == 0.0);
+        error.unwrap_or(false) || empty.unwrap_or(false)
+    }
+
+    /// TTFT, ITL, TPOT and E2E from the per-request lists (seconds → ms), failed
+    /// requests left out (a 0 that remains is a request that failed unmarked: no real
+    /// latency is 0). TPOT per request is (latency − TTFT) / (output tokens − 1), as
+    /// the tools compute it, when the latencies are kept.
     pub fn per_request(&mut self, run: &mut BenchRun) {
-        if let Some(ttfts) = &self.ttfts {
-            let failed = |i: usize| {
-                self.failed
-                    .as_ref()
-                    .is_some_and(|f| f.get(i).copied().unwrap_or(false))
-            };
-            let ok: Vec<f64> = ttfts
-                .iter()
-                .enumerate()
-                .filter(|(i, t)| !failed(*i) && **t > 0.0)
-                .map(|(_, t)| t * 1000.0)
-                .collect();
-            run.prefer(Metric::Ttft, Figures::from_values(ok));
-        }
-        if let Some(itls) = self.itls.take() {
+        let ttfts = self.ttfts.take().unwrap_or_default();
+        let ok = |doc: &Self, i: usize, v: f64| !doc.failed_at(i) && v > 0.0;
+        let ttft: Vec<f64> = (0..ttfts.len())
+            .filter(|&i| ok(self, i, ttfts[i]))
+            .map(|i| ttfts[i] * 1000.0)
+            .collect();
+        run.prefer(Metric::Ttft, Figures::from_values(ttft));
+        if let Some(mut itls) = self.itls.take() {
+            // Without request boundaries (a flat list) the gaps cannot be told apart.
+            if let Some(lens) = self.itl_lens.take().filter(|l| !l.is_empty()) {
+                let mut kept = 0;
+                let mut at = 0;
+                for (i, n) in lens.iter().map(|n| *n as usize).enumerate() {
+                    if !self.failed_at(i) {
+                        itls.copy_within(at..at + n, kept);
+                        kept += n;
+                    }
+                    at += n;
+                }
+                itls.truncate(kept);
+            }
             run.prefer(Metric::Itl, Figures::from_values(super::ms(itls)));
         }
-        if let Some(e2els) = &self.e2els {
-            let ok: Vec<f64> = e2els.iter().filter(|t| **t > 0.0).map(|t| t * 1000.0).collect();
-            run.prefer(Metric::E2e, Figures::from_values(ok));
+        let Some(latencies) = self.e2els.take() else {
+            return;
+        };
+        let e2e: Vec<f64> = (0..latencies.len())
+            .filter(|&i| ok(self, i, latencies[i]))
+            .map(|i| latencies[i] * 1000.0)
+            .collect();
+        run.prefer(Metric::E2e, Figures::from_values(e2e));
+        if let Some(lens) = &self.output_lens {
+            let tpot: Vec<f64> = (0..latencies.len().min(ttfts.len()).min(lens.len()))
+                .filter(|&i| ok(self, i, latencies[i]) && ttfts[i] > 0.0 && lens[i] > 1.0)
+                .map(|i| (latencies[i] - ttfts[i]) * 1000.0 / (lens[i] - 1.0))
+                .collect();
+            run.prefer(Metric::Tpot, Figures::from_values(tpot));
         }
+    }
+}
+
+/// A document: one result, or a list of them (`vllm bench sweep`'s `summary.json`).
+pub struct Results(pub Vec<ServingDoc>);
+
+impl<'de> Deserialize<'de> for Results {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ResultsVisitor)
+    }
+}
+
+struct ResultsVisitor;
+
+impl<'de> Visitor<'de> for ResultsVisitor {
+    type Value = Results;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a result object or a list of them")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Results, A::Error> {
+        FlatVisitor.visit_map(map).map(|d| Results(vec![d]))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Results, A::Error> {
+        let mut docs = Vec::new();
+        while let Some(d) = seq.next_element::<ServingDoc>()? {
+            docs.push(d);
+        }
+        Ok(Results(docs))
     }
 }
 
@@ -174,7 +244,11 @@ impl<'de> Visitor<'de> for FlatVisitor {
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "ttfts" => doc.ttfts = Some(map.next_value::<Flat>()?.0),
-                "itls" => doc.itls = Some(map.next_value::<Flat>()?.0),
+                "itls" => {
+                    let flat = map.next_value::<Flat>()?;
+                    doc.itls = Some(flat.0);
+                    doc.itl_lens = Some(flat.1);
+                }
                 // Per-request end-to-end seconds: `e2els`, or `latencies` in the
                 // result files `vllm bench sweep` writes.
                 "e2els" | "latencies" => doc.e2els = Some(map.next_value::<Flat>()?.0),
@@ -194,17 +268,18 @@ impl<'de> Visitor<'de> for FlatVisitor {
 }
 
 /// A list of numbers, or of lists of numbers, flattened (nulls and `NaN` kept as NaN).
-struct Flat(Vec<f64>);
+/// The values, and for a list of lists each inner list's length.
+struct Flat(Vec<f64>, Vec<u32>);
 
 impl<'de> Deserialize<'de> for Flat {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut out = Vec::new();
+        let mut out = Flat(Vec::new(), Vec::new());
         d.deserialize_any(FlattenVisitor(&mut out))?;
-        Ok(Flat(out))
+        Ok(out)
     }
 }
 
-struct FlattenVisitor<'a>(&'a mut Vec<f64>);
+struct FlattenVisitor<'a>(&'a mut Flat);
 
 impl<'de> Visitor<'de> for FlattenVisitor<'_> {
     type Value = ();
@@ -224,7 +299,7 @@ impl<'de> Visitor<'de> for FlattenVisitor<'_> {
 }
 
 /// One element: a number is pushed, a list is flattened into the same vector.
-struct FlatSeed<'a>(&'a mut Vec<f64>);
+struct FlatSeed<'a>(&'a mut Flat);
 
 impl<'de> de::DeserializeSeed<'de> for FlatSeed<'_> {
     type Value = ();
@@ -234,7 +309,7 @@ impl<'de> de::DeserializeSeed<'de> for FlatSeed<'_> {
     }
 }
 
-struct ElementVisitor<'a>(&'a mut Vec<f64>);
+struct ElementVisitor<'a>(&'a mut Flat);
 
 impl<'de> Visitor<'de> for ElementVisitor<'_> {
     type Value = ();
@@ -244,14 +319,18 @@ impl<'de> Visitor<'de> for ElementVisitor<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let before = self.0.0.len();
         while let Some(v) = seq.next_element::<Number>()? {
-            number::push_value(self.0, v.0);
+            number::push_value(&mut self.0.0, v.0);
         }
+        let n = u32::try_from(self.0.0.len() - before)
+            .map_err(|_| de::Error::custom("a list of over 4 billion values"))?;
+        self.0.1.push(n);
         Ok(())
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        number::push_value(self.0, v);
+        number::push_value(&mut self.0.0, v);
         Ok(())
     }
 

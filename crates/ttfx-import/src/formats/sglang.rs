@@ -4,16 +4,22 @@
 
 use std::io::Read;
 
-use super::serving::ServingDoc;
+use super::serving::{Results, ServingDoc};
 use crate::sniff::Shape;
 use crate::{BenchRun, Metric, Tool};
 
 /// Keys only SGLang writes.
-const OWN_KEYS: [&str; 4] = [
+const OWN_KEYS: [&str; 10] = [
     "sharegpt_output_len",
     "random_range_ratio",
+    "server_info",
+    "accept_length",
+    "total_output_tokens_retokenized",
+    "total_output_retokenized",
     "mean_e2e_latency_ms",
     "median_e2e_latency_ms",
+    "mean_e2e_latency",
+    "median_e2e_latency",
 ];
 
 pub fn recognise(shape: &Shape) -> bool {
@@ -21,9 +27,11 @@ pub fn recognise(shape: &Shape) -> bool {
 }
 
 pub fn read<R: Read>(input: R) -> Result<Vec<BenchRun>, String> {
-    super::documents::<ServingDoc, R>(input)
-        .map(|doc| doc.map(run))
-        .collect()
+    let mut runs = Vec::new();
+    for doc in super::documents::<Results, R>(input) {
+        runs.extend(doc?.0.into_iter().map(run));
+    }
+    Ok(runs)
 }
 
 fn run(mut doc: ServingDoc) -> BenchRun {
@@ -36,9 +44,15 @@ fn run(mut doc: ServingDoc) -> BenchRun {
         doc.text(&["model_id", "model", "tokenizer_id", "tokenizer"])
             .map(str::to_owned)
     });
-    run.tool_version = doc.text(&["sglang_version", "version"]).map(str::to_owned);
+    run.tool_version = doc.server_info.as_ref().and_then(|i| i.version.clone());
     run.load = doc.load();
     (run.completed, run.failed) = doc.counts();
+    if doc.failed.is_none() {
+        run.notes.push(
+            "SGLang states no failed count without --output-details: failed requests unknown"
+                .into(),
+        );
+    }
     for (metric, stems) in [
         (Metric::Ttft, &["ttft"][..]),
         (Metric::Itl, &["itl"][..]),

@@ -15,7 +15,9 @@ use crate::{BenchRun, Figures, Load, Metric, Tool};
 const MAX_REPORT_BYTES: u64 = 512 * 1024 * 1024;
 
 pub fn recognise(shape: &Shape) -> bool {
-    let generator = shape.text("generator").is_some_and(|g| g.starts_with("ttfx"));
+    let generator = shape
+        .text("generator")
+        .is_some_and(|g| g.starts_with("ttfx"));
     let kind = matches!(shape.text("kind"), Some("run" | "batch"));
     generator && kind && shape.has("schema_version")
 }

@@ -6,7 +6,7 @@
 
 use std::io::Read;
 
-use super::serving::ServingDoc;
+use super::serving::{Results, ServingDoc};
 use crate::sniff::Shape;
 use crate::{BenchRun, Metric, Tool};
 
@@ -16,22 +16,24 @@ const OWN_KEYS: [&str; 2] = ["model_id", "tokenizer_id"];
 /// SGLang's own, the file is vLLM's.
 const SHARED_KEYS: [&str; 4] = ["median_ttft_ms", "mean_ttft_ms", "median_itl_ms", "ttfts"];
 
+/// A result object, or a list of them (a sweep's `summary.json`: its first element's
+/// keys stand for the list's).
 pub fn recognise(shape: &Shape, whole: bool) -> bool {
-    !shape.list
-        && (shape.has_any(&OWN_KEYS)
-            || (whole && shape.has_any(&SHARED_KEYS) && shape.has("completed")))
+    shape.has_any(&OWN_KEYS) || (whole && shape.has_any(&SHARED_KEYS) && shape.has("completed"))
 }
 
 pub fn read<R: Read>(input: R) -> Result<Vec<BenchRun>, String> {
-    super::documents::<ServingDoc, R>(input)
-        .map(|doc| doc.map(run))
-        .collect()
+    let mut runs = Vec::new();
+    for doc in super::documents::<Results, R>(input) {
+        runs.extend(doc?.0.into_iter().map(run));
+    }
+    Ok(runs)
 }
 
 fn run(mut doc: ServingDoc) -> BenchRun {
     let mut run = BenchRun::new(Tool::Vllm);
     run.model = doc.text(&["model_id", "tokenizer_id"]).map(str::to_owned);
-    run.tool_version = doc.text(&["vllm_version", "version"]).map(str::to_owned);
+    // vLLM writes no version of its own.
     run.load = doc.load();
     (run.completed, run.failed) = doc.counts();
     for (metric, stems) in [
