@@ -765,3 +765,73 @@ fn bad_field_arguments_are_one_line_naming_the_choices() {
         );
     }
 }
+
+/// `ttfx import --into` stores a benchmark file; `ttfx serve --collect` serves it at
+/// `/field/benchmarks` and sets it beside the posted field runs at `/field/gap`, with
+/// the filters every `/field/…` query takes; a wrong `bench` or parameter is a 400.
+#[tokio::test]
+async fn imported_benchmarks_are_served_beside_the_field() {
+    let c = Collector::new();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ttfx-import/tests/fixtures/aiperf/profile_export_aiperf.json");
+    let out = std::process::Command::new(ttfx())
+        .args([
+            "import",
+            fixture.to_str().unwrap(),
+            "--into",
+            c.db.to_str().unwrap(),
+        ])
+        .args(["--label", "aiperf-c2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let server = c.serve(&[]);
+    let now = now_ms();
+    let runs = json!([
+        field("a", 300.0, 1.0, now),
+        field("a", 400.0, 1.0, now),
+        field("b", 500.0, 1.0, now)
+    ]);
+    assert_eq!(post(&server, runs.to_string(), &[]).await.0, 204);
+
+    let (status, list) = get(&server, "field/benchmarks").await;
+    assert_eq!(status, 200);
+    let bench = &list["benchmarks"][0];
+    assert_eq!(bench["name"], "aiperf-c2");
+    assert_eq!(bench["tool"], "aiperf");
+    assert_eq!(bench["metrics"]["ttft_ms"]["percentiles"]["p50"], 60.738765);
+
+    let (status, gap) = get(&server, "field/gap?bench=aiperf-c2&metric=ttft_visible_ms").await;
+    assert_eq!(status, 200, "{gap}");
+    let rows = gap["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["percentiles"][0]["field"], 400.0);
+    assert_eq!(
+        gap["sentence"],
+        "the benchmark says p50 TTFT 61 ms; your users wait 400 ms for the first visible \
+         token (+339 ms, 6.6x)"
+    );
+    let (_, only_a) = get(&server, "field/gap?bench=latest&label=a").await;
+    assert_eq!(only_a["runs"], 2);
+
+    let (status, e) = get(&server, "field/gap?bench=nope").await;
+    assert_eq!(status, 400);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no benchmark named `nope`")
+    );
+    let (status, e) = get(&server, "field/gap?colour=red").await;
+    assert_eq!(status, 400);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown parameter `colour`")
+    );
+}
