@@ -1308,9 +1308,36 @@ async fn a_benchmark_file_is_read_in_the_page_beside_its_runs() -> anyhow::Resul
         .await?
         .text()
         .await?;
+    // Dropped rather than picked: a drop event carrying the file, as a browser fires it
+    // (the zone cancels dragover, or the browser would open the file instead).
+    lab.client
+        .execute(
+            "const dt = new DataTransfer();
+             dt.items.add(new File([arguments[0]], 'dropped.json', {type: 'application/json'}));
+             const zone = document.getElementById('bench-drop');
+             for (const type of ['dragover', 'drop']) {
+               zone.dispatchEvent(new DragEvent(type, {dataTransfer: dt, bubbles: true, cancelable: true}));
+             }",
+            vec![serde_json::json!(vllm_file("dropped-model", 8, [0.4, 0.5, 0.6], 1200.0))],
+        )
+        .await?;
+    let mut dropped = String::new();
+    for _ in 0..100 {
+        dropped = lab.text(".bench-about").await.unwrap_or_default();
+        if dropped.contains("dropped-model") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let dropped_name = lab.text("#bench-file-name").await?;
     lab.client.close().await?;
     let _ = std::fs::remove_dir_all(&dir);
 
+    assert_eq!(
+        dropped,
+        "vllm · model dropped-model · concurrency 8 · 3 completed, 0 failed"
+    );
+    assert_eq!(dropped_name, "dropped.json: beside the lab's runs (ms)");
     assert_eq!(name, "results.json: beside the lab's runs (ms)");
     assert_eq!(
         about,
