@@ -77,9 +77,9 @@ pub fn run(args: FieldArgs) -> Result<(), FieldError> {
     Ok(())
 }
 
-/// The summary document as a heading and one row per metric and group.
-fn table(doc: &serde_json::Value, file: &str) -> String {
-    let mut out = String::new();
+/// The slice an answer repeats (`since`, `where`) as ` (since 24h, where label=a)`, or
+/// nothing.
+fn scope_text(doc: &serde_json::Value) -> String {
     let mut scope = Vec::new();
     if let Some(since) = doc["since"].as_str() {
         scope.push(format!("since {since}"));
@@ -89,11 +89,17 @@ fn table(doc: &serde_json::Value, file: &str) -> String {
             scope.push(format!("where {k}={}", key_text(v)));
         }
     }
-    let scope = if scope.is_empty() {
+    if scope.is_empty() {
         String::new()
     } else {
         format!(" ({})", scope.join(", "))
-    };
+    }
+}
+
+/// The summary document as a heading and one row per metric and group.
+fn table(doc: &serde_json::Value, file: &str) -> String {
+    let mut out = String::new();
+    let scope = scope_text(doc);
     // Writing to a String cannot fail.
     let _ = writeln!(
         out,
@@ -185,24 +191,11 @@ fn gap_table(doc: &serde_json::Value, file: &str) -> String {
         b["completed"],
         b["failed"],
     );
-    let mut scope = Vec::new();
-    if let Some(since) = doc["since"].as_str() {
-        scope.push(format!("since {since}"));
-    }
-    if let Some(filters) = doc["where"].as_object() {
-        for (k, v) in filters {
-            scope.push(format!("where {k}={}", key_text(v)));
-        }
-    }
     let _ = writeln!(
         out,
         "field {file}: {} runs{}\n",
         doc["runs"],
-        if scope.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", scope.join(", "))
-        }
+        scope_text(doc)
     );
     let mut table = Table::new();
     table.load_style(presets::NOTHING);

@@ -192,6 +192,19 @@ impl ServingDoc {
     }
 }
 
+/// Every result of the stream (one per document, or a list per document), each made a
+/// run by `run` (vLLM's or SGLang's reading of the shared keys).
+pub fn read<R: std::io::Read>(
+    input: R,
+    run: fn(ServingDoc) -> BenchRun,
+) -> Result<Vec<BenchRun>, String> {
+    let mut runs = Vec::new();
+    for doc in super::documents::<Results, R>(input) {
+        runs.extend(doc?.0.into_iter().map(run));
+    }
+    Ok(runs)
+}
+
 /// A document: one result, or a list of them (`vllm bench sweep`'s `summary.json`).
 pub struct Results(pub Vec<ServingDoc>);
 

@@ -6,7 +6,7 @@
 
 use std::io::Read;
 
-use super::serving::{Results, ServingDoc};
+use super::serving::ServingDoc;
 use crate::sniff::Shape;
 use crate::{BenchRun, Metric, Tool};
 
@@ -23,11 +23,7 @@ pub fn recognise(shape: &Shape, whole: bool) -> bool {
 }
 
 pub fn read<R: Read>(input: R) -> Result<Vec<BenchRun>, String> {
-    let mut runs = Vec::new();
-    for doc in super::documents::<Results, R>(input) {
-        runs.extend(doc?.0.into_iter().map(run));
-    }
-    Ok(runs)
+    super::serving::read(input, run)
 }
 
 fn run(mut doc: ServingDoc) -> BenchRun {
