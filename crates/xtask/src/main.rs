@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod architecture_doc;
 mod bench;
 mod cmd;
+mod fuzz;
 mod lab;
 #[cfg(test)]
 mod module_graph;
@@ -46,6 +47,8 @@ enum Command {
     Test,
     /// Print performance, size and accuracy figures.
     Bench(bench::BenchArgs),
+    /// Run every cargo-fuzz target (decoders, collector body, benchmark files) for minutes.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::ProbeFront(args) => probe_front::run(&args),
         Command::Test => test::run(),
         Command::Bench(args) => bench::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

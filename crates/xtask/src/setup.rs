@@ -29,6 +29,10 @@ pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// package of it).
 const GECKODRIVER_VERSION: &str = "0.37.1";
 
+/// cargo-fuzz for the fuzz smoke of `cargo xtask test` and `cargo xtask fuzz`; its lock
+/// file builds on the stable toolchain these machines have.
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
 #[derive(Debug, Default, Args)]
 pub struct SetupArgs {
     /// `all` (what `cargo xtask test` needs: the e2e tests run in every engine):
@@ -83,6 +87,9 @@ pub enum Tool {
     /// those engines and `ttfx run --browser firefox|webkit` (root for the Debian
     /// packages).
     OtherBrowsers,
+    /// cargo-fuzz (`cargo install`): libFuzzer over the decoders, the collector's body
+    /// reader and the benchmark-file reader (crates/xtask/src/fuzz.rs).
+    CargoFuzz,
 }
 
 // What each command installs, declared once here; each command ensures its own list.
@@ -132,6 +139,7 @@ pub const TEST_TOOLS: &[Tool] = &[
     Tool::ChatUiDeps,
     Tool::Esbuild,
     Tool::Binaryen,
+    Tool::CargoFuzz,
 ];
 
 pub fn run(args: &SetupArgs) -> anyhow::Result<()> {
@@ -175,6 +183,7 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
             Tool::SoundServer => ensure_sound_server()?,
             Tool::Speech => ensure_speech()?,
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
+            Tool::CargoFuzz => ensure_cargo_fuzz()?,
         }
     }
     Ok(())
@@ -257,6 +266,23 @@ fn ensure_firefox_and_webkit() -> anyhow::Result<()> {
         "geckodriver",
         "--version",
         GECKODRIVER_VERSION,
+    ]))
+}
+
+fn ensure_cargo_fuzz() -> anyhow::Result<()> {
+    if installed_version("cargo-fuzz").is_some_and(|v| v == CARGO_FUZZ_VERSION) {
+        eprintln!("xtask setup: cargo-fuzz {CARGO_FUZZ_VERSION} present");
+        return Ok(());
+    }
+    eprintln!(
+        "xtask setup: installing cargo-fuzz {CARGO_FUZZ_VERSION} (about 2 minutes on 2 cores)"
+    );
+    cmd::run(Command::new("cargo").args([
+        "install",
+        "--locked",
+        "cargo-fuzz",
+        "--version",
+        CARGO_FUZZ_VERSION,
     ]))
 }
 

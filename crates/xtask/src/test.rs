@@ -24,12 +24,13 @@ struct Outcome {
 
 pub fn run() -> anyhow::Result<()> {
     setup::ensure(setup::TEST_TOOLS)?;
-    let stages: [(&str, TestStage); 8] = [
+    let stages: [(&str, TestStage); 9] = [
         ("fmt", fmt),
         ("probe front bundle", probe_front_bundle),
         ("clippy native", clippy_native),
         ("clippy wasm", clippy_wasm),
         ("native tests", native_tests),
+        ("fuzz smoke (every cargo-fuzz target)", crate::fuzz::smoke),
         ("wasm tests (headless Chromium)", wasm_tests),
         ("lab page build", lab_build),
         ("e2e tests (Chromium, Firefox, WebKit)", e2e_tests),
