@@ -282,6 +282,24 @@ pub enum DbError {
         version: i32,
         known: i32,
     },
+    #[error(
+        "{}: schema version {version} is not one ttfx writes (a foreign or damaged file); \
+         give a file `ttfx serve --collect` made",
+        path.display()
+    )]
+    BadVersion { path: PathBuf, version: i32 },
+    #[error(
+        "{}: schema version {version} is older than this ttfx reads ({known}), and reading \
+         never migrates; migrate it once with `ttfx serve --collect {}` (or `ttfx import \
+         --into`), or read it with the ttfx that wrote it",
+        path.display(),
+        path.display()
+    )]
+    Older {
+        path: PathBuf,
+        version: i32,
+        known: i32,
+    },
     #[error("{}: cannot use WAL mode (SQLite kept `{mode}`)", path.display())]
     NoWal { path: PathBuf, mode: String },
     #[error("{}: migration to version {to}: {}", path.display(), one_line(cause))]
@@ -341,20 +359,7 @@ pub fn open(path: &Path, create: bool) -> Opened {
         .map_err(unreadable)?;
     let tables = tables(&conn).map_err(unreadable)?;
     let fresh = app_id == 0 && version == 0 && tables.is_empty();
-    if !fresh && app_id != APPLICATION_ID {
-        return Err(DbError::Foreign {
-            path: path_buf(),
-            app_id,
-            tables,
-        });
-    }
-    if version > SCHEMA_VERSION {
-        return Err(DbError::Newer {
-            path: path_buf(),
-            version,
-            known: SCHEMA_VERSION,
-        });
-    }
+    check_identity(path, fresh, app_id, version, tables)?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
         .map_err(unreadable)?;
@@ -368,6 +373,7 @@ pub fn open(path: &Path, create: bool) -> Opened {
         .map_err(unreadable)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(unreadable)?;
+    // check_identity refused a negative version, so the cast keeps its value.
     for (from, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         migrate(&mut conn, sql, from as i32 + 1).map_err(|cause| DbError::Migration {
             path: path_buf(),
@@ -375,6 +381,75 @@ pub fn open(path: &Path, create: bool) -> Opened {
             cause,
         })?;
     }
+    Ok(conn)
+}
+
+/// A ttfx database (or a fresh file, when creating) at a version this build knows: a
+/// foreign application id, a negative version (which a cast would turn into "nothing to
+/// migrate") or a newer one is refused.
+fn check_identity(
+    path: &Path,
+    fresh: bool,
+    app_id: i32,
+    version: i32,
+    tables: Vec<String>,
+) -> Result<(), DbError> {
+    let path = path.to_path_buf();
+    if !fresh && app_id != APPLICATION_ID {
+        return Err(DbError::Foreign {
+            path,
+            app_id,
+            tables,
+        });
+    }
+    if version < 0 || (!fresh && version == 0) {
+        return Err(DbError::BadVersion { path, version });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(DbError::Newer {
+            path,
+            version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// Opens `path` for reading only (`ttfx field`): SQLite's read-only mode, no migration,
+/// no pragma that writes. A missing file, a foreign one, one at another schema version
+/// (older ones included: reading never migrates) is refused with what to do.
+pub fn open_read_only(path: &Path) -> Opened {
+    let path_buf = || path.to_path_buf();
+    if !path.exists() {
+        return Err(DbError::Missing { path: path_buf() });
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|cause| DbError::CannotOpen {
+        path: path_buf(),
+        cause,
+    })?;
+    let unreadable = |cause| DbError::Unreadable {
+        path: path_buf(),
+        cause,
+    };
+    let app_id: i32 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    let version: i32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    let tables = tables(&conn).map_err(unreadable)?;
+    check_identity(path, false, app_id, version, tables)?;
+    if version < SCHEMA_VERSION {
+        return Err(DbError::Older {
+            path: path_buf(),
+            version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    // A writer (`ttfx serve --collect`) may hold the file: wait for it as it waits.
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(unreadable)?;
     Ok(conn)
 }
 
@@ -571,6 +646,72 @@ mod tests {
             })
             .unwrap();
         assert_eq!((ttft, v2v), (412.5, None));
+    }
+
+    /// The file's bytes, to show a refused open changed nothing.
+    fn bytes(path: &Path) -> Vec<u8> {
+        std::fs::read(path).unwrap()
+    }
+
+    #[test]
+    fn a_negative_or_zero_version_on_a_ttfx_file_is_refused_not_skipped() {
+        for bad in [-1, i32::MIN, 0] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.db");
+            let conn = open(&path, true).unwrap();
+            conn.pragma_update(None, "user_version", bad).unwrap();
+            conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
+            drop(conn);
+            let before = bytes(&path);
+            for e in [open(&path, false), open_read_only(&path)] {
+                let e = e.unwrap_err().to_string();
+                assert!(
+                    e.contains(&format!("schema version {bad} is not one")),
+                    "{e}"
+                );
+            }
+            assert_eq!(bytes(&path), before, "a refused open wrote to the file");
+        }
+    }
+
+    #[test]
+    fn reading_never_migrates_or_writes_and_an_older_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        // A version-1 ttfx file, as the first collector wrote it.
+        let mut conn = Connection::open(&path).unwrap();
+        migrate(&mut conn, MIGRATION_1, 1).unwrap();
+        drop(conn);
+        let before = bytes(&path);
+        let e = open_read_only(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("schema version 1 is older") && e.contains("never migrates"),
+            "{e}"
+        );
+        assert_eq!(bytes(&path), before);
+        // At the current version it opens, and SQLite itself refuses a write through it.
+        drop(open(&path, false).unwrap());
+        let conn = open_read_only(&path).unwrap();
+        let write = conn
+            .execute("DELETE FROM runs", [])
+            .unwrap_err()
+            .to_string();
+        assert!(write.contains("readonly"), "{write}");
+    }
+
+    #[test]
+    fn reading_a_foreign_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE accounts (id INTEGER); PRAGMA user_version = 4;")
+            .unwrap();
+        drop(conn);
+        let e = open_read_only(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("not a ttfx database") && e.contains("accounts"),
+            "{e}"
+        );
     }
 
     #[test]

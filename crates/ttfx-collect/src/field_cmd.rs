@@ -27,7 +27,7 @@ pub enum FieldError {
 }
 
 pub fn run(args: FieldArgs) -> Result<(), FieldError> {
-    let conn = db::open(&args.file, false).map_err(FieldError::Db)?;
+    let conn = db::open_read_only(&args.file).map_err(FieldError::Db)?;
     let filters = args
         .filters
         .iter()
