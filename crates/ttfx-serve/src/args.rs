@@ -39,6 +39,19 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub body_timeout_ms: u64,
 
+    /// Connections served at once (every route); more wait in the kernel's backlog
+    /// until one ends.
+    #[arg(long, value_name = "N", default_value_t = crate::connections::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+
+    /// How long a request head may take to arrive whole, and how long a kept-alive
+    /// connection may wait idle for the next one, before the connection is closed: a
+    /// client that sends half a head would otherwise hold its connection for ever.
+    #[arg(long, value_name = "MS", default_value_t = crate::connections::DEFAULT_HEAD_TIMEOUT_MS,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub head_timeout_ms: u64,
+
     /// Collect the probe's beacons and run reports at POST /collect into this SQLite
     /// file (created if missing), and answer /field/… queries over it (docs/field.md).
     #[arg(long, value_name = "FILE.db")]

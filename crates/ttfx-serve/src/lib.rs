@@ -16,7 +16,6 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use tower_http::services::{ServeDir, ServeFile};
 
 use ttfx_collect::CollectorError;
@@ -28,6 +27,7 @@ use ttfx_sim::SimState;
 
 mod args;
 pub mod config;
+pub mod connections;
 
 pub use args::ServeArgs;
 pub use config::ConfigError;
@@ -117,20 +117,13 @@ async fn serve(
     let local = listener.local_addr().map_err(ServeError::BoundAddress)?;
     // Tests and scripts read this exact line to learn the chosen port.
     println!("ttfx serve: listening on http://{local}/");
-    // No Nagle: a streamed reply is a run of small writes (headers, then one event per
-    // token), and Nagle's algorithm holds a small write back until the previous one is
-    // acknowledged, which a client's delayed ACK puts off by up to 40 ms. With it, a
-    // chunk left the server later than its record says (measured: the first body chunk,
-    // written 0.4 ms after the headers, reached the browser 42 ms after its record's
-    // send time); upstream connections already set the same (upstream_conn.rs).
-    let listener = listener.tap_io(|tcp| {
-        // A socket that refuses the option still serves, only with Nagle.
-        let _ = tcp.set_nodelay(true);
-    });
-    // The peer address is the collector's rate-limit key.
-    axum::serve(
+    connections::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
+        app,
+        connections::ConnectionLimits {
+            max_connections: args.max_connections,
+            head_timeout: std::time::Duration::from_millis(args.head_timeout_ms),
+        },
     )
     .await
     .map_err(ServeError::Stopped)

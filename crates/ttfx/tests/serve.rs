@@ -128,3 +128,67 @@ async fn the_simulator_lists_its_profiles_built_in_first_then_the_configs() {
     expected.push("my-model");
     assert_eq!(list, serde_json::json!({ "profiles": expected }));
 }
+
+/// Sends `bytes` on a new connection and returns it.
+fn open_with(addr: &str, bytes: &[u8]) -> std::io::Result<std::net::TcpStream> {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.write_all(bytes)?;
+    Ok(s)
+}
+
+/// How long until the server closes `s` (reads until end of stream), at most `limit`.
+fn closed_after(s: &mut std::net::TcpStream, start: Instant, limit: Duration) -> Option<Duration> {
+    use std::io::Read;
+    s.set_read_timeout(Some(limit)).ok()?;
+    let mut sink = Vec::new();
+    match s.read_to_end(&mut sink) {
+        Ok(_) => Some(start.elapsed()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Some(start.elapsed()),
+        Err(_) => None,
+    }
+}
+
+#[test]
+fn a_half_sent_request_head_is_closed_after_the_head_timeout_and_frees_its_place() {
+    // Two places, and a 1 s head timeout: two slow-loris clients fill the server.
+    let server = ServeProcess::start(
+        ttfx(),
+        &["--max-connections", "2", "--head-timeout-ms", "1000"],
+    )
+    .unwrap();
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let start = Instant::now();
+    let mut slow: Vec<_> = (0..2)
+        .map(|_| open_with(&addr, b"GET /sim/ HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    // A third client sends a whole request; it waits for a place.
+    let mut third = open_with(
+        &addr,
+        b"GET /no-such-page HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    // The upper bound is the proof that nothing holds a connection for ever; 4 s above
+    // the timeout is slack for a loaded 2-core machine running a debug build, not tuning.
+    let limit = Duration::from_secs(5);
+    for s in &mut slow {
+        let closed = closed_after(s, start, limit).expect("a half-sent head held its connection");
+        // Never before the timeout (the clock here started before the connect).
+        assert!(
+            closed >= Duration::from_millis(1000),
+            "closed after {closed:?}"
+        );
+    }
+    let answered =
+        closed_after(&mut third, start, limit).expect("the third client never got a place");
+    assert!(
+        answered >= Duration::from_millis(1000),
+        "the cap let a third in at {answered:?}"
+    );
+    eprintln!("slow heads closed and the third client answered after {answered:?}");
+}
