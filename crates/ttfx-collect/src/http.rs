@@ -410,8 +410,9 @@ async fn slowest(State(shared): State<Arc<Shared>>, Query(q): Q) -> Response {
         let mut p = Params(q);
         let metric = p.metric()?;
         let limit = p.number("limit", query::DEFAULT_LIMIT)?;
-        let slice = p.slice("metric, limit, ", now)?;
-        Ok(move |c: &rusqlite::Connection| query::slowest(c, metric, limit, &slice))
+        let offset = p.number("offset", 0)?;
+        let slice = p.slice("metric, limit, offset, ", now)?;
+        Ok(move |c: &rusqlite::Connection| query::slowest(c, metric, limit, offset, &slice))
     })();
     answer(&shared, parsed).await
 }

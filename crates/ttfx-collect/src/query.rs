@@ -31,6 +31,10 @@ pub const MAX_BINS: usize = 200;
 /// Slowest runs: default and most.
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
+/// The deepest page of slowest runs (`offset`): SQLite walks the skipped rows, so the
+/// depth bounds a read's cost; 10,000 is 100 pages of the most, far past what a person
+/// pages through (the summary and histogram speak for the rest).
+pub const MAX_OFFSET: usize = 10_000;
 
 /// Why a query has no answer: the asker's mistake (HTTP 400, exit 2) or the database's.
 /// `Input` is the 400's text as written where the input was read (it names the
@@ -553,10 +557,22 @@ pub fn histogram(
 }
 
 /// The `limit` runs with the largest `metric`, with their dimensions and stored report.
-pub fn slowest(conn: &Connection, metric: Metric, limit: usize, slice: &Slice) -> Answer {
+pub fn slowest(
+    conn: &Connection,
+    metric: Metric,
+    limit: usize,
+    offset: usize,
+    slice: &Slice,
+) -> Answer {
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(Fail::Input(format!(
             "limit={limit}: expected 1 to {MAX_LIMIT}"
+        )));
+    }
+    if offset > MAX_OFFSET {
+        return Err(Fail::Input(format!(
+            "offset={offset}: expected 0 to {MAX_OFFSET} (narrow the slice with since or a \
+             dimension instead)"
         )));
     }
     let (filter, mut params) = slice.where_sql();
@@ -567,10 +583,12 @@ pub fn slowest(conn: &Connection, metric: Metric, limit: usize, slice: &Slice) -
     let value = metric.sql();
     let sql = format!(
         "SELECT {value}, at_unix_ms, received_unix_ms, run_id, report, {} FROM runs \
-         WHERE {filter} AND {value} IS NOT NULL ORDER BY {value} DESC, id LIMIT ?",
+         WHERE {filter} AND {value} IS NOT NULL ORDER BY {value} DESC, id LIMIT ? OFFSET ?",
         dims.join(", ")
     );
-    params.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    // One row past the page says whether another page follows.
+    params.push(Value::Integer(i64::try_from(limit + 1).unwrap_or(i64::MAX)));
+    params.push(Value::Integer(i64::try_from(offset).unwrap_or(i64::MAX)));
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
         let report: String = r.get(4)?;
@@ -589,10 +607,16 @@ pub fn slowest(conn: &Connection, metric: Metric, limit: usize, slice: &Slice) -
                 .unwrap_or(serde_json::Value::Null),
         }))
     })?;
-    let runs: Vec<serde_json::Value> = rows.collect::<Result<_, _>>()?;
+    let mut runs: Vec<serde_json::Value> = rows.collect::<Result<_, _>>()?;
+    let more = runs.len() > limit;
+    runs.truncate(limit);
     let mut doc = slice.echo();
     doc.insert("metric".into(), json!(metric.name()));
     doc.insert("limit".into(), json!(limit));
+    doc.insert("offset".into(), json!(offset));
+    // The next page's offset, or null on the last page.
+    let next = (more && offset + limit <= MAX_OFFSET).then_some(offset + limit);
+    doc.insert("next_offset".into(), json!(next));
     doc.insert("runs".into(), json!(runs));
     Ok(serde_json::Value::Object(doc))
 }

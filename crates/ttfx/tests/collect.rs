@@ -591,6 +591,29 @@ async fn the_field_views_endpoints_answer_series_histogram_slowest_and_dimension
     assert_eq!(runs[0]["report"]["kind"], "field");
     assert_eq!(runs[0]["report"]["run"]["milestones"]["first_token"], 900.0);
     assert_eq!(runs[1]["value"], 300.0);
+    // Paged: the next page follows on from this one, and the last page says so.
+    assert_eq!(slow["next_offset"], 2);
+    let (status, rest) = get(
+        &server,
+        "field/slowest?metric=ttft_visible_ms&limit=2&offset=2",
+    )
+    .await;
+    assert_eq!(status, 200);
+    let rest_runs = rest["runs"].as_array().unwrap();
+    assert_eq!(rest_runs.len(), 2);
+    assert!(rest_runs[0]["value"].as_f64().unwrap() < 300.0);
+    assert!(rest_runs[0]["value"].as_f64() >= rest_runs[1]["value"].as_f64());
+    assert_eq!(rest["next_offset"], json!(null));
+    // Neither a page nor a depth past the caps: no read returns the whole table.
+    for (q, named) in [("limit=101", "limit=101"), ("offset=10001", "offset=10001")] {
+        let (status, body) = get(
+            &server,
+            &format!("field/slowest?metric=ttft_visible_ms&{q}"),
+        )
+        .await;
+        assert_eq!(status, 400, "{q}: {body}");
+        assert!(body.to_string().contains(named), "{body}");
+    }
 
     let (status, dims) = get(&server, "field/dimensions").await;
     assert_eq!(status, 200);
