@@ -316,6 +316,36 @@ pub enum DbError {
     Encode(serde_json::Error),
 }
 
+impl DbError {
+    /// SQLite refused to grow the file past its `max_page_count` (or the disk is full).
+    pub fn is_full(&self) -> bool {
+        matches!(self, DbError::Sql(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull))
+    }
+}
+
+/// A pragma's whole-number answer (SQLite hands them over as i64; never negative).
+fn pragma_count(conn: &Connection, sql: &str) -> Result<u64, DbError> {
+    let n: i64 = conn
+        .query_row(sql, [], |r| r.get(0))
+        .map_err(DbError::Sql)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Caps the file at `max_mb` MiB through SQLite's `max_page_count` (an insert that would
+/// grow it further fails whole with SQLITE_FULL). Returns the file's pages and page size;
+/// SQLite never sets the cap below the pages a file already has.
+pub fn cap(conn: &Connection, max_mb: u64) -> Result<(u64, u64), DbError> {
+    let page_size = pragma_count(conn, "PRAGMA page_size")?;
+    let pages = (max_mb.saturating_mul(1024 * 1024) / page_size.max(1)).max(1);
+    pragma_count(conn, &format!("PRAGMA max_page_count = {pages}"))?;
+    Ok((pragma_count(conn, "PRAGMA page_count")?, page_size))
+}
+
+/// The file's size as SQLite counts it (pages × page size; the WAL aside).
+pub fn file_bytes(conn: &Connection) -> Result<u64, DbError> {
+    Ok(pragma_count(conn, "PRAGMA page_count")? * pragma_count(conn, "PRAGMA page_size")?)
+}
+
 /// A foreign file's tables, as its refusal lists them.
 fn holding(tables: &[String]) -> String {
     if tables.is_empty() {

@@ -27,8 +27,9 @@ use ttfx_edge::error::json_error;
 
 /// The collector's paths (also answered, with a 404 that says how to enable them, by a
 /// server without `--collect`).
-pub const PATHS: [&str; 8] = [
+pub const PATHS: [&str; 9] = [
     "/collect",
+    "/field/health",
     "/field/benchmarks",
     "/field/gap",
     "/field/summary",
@@ -48,6 +49,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/field/dimensions", get(dimensions))
         .route("/field/benchmarks", get(benchmarks))
         .route("/field/gap", get(gap))
+        .route("/field/health", get(health))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
 }
@@ -274,6 +276,7 @@ async fn collect(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     match shared.store(rows).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e @ StoreError::Closed) => error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e @ StoreError::Full(_)) => error(StatusCode::INSUFFICIENT_STORAGE, &e.to_string()),
         Err(e @ StoreError::Db(_)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }
@@ -414,6 +417,25 @@ async fn slowest(State(shared): State<Arc<Shared>>, Query(q): Q) -> Response {
         let slice = p.slice("metric, limit, offset, ", now)?;
         Ok(move |c: &rusqlite::Connection| query::slowest(c, metric, limit, offset, &slice))
     })();
+    answer(&shared, parsed).await
+}
+
+/// The store's own state: runs, the file's size against its cap, posts refused full.
+async fn health(State(shared): State<Arc<Shared>>) -> Response {
+    let refused_full = shared
+        .refused_full
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let max_bytes = shared.settings.max_mb.map(|mb| mb * 1024 * 1024);
+    let parsed: Result<_, Fail> = Ok(move |c: &rusqlite::Connection| {
+        let runs: i64 = c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))?;
+        let bytes = super::db::file_bytes(c).map_err(|e| Fail::Db(e.to_string()))?;
+        Ok(json!({
+            "runs": runs,
+            "file_bytes": bytes,
+            "max_bytes": max_bytes,
+            "refused_full": refused_full,
+        }))
+    });
     answer(&shared, parsed).await
 }
 

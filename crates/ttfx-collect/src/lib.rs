@@ -66,6 +66,8 @@ pub struct Settings {
     /// Token bucket per client: requests per second, and at once.
     pub rate_per_s: f64,
     pub burst: u32,
+    /// The database file's largest size in MiB (`--collect-max-mb`); None: no cap.
+    pub max_mb: Option<u64>,
 }
 
 /// An opened, migrated collector database, not yet serving.
@@ -82,6 +84,8 @@ enum Job {
 
 /// What the collector's handlers share.
 pub struct Shared {
+    /// Posts refused with 507 because the file reached `--collect-max-mb`.
+    pub refused_full: std::sync::atomic::AtomicU64,
     jobs: mpsc::Sender<Job>,
     reader: Arc<Mutex<Connection>>,
     buckets: limits::Buckets,
@@ -99,6 +103,8 @@ pub enum CollectorError {
     NotAnOrigin(String),
     #[error("--collect-rate {0}: expected a number of requests per second ≥ 0")]
     BadRate(f64),
+    #[error("--collect-max-mb: cannot cap the file: {0}")]
+    Cap(db::DbError),
     #[error("--collect {0}")]
     Db(db::DbError),
     #[error("--collect: removing old runs: {0}")]
@@ -129,6 +135,17 @@ impl Collector {
             return Err(CollectorError::BadRate(settings.rate_per_s));
         }
         let writer = db::open(&settings.path, true).map_err(CollectorError::Db)?;
+        if let Some(mb) = settings.max_mb {
+            let (pages, page_size) = db::cap(&writer, mb).map_err(CollectorError::Cap)?;
+            if pages * page_size > mb * 1024 * 1024 {
+                eprintln!(
+                    "ttfx serve: collector: {} is already {} MiB, past --collect-max-mb {mb}: \
+                     every post is refused with 507 until retention removes runs",
+                    settings.path.display(),
+                    pages * page_size / (1024 * 1024)
+                );
+            }
+        }
         let reader = db::open(&settings.path, false).map_err(CollectorError::Db)?;
         let collector = Collector {
             settings,
@@ -186,6 +203,7 @@ impl Collector {
             });
         }
         Ok(Arc::new(Shared {
+            refused_full: std::sync::atomic::AtomicU64::new(0),
             jobs: tx,
             reader: Arc::new(Mutex::new(self.reader)),
             buckets: limits::Buckets::new(self.settings.rate_per_s, self.settings.burst),
@@ -204,6 +222,9 @@ pub enum StoreError {
     /// The writer is gone (the server is stopping).
     #[error("the collector is stopping; retry")]
     Closed,
+    /// The file reached `--collect-max-mb` (SQLite's `max_page_count`).
+    #[error("the collector's file is full (--collect-max-mb {0}): nothing of this post was stored")]
+    Full(u64),
     #[error("cannot store the runs: {0}")]
     Db(db::DbError),
 }
@@ -218,6 +239,20 @@ impl Shared {
             .map_err(|_| StoreError::Closed)?;
         match result.await {
             Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) if e.is_full() => {
+                let before = self
+                    .refused_full
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                // Said once, then every thousandth: a full collector must not fill the log.
+                if before.is_multiple_of(1000) {
+                    eprintln!(
+                        "ttfx serve: collector: the file is at --collect-max-mb; {} post(s) \
+                         refused with 507 so far",
+                        before + 1
+                    );
+                }
+                Err(StoreError::Full(self.settings.max_mb.unwrap_or(0)))
+            }
             Ok(Err(e)) => Err(StoreError::Db(e)),
             Err(_) => Err(StoreError::Closed),
         }

@@ -84,4 +84,10 @@ pub struct ServeArgs {
     /// POST /collect requests a client may send at once before the rate applies.
     #[arg(long, value_name = "N", default_value_t = 60, requires = "collect")]
     pub collect_burst: u32,
+
+    /// The collector's file may grow to this many MiB; past it, posts are refused with
+    /// 507 and counted (GET /field/health) until retention removes runs.
+    #[arg(long, value_name = "MB", requires = "collect",
+          value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    pub collect_max_mb: Option<u64>,
 }

@@ -81,6 +81,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             retention_days: args.collect_retention_days,
             rate_per_s: args.collect_rate,
             burst: args.collect_burst,
+            max_mb: args.collect_max_mb,
         })?),
         None => None,
     };

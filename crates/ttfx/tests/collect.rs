@@ -858,3 +858,50 @@ async fn imported_benchmarks_are_served_beside_the_field() {
             .contains("unknown parameter `colour`")
     );
 }
+
+#[tokio::test]
+async fn a_collector_at_its_storage_cap_answers_507_counts_it_and_keeps_what_it_had() {
+    let c = Collector::new();
+    let server = c.serve(&["--collect-max-mb", "1", "--collect-burst", "1000"]);
+    let now = now_ms();
+    // Bodies of 200 runs each (about 1 KiB stored per run, its report and its columns):
+    // the 1 MiB file is full within a few posts, and an attacker's posts stop there.
+    let mut stored = 0;
+    let mut refused = None;
+    for post_no in 0..40 {
+        let body: Vec<String> = (0..200)
+            .map(|i| field("fill", f64::from(post_no * 200 + i) + 1.0, 1.0, now).to_string())
+            .collect();
+        let (status, answer) = post(&server, body.join("\n"), &[]).await;
+        match status {
+            204 => stored += 200,
+            507 => {
+                assert!(message(&answer).contains("--collect-max-mb 1"), "{answer}");
+                refused = Some(post_no);
+                break;
+            }
+            other => panic!("post {post_no}: {other} {answer}"),
+        }
+    }
+    let first_refused =
+        refused.expect("8,000 runs all stored in a 1 MiB file: the cap did not bind");
+    assert!(first_refused >= 1, "the empty file refused the first post");
+    // A refused post stored nothing of itself: the runs are those of the 204s.
+    assert_eq!(c.runs(), stored);
+    // Again refused (a post of the same size cannot fit either), and counted where a
+    // reader sees it.
+    let again: Vec<String> = (0..200)
+        .map(|i| field("late", f64::from(i) + 1.0, 1.0, now).to_string())
+        .collect();
+    assert_eq!(post(&server, again.join("\n"), &[]).await.0, 507);
+    let (status, health) = get(&server, "field/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["refused_full"], 2, "{health}");
+    assert_eq!(health["runs"], stored);
+    assert_eq!(health["max_bytes"], 1024 * 1024);
+    assert!(
+        health["file_bytes"].as_u64().unwrap() <= 1024 * 1024,
+        "{health}"
+    );
+    eprintln!("the 1 MiB cap held {stored} runs; post {first_refused} was the first refused");
+}
