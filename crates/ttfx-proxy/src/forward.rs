@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use ttfx_edge::arrival::Arrival;
 use ttfx_edge::error::json_error;
-use ttfx_records::{Kind, Record, RecordHandle, RecordOutcome, lock};
+use ttfx_records::{IdInUse, Kind, Record, RecordHandle, RecordOutcome, lock};
 
 use crate::ProxyState;
 use crate::upstream::Upstream;
@@ -115,7 +115,10 @@ async fn forward(
     let Some(upstream) = state.upstreams.get(&name) else {
         return error(StatusCode::NOT_FOUND, &unknown_upstream(&state, &name));
     };
-    let record = open_record(&state, &arrival, uri.path(), &name);
+    let record = match open_record(&state, &arrival, uri.path(), &name) {
+        Ok(record) => record,
+        Err(in_use) => return error(StatusCode::CONFLICT, &in_use.to_string()),
+    };
     let built = upstream_request::build(upstream, &arrival.id, &uri, method, &headers, body);
     let request = match built {
         Ok(r) => r,
@@ -149,8 +152,14 @@ fn unknown_upstream(state: &ProxyState, name: &str) -> String {
     }
 }
 
-/// The request's record, kept under its id from now on (a refused path is recorded too).
-fn open_record(state: &ProxyState, arrival: &Arrival, path: &str, name: &str) -> RecordHandle {
+/// The request's record, kept under its id from now on (a refused path is recorded too);
+/// an id a kept record holds is refused (records are write-once), before anything is sent.
+fn open_record(
+    state: &ProxyState,
+    arrival: &Arrival,
+    path: &str,
+    name: &str,
+) -> Result<RecordHandle, IdInUse> {
     // The dialect comes from the response's content type and first frames.
     let mut record = Record::new(
         &arrival.id,

@@ -163,6 +163,7 @@ pub fn router(
 ) -> Result<Router, ServeError> {
     let records = Arc::new(Records::default());
     let sim = Arc::new(SimState::new(config.profiles, records.clone()));
+    let records_cors = records_cors(&config.proxy_access.allowed_origins);
     let proxy = Arc::new(ProxyState {
         upstreams: config.upstreams,
         access: config.proxy_access,
@@ -178,7 +179,7 @@ pub fn router(
     let records = Router::new()
         .route("/records/{request_id}", get(record))
         .with_state(records);
-    let app = Router::new().merge(limited).merge(records);
+    let app = Router::new().merge(limited);
     let app = match dist {
         Some(dir) => {
             let index = dir.join("index.html");
@@ -191,9 +192,25 @@ pub fn router(
         }
         None => app.route("/", get(no_lab_page)),
     };
-    Ok(app
+    let app = app
         .layer(axum::middleware::from_fn(arrival::stamp))
-        .layer(arrival::cors()))
+        .layer(arrival::cors());
+    // After the shared "any origin" CORS layer, with its own: records say which
+    // upstreams were called, when and with what error, so only this server's own pages
+    // and [proxy] allowed_origins may read them from a browser.
+    Ok(app.merge(records.layer(records_cors)))
+}
+
+/// CORS for `GET /records/{id}`: the origins of `[proxy] allowed_origins` (a page on
+/// one of them reads the records of the requests it sent); never `*`. The server's own
+/// pages are same-origin and need none.
+fn records_cors(allowed: &[String]) -> tower_http::cors::CorsLayer {
+    let origins = allowed
+        .iter()
+        .filter_map(|o| axum::http::HeaderValue::from_str(o.trim_end_matches('/')).ok());
+    tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::AllowOrigin::list(origins))
+        .allow_methods([axum::http::Method::GET])
 }
 
 async fn record(State(records): State<Arc<Records>>, UrlPath(id): UrlPath<String>) -> Response {
