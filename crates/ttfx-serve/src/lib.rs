@@ -20,6 +20,8 @@ use axum::serve::ListenerExt;
 use tower_http::services::{ServeDir, ServeFile};
 
 use ttfx_collect::CollectorError;
+use ttfx_edge::access::{BadToken, PROXY_TOKEN, ProxyToken};
+use ttfx_edge::random::NoRandomness;
 use ttfx_edge::error::json_error;
 use ttfx_edge::{arrival, inflight, isolation};
 use ttfx_proxy::ProxyState;
@@ -53,6 +55,15 @@ pub enum ServeError {
     BoundAddress(std::io::Error),
     #[error("server stopped: {0}")]
     Stopped(std::io::Error),
+    #[error("--proxy-token-file {}: cannot read: {cause}", path.display())]
+    TokenFile {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("--proxy-token-file {}: {problem}", path.display())]
+    BadToken { path: PathBuf, problem: BadToken },
+    #[error("cannot make the proxy token: {0}")]
+    NoToken(NoRandomness),
 }
 
 /// What to do about a port that cannot be had.
@@ -67,10 +78,11 @@ fn listen_hint(e: &std::io::Error) -> &'static str {
 /// Runs the server until the process is stopped.
 pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     // Config first: a bad file is reported before anything listens.
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(path) => config::load(path)?,
         None => config::Config::default(),
     };
+    config.proxy_access.token = proxy_token(&args, &config)?;
     // The collector's database too: a corrupt or foreign file is refused before anything
     // listens.
     let collector = match &args.collect {
@@ -134,6 +146,40 @@ async fn serve(
     )
     .await
     .map_err(ServeError::Stopped)
+}
+
+/// The token `/proxy` requires: the one in `--proxy-token-file`, else, when the server
+/// listens beyond loopback and an upstream holds a key, a fresh one, printed once on
+/// stderr (its only appearance: no log line or response carries it). On loopback
+/// without a file, none: only this machine can connect, and the Host and Origin rules
+/// keep other sites' pages out.
+fn proxy_token(
+    args: &ServeArgs,
+    config: &config::Config,
+) -> Result<Option<ProxyToken>, ServeError> {
+    if let Some(path) = &args.proxy_token_file {
+        let text = std::fs::read_to_string(path).map_err(|cause| ServeError::TokenFile {
+            path: path.clone(),
+            cause,
+        })?;
+        let token = ProxyToken::given(&text).map_err(|problem| ServeError::BadToken {
+            path: path.clone(),
+            problem,
+        })?;
+        return Ok(Some(token));
+    }
+    let holds_keys = config.upstreams.0.iter().any(|u| u.key.is_some());
+    if args.addr.ip().is_loopback() || !holds_keys {
+        return Ok(None);
+    }
+    let token = ProxyToken::generate().map_err(ServeError::NoToken)?;
+    eprintln!(
+        "ttfx serve: listening beyond loopback with keys: every /proxy request must carry \
+         the header {}: {} (shown once; pass --proxy-token-file to choose it)",
+        PROXY_TOKEN,
+        token.expose()
+    );
+    Ok(Some(token))
 }
 
 /// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`):
