@@ -219,13 +219,14 @@ impl ProxyAccess {
             },
         )?;
         // An IPv4 peer on a dual-stack socket shows as ::ffff:a.b.c.d.
-        if let Some(peer) = peer.map(|p| p.to_canonical()) {
-            if !peer.is_loopback() && is_loopback_host(host_of(host)) {
-                return Err(AccessDenied::LoopbackHostFromNetwork {
-                    host: host.into(),
-                    peer,
-                });
-            }
+        if let Some(peer) = peer.map(|p| p.to_canonical())
+            && !peer.is_loopback()
+            && is_loopback_host(host_of(host))
+        {
+            return Err(AccessDenied::LoopbackHostFromNetwork {
+                host: host.into(),
+                peer,
+            });
         }
         if let Some(token) = &self.token {
             let Some(given) = headers.get(&PROXY_TOKEN) else {
@@ -406,9 +407,15 @@ mod tests {
         let with = |host: &str, t: &str| headers(&[("host", host), ("x-ttfx-proxy-token", t)]);
         let good = token.expose();
         let e = access.check(&with("localhost:8080", good), Some(lan));
-        assert!(matches!(e, Err(AccessDenied::LoopbackHostFromNetwork { .. })), "{e:?}");
+        assert!(
+            matches!(e, Err(AccessDenied::LoopbackHostFromNetwork { .. })),
+            "{e:?}"
+        );
         let e = access.check(&with("127.0.0.1:8080", good), Some(mapped));
-        assert!(matches!(e, Err(AccessDenied::LoopbackHostFromNetwork { .. })), "{e:?}");
+        assert!(
+            matches!(e, Err(AccessDenied::LoopbackHostFromNetwork { .. })),
+            "{e:?}"
+        );
         let e = access.check(&headers(&[("host", "10.231.0.1:8080")]), Some(lan));
         assert_eq!(e, Err(AccessDenied::NoToken));
         assert_eq!(e.unwrap_err().status(), StatusCode::UNAUTHORIZED);
@@ -419,8 +426,14 @@ mod tests {
         let e = access.check(&with("10.231.0.1:8080", &good[..10]), Some(lan));
         assert_eq!(e, Err(AccessDenied::WrongToken));
         // With the token: an IP literal Host passes, so does loopback from loopback.
-        assert_eq!(access.check(&with("10.231.0.1:8080", good), Some(lan)), Ok(()));
-        assert_eq!(access.check(&with("localhost:1", good), Some(local)), Ok(()));
+        assert_eq!(
+            access.check(&with("10.231.0.1:8080", good), Some(lan)),
+            Ok(())
+        );
+        assert_eq!(
+            access.check(&with("localhost:1", good), Some(local)),
+            Ok(())
+        );
         // A DNS name still needs allowed_hosts.
         let e = access.check(&with("rebound.example:8080", good), Some(lan));
         assert!(matches!(e, Err(AccessDenied::Host { .. })), "{e:?}");

@@ -48,23 +48,28 @@ pub fn build(
         return Err(Refused {
             status: StatusCode::FORBIDDEN,
             message: format!(
-                "upstream `{}` sends its key only to its API paths ({}); `{}` is not one                  (key_paths in the config)",
+                "upstream `{}` sends its key only to its API paths ({}); `{}` is not one \
+                 (key_paths in the config)",
                 upstream.name,
                 key_paths_text(upstream),
                 uri.path()
             ),
         });
     }
-    if upstream.key.is_none() && upstream.clear_text && !upstream.insecure {
-        if let Some(name) = KEY_HEADERS.iter().find(|k| headers.contains_key(**k)) {
-            return Err(Refused {
-                status: StatusCode::FORBIDDEN,
-                message: format!(
-                    "upstream `{}` is plain HTTP to a host that is not loopback: the client's                      `{name}` would cross the network in clear text (use an https base_url,                      or set insecure = true)",
-                    upstream.name
-                ),
-            });
-        }
+    if upstream.key.is_none()
+        && upstream.clear_text
+        && !upstream.insecure
+        && let Some(name) = KEY_HEADERS.iter().find(|k| headers.contains_key(**k))
+    {
+        return Err(Refused {
+            status: StatusCode::FORBIDDEN,
+            message: format!(
+                "upstream `{}` is plain HTTP to a host that is not loopback: the client's \
+                 `{name}` would cross the network in clear text (use an https base_url, or \
+                 set insecure = true)",
+                upstream.name
+            ),
+        });
     }
     let target = upstream_target(upstream, &rest, uri.query());
     upstream_request(upstream, request_id, method, headers, &target, body).map_err(bad_request)
@@ -116,15 +121,15 @@ fn dropped_request_header(name: &HeaderName, hop: &HopByHop) -> bool {
     hop.contains(name)
         || *name == PROXY_TOKEN
         || matches!(
-        name.as_str(),
-        "host" | "content-length"
+            name.as_str(),
+            "host" | "content-length"
             // Asked uncompressed, so the record can decode the stream as it passes.
             | "accept-encoding"
             // The proxy sends its own (the arrival's), so the upstream gets exactly one.
             | "x-request-id"
             // The browser's origin and cookies are for this server, not the upstream.
             | "origin" | "referer" | "cookie"
-    )
+        )
 }
 
 /// The upstream's path and query for `rest`: the client's query, plus the upstream's

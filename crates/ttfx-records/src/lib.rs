@@ -653,7 +653,14 @@ mod tests {
         let records = Records::default();
         let t0 = Instant::now();
         let victim = records
-            .insert(Record::new("victim", Kind::Proxy, "/proxy/a", None, t0, 0.0))
+            .insert(Record::new(
+                "victim",
+                Kind::Proxy,
+                "/proxy/a",
+                None,
+                t0,
+                0.0,
+            ))
             .unwrap();
         lock(&victim).headers(200, Some("text/event-stream"), t0);
         let before = records.bytes();

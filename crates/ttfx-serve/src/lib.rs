@@ -21,8 +21,8 @@ use tower_http::services::{ServeDir, ServeFile};
 
 use ttfx_collect::CollectorError;
 use ttfx_edge::access::{BadToken, PROXY_TOKEN, ProxyToken};
-use ttfx_edge::random::NoRandomness;
 use ttfx_edge::error::json_error;
+use ttfx_edge::random::NoRandomness;
 use ttfx_edge::{arrival, inflight, isolation};
 use ttfx_proxy::ProxyState;
 use ttfx_records::Records;

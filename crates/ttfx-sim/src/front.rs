@@ -52,7 +52,10 @@ pub async fn hold(
         Ok(record) => record,
         Err(e) => {
             let status = StatusCode::CONFLICT;
-            return Err(json_error(status, &error_body(status.as_u16(), &e.to_string())));
+            return Err(json_error(
+                status,
+                &error_body(status.as_u16(), &e.to_string()),
+            ));
         }
     };
 

@@ -41,33 +41,31 @@ type SeenLog = Arc<Mutex<Vec<Seen>>>;
 async fn upstream(bind: &str) -> (String, SeenLog) {
     let seen: SeenLog = Arc::default();
     let log = seen.clone();
-    let app = Router::new().fallback(
-        move |method: Method, uri: Uri, headers: HeaderMap| {
-            let log = log.clone();
-            async move {
-                log.lock().unwrap().push(Seen {
-                    method,
-                    path: uri.path().to_owned(),
-                    headers,
-                });
-                Response::builder()
-                    .header("content-type", "application/json")
-                    .header("set-cookie", "session=upstream; Path=/")
-                    .header("set-cookie2", "legacy=1")
-                    .header("clear-site-data", "\"cookies\", \"storage\"")
-                    .header("connection", "X-Foo")
-                    .header("x-foo", "1")
-                    .header("keep-alive", "timeout=5")
-                    .header("proxy-authenticate", "Basic realm=upstream")
-                    .header("trailer", "x-checksum")
-                    .header("upgrade", "h2c")
-                    .header("te", "trailers")
-                    .header("x-kept", "yes")
-                    .body(axum::body::Body::from("{\"ok\":true}"))
-                    .unwrap()
-            }
-        },
-    );
+    let app = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap| {
+        let log = log.clone();
+        async move {
+            log.lock().unwrap().push(Seen {
+                method,
+                path: uri.path().to_owned(),
+                headers,
+            });
+            Response::builder()
+                .header("content-type", "application/json")
+                .header("set-cookie", "session=upstream; Path=/")
+                .header("set-cookie2", "legacy=1")
+                .header("clear-site-data", "\"cookies\", \"storage\"")
+                .header("connection", "X-Foo")
+                .header("x-foo", "1")
+                .header("keep-alive", "timeout=5")
+                .header("proxy-authenticate", "Basic realm=upstream")
+                .header("trailer", "x-checksum")
+                .header("upgrade", "h2c")
+                .header("te", "trailers")
+                .header("x-kept", "yes")
+                .body(axum::body::Body::from("{\"ok\":true}"))
+                .unwrap()
+        }
+    });
     let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -211,7 +209,9 @@ impl Netns {
         let host_cidr = format!("{}/30", guard.host_ip);
         let peer_cidr = format!("{}/30", guard.peer_ip);
         let steps: [&[&str]; 7] = [
-            &["link", "add", host_if, "type", "veth", "peer", "name", &peer_if],
+            &[
+                "link", "add", host_if, "type", "veth", "peer", "name", &peer_if,
+            ],
             &["link", "set", &peer_if, "netns", ns],
             &["addr", "add", &host_cidr, "dev", host_if],
             &["link", "set", host_if, "up"],
@@ -231,7 +231,15 @@ impl Netns {
     /// and the body.
     fn curl(&self, args: &[&str]) -> (u16, String) {
         let out = Command::new("ip")
-            .args(["netns", "exec", &self.name, "curl", "-sS", "--max-time", "10"])
+            .args([
+                "netns",
+                "exec",
+                &self.name,
+                "curl",
+                "-sS",
+                "--max-time",
+                "10",
+            ])
             .args(["-w", "\n%{http_code}"])
             .args(args)
             .output()
@@ -289,7 +297,8 @@ fn netns_or_say_why(test: &str) -> Option<Netns> {
 /// The token is printed once, at start, and nowhere after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_on_the_network_cannot_spend_the_keys_without_the_token() {
-    let Some(net) = netns_or_say_why("a_client_on_the_network_cannot_spend_the_keys_without_the_token")
+    let Some(net) =
+        netns_or_say_why("a_client_on_the_network_cannot_spend_the_keys_without_the_token")
     else {
         return;
     };
@@ -313,12 +322,56 @@ async fn a_client_on_the_network_cannot_spend_the_keys_without_the_token() {
     // What curl sends by default: no Origin, no Sec-Fetch-Site (passed before).
     let refused: Vec<(Vec<&str>, u16, &str)> = vec![
         (vec!["-X", "POST", "-d", "{}", &url], 401, "token"),
-        (vec!["-H", &wrong_header, "-d", "{}", &url], 401, "does not carry"),
+        (
+            vec!["-H", &wrong_header, "-d", "{}", &url],
+            401,
+            "does not carry",
+        ),
         (vec![&list], 401, "token"),
-        (vec!["-H", &forged_ports[0], "-H", &token_header, "-d", "{}", &url], 403, "forged Host"),
-        (vec!["-H", &forged_ports[1], "-H", &token_header, "-d", "{}", &url], 403, "forged Host"),
-        (vec!["-H", &forged_ports[2], "-H", &token_header, "-d", "{}", &url], 403, "forged Host"),
-        (vec!["-H", &forged_ports[0], "-d", "{}", &url], 403, "forged Host"),
+        (
+            vec![
+                "-H",
+                &forged_ports[0],
+                "-H",
+                &token_header,
+                "-d",
+                "{}",
+                &url,
+            ],
+            403,
+            "forged Host",
+        ),
+        (
+            vec![
+                "-H",
+                &forged_ports[1],
+                "-H",
+                &token_header,
+                "-d",
+                "{}",
+                &url,
+            ],
+            403,
+            "forged Host",
+        ),
+        (
+            vec![
+                "-H",
+                &forged_ports[2],
+                "-H",
+                &token_header,
+                "-d",
+                "{}",
+                &url,
+            ],
+            403,
+            "forged Host",
+        ),
+        (
+            vec!["-H", &forged_ports[0], "-d", "{}", &url],
+            403,
+            "forged Host",
+        ),
     ];
     for (args, status, why) in &refused {
         let (code, body) = net.curl(args);
@@ -326,7 +379,11 @@ async fn a_client_on_the_network_cannot_spend_the_keys_without_the_token() {
         assert!(body.contains(why), "{args:?}: {body}");
         assert!(!body.contains(&token), "a refusal echoed the token");
     }
-    assert_eq!(seen.lock().unwrap().len(), 0, "a refused request reached the upstream");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        0,
+        "a refused request reached the upstream"
+    );
 
     let (code, body) = net.curl(&["-H", &token_header, "-d", "{}", &url]);
     assert_eq!(code, 200, "{body}");
@@ -341,7 +398,10 @@ async fn a_client_on_the_network_cannot_spend_the_keys_without_the_token() {
             &format!("Bearer {SECRET}"),
             "the key is added server-side"
         );
-        assert!(h.get("x-ttfx-proxy-token").is_none(), "the token went upstream");
+        assert!(
+            h.get("x-ttfx-proxy-token").is_none(),
+            "the token went upstream"
+        );
     }
     // Off loopback every request needs it, this machine's own included.
     let local = format!("http://127.0.0.1:{}/proxy/fix/v1/chat", serve.port);
@@ -375,7 +435,10 @@ async fn a_given_proxy_token_is_required_and_a_weak_one_is_refused() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("proxy token has 7 characters"), "{err}");
-    assert!(!err.contains("hunter2"), "the refusal echoed the token: {err}");
+    assert!(
+        !err.contains("hunter2"),
+        "the refusal echoed the token: {err}"
+    );
 
     let token = "t".repeat(20) + &"9".repeat(20);
     let file = dir.path().join("token");
@@ -393,7 +456,10 @@ async fn a_given_proxy_token_is_required_and_a_weak_one_is_refused() {
     assert_eq!(seen.lock().unwrap().len(), 0);
     let c = post_with(&url, "{}", &[("x-ttfx-proxy-token", &token)]).await;
     assert_eq!(c.status, 200, "{}", c.text());
-    assert!(!serve.output().contains(&token), "a given token is never printed");
+    assert!(
+        !serve.output().contains(&token),
+        "a given token is never printed"
+    );
 }
 
 /// Sends `request` on a raw socket (HTTP clients drop or rewrite hop-by-hop headers) and
@@ -425,7 +491,12 @@ async fn hop_by_hop_headers_and_upstream_cookies_do_not_cross_the_proxy() {
         "hop",
         &format!("[upstreams.fix]\nbase_url = \"{up}\"\napi_key = \"{SECRET}\"\n"),
     );
-    let serve = Serve::start(&["--addr", "127.0.0.1:0", "--config", config.to_str().unwrap()]);
+    let serve = Serve::start(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
     let port = serve.port;
     let request = format!(
         "POST /proxy/fix/v1/chat HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
@@ -450,14 +521,20 @@ async fn hop_by_hop_headers_and_upstream_cookies_do_not_cross_the_proxy() {
         "upgrade",
         "te",
     ] {
-        assert!(!names.contains(&dropped), "{dropped} reached the client: {headers:?}");
+        assert!(
+            !names.contains(&dropped),
+            "{dropped} reached the client: {headers:?}"
+        );
     }
     for (k, v) in &headers {
         if k == "connection" {
             assert!(!v.to_ascii_lowercase().contains("x-foo"), "{v}");
         }
     }
-    assert!(names.contains(&"x-kept"), "an ordinary header is relayed: {headers:?}");
+    assert!(
+        names.contains(&"x-kept"),
+        "an ordinary header is relayed: {headers:?}"
+    );
 
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1);
@@ -471,10 +548,16 @@ async fn hop_by_hop_headers_and_upstream_cookies_do_not_cross_the_proxy() {
         "proxy-connection",
         "x-ttfx-proxy-token",
     ] {
-        assert!(h.get(dropped).is_none(), "{dropped} reached the upstream: {h:?}");
+        assert!(
+            h.get(dropped).is_none(),
+            "{dropped} reached the upstream: {h:?}"
+        );
     }
     for v in h.get_all("connection") {
-        assert!(!v.to_str().unwrap().to_ascii_lowercase().contains("x-bar"), "{v:?}");
+        assert!(
+            !v.to_str().unwrap().to_ascii_lowercase().contains("x-bar"),
+            "{v:?}"
+        );
     }
     assert_eq!(h.get("x-client-kept").unwrap(), "yes");
 }
@@ -492,7 +575,12 @@ async fn a_configured_key_is_not_sent_to_a_path_outside_the_api() {
              key_paths = [\"v2/infer/\"]\n"
         ),
     );
-    let serve = Serve::start(&["--addr", "127.0.0.1:0", "--config", config.to_str().unwrap()]);
+    let serve = Serve::start(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
     let base = format!("http://127.0.0.1:{}/proxy", serve.port);
     for path in [
         "openai/v1/organization/admin_api_keys",
@@ -507,9 +595,17 @@ async fn a_configured_key_is_not_sent_to_a_path_outside_the_api() {
     ] {
         let c = post_with(&format!("{base}/{path}"), "{}", &[]).await;
         assert_eq!(c.status, 403, "{path}: {}", c.text());
-        assert!(c.text().contains("only to its API paths"), "{path}: {}", c.text());
+        assert!(
+            c.text().contains("only to its API paths"),
+            "{path}: {}",
+            c.text()
+        );
     }
-    assert_eq!(seen.lock().unwrap().len(), 0, "a refused path reached the upstream");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        0,
+        "a refused path reached the upstream"
+    );
     for path in [
         "openai/v1/chat/completions",
         "openai/v1/responses",
@@ -545,7 +641,12 @@ async fn a_clients_own_key_does_not_cross_plain_http_off_loopback() {
              [upstreams.lan-insecure]\nbase_url = \"{up}\"\ninsecure = true\n"
         ),
     );
-    let serve = Serve::start(&["--addr", "127.0.0.1:0", "--config", config.to_str().unwrap()]);
+    let serve = Serve::start(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
     let base = format!("http://127.0.0.1:{}/proxy", serve.port);
     for (name, value) in [
         ("authorization", "Bearer client-key"),
@@ -556,9 +657,18 @@ async fn a_clients_own_key_does_not_cross_plain_http_off_loopback() {
         assert_eq!(c.status, 403, "{name}: {}", c.text());
         assert!(c.text().contains("clear text"), "{}", c.text());
     }
-    assert_eq!(seen.lock().unwrap().len(), 0, "a client key crossed in clear text");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        0,
+        "a client key crossed in clear text"
+    );
     // Without a key the request goes; with insecure the client's key goes too.
-    assert_eq!(post_with(&format!("{base}/lan/v1/chat"), "{}", &[]).await.status, 200);
+    assert_eq!(
+        post_with(&format!("{base}/lan/v1/chat"), "{}", &[])
+            .await
+            .status,
+        200
+    );
     let c = post_with(
         &format!("{base}/lan-insecure/v1/chat"),
         "{}",
@@ -569,7 +679,10 @@ async fn a_clients_own_key_does_not_cross_plain_http_off_loopback() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 2);
     assert!(seen[0].headers.get("authorization").is_none());
-    assert_eq!(seen[1].headers.get("authorization").unwrap(), "Bearer client-key");
+    assert_eq!(
+        seen[1].headers.get("authorization").unwrap(),
+        "Bearer client-key"
+    );
     drop(net);
 }
 
@@ -587,16 +700,29 @@ async fn a_record_cannot_be_replaced_by_another_request_or_read_by_another_site(
              [proxy]\nallowed_origins = [\"http://localhost:5173\"]\n"
         ),
     );
-    let serve = Serve::start(&["--addr", "127.0.0.1:0", "--config", config.to_str().unwrap()]);
+    let serve = Serve::start(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
     let root = format!("http://127.0.0.1:{}/", serve.port);
     let sim = format!("{root}sim/default/v1/chat/completions?ttft_ms=0&output_tokens=1");
 
     let c = post_with(&sim, "{}", &[]).await;
     let id = c.header("x-request-id").unwrap().to_owned();
     let hex = id.strip_prefix("ttfx-").unwrap();
-    assert!(hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+    assert!(
+        hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()),
+        "{id}"
+    );
 
-    let c = post_with(&format!("{root}proxy/fix/v1/a"), "{}", &[("x-request-id", "mine-1")]).await;
+    let c = post_with(
+        &format!("{root}proxy/fix/v1/a"),
+        "{}",
+        &[("x-request-id", "mine-1")],
+    )
+    .await;
     assert_eq!(c.status, 200);
     let first = common::record(&root, "mine-1").await;
     for url in [format!("{root}proxy/fix/v1/b"), sim.clone()] {
@@ -606,7 +732,11 @@ async fn a_record_cannot_be_replaced_by_another_request_or_read_by_another_site(
     }
     let c = post_with(&sim, "{}", &[("x-request-id", &id)]).await;
     assert_eq!(c.status, 409, "a server-made id is write-once too");
-    assert_eq!(seen.lock().unwrap().len(), 1, "a refused request reached the upstream");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "a refused request reached the upstream"
+    );
     assert_eq!(common::record(&root, "mine-1").await, first);
     assert_eq!(first["path"], "/proxy/fix/v1/a");
 
