@@ -31,18 +31,23 @@ fn client_id(value: &HeaderValue) -> Option<String> {
     (!s.is_empty() && s.len() <= 128 && s.chars().all(plain)).then(|| s.to_owned())
 }
 
-fn new_id() -> String {
-    format!("ttfx-{:016x}", crate::random::fresh_u64())
+/// A server-made id: `ttfx-` and [`crate::random::ID_BITS`] random bits, so the record
+/// kept under it cannot be guessed, read or pre-empted by another client.
+fn new_id() -> Result<String, crate::random::NoRandomness> {
+    Ok(format!("ttfx-{}", crate::random::unguessable_id()?))
 }
 
 pub async fn stamp(mut req: Request, next: Next) -> Response {
     let at = Instant::now();
     let unix = unix_ms(SystemTime::now());
-    let id = req
-        .headers()
-        .get(&REQUEST_ID)
-        .and_then(client_id)
-        .unwrap_or_else(new_id);
+    let client = req.headers().get(&REQUEST_ID).and_then(client_id);
+    let id = match client.map_or_else(new_id, Ok) {
+        Ok(id) => id,
+        Err(e) => {
+            let body = serde_json::json!({ "error": { "message": e.to_string() } });
+            return crate::error::json_error(axum::http::StatusCode::SERVICE_UNAVAILABLE, &body);
+        }
+    };
     req.extensions_mut().insert(Arrival {
         id: id.clone(),
         at,

@@ -10,11 +10,12 @@
 //! Each request opens its own upstream connection (`upstream_conn`), so the TCP connect
 //! and the TLS handshake are measured every time (a pooled client would hide them).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Extension, OriginalUri, Path, State};
+use axum::extract::{ConnectInfo, Extension, OriginalUri, Path, State};
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
@@ -25,7 +26,7 @@ use tokio::time::Instant;
 
 use ttfx_edge::arrival::Arrival;
 use ttfx_edge::error::json_error;
-use ttfx_records::{Kind, Record, RecordHandle, RecordOutcome, lock};
+use ttfx_records::{IdInUse, Kind, Record, RecordHandle, RecordOutcome, lock};
 
 use crate::ProxyState;
 use crate::upstream::Upstream;
@@ -33,12 +34,32 @@ use crate::upstream_conn::{self, Sender};
 use crate::{relay, upstream_request};
 
 /// `GET /` lists the upstreams; every other path is forwarded to the upstream it names.
+/// Every route checks who calls first ([`guard`]).
 pub fn router(state: Arc<ProxyState>) -> Router {
     Router::new()
         .route("/", get(list))
         .route("/{upstream}", any(root))
         .route("/{upstream}/{*rest}", any(forward))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
+}
+
+/// Before anything else, and before any record: a refused request reaches no upstream
+/// and learns nothing of them. The peer's address comes from the server's connect info
+/// (`ttfx serve` always gives it; without it the peer rule is skipped).
+async fn guard(
+    State(state): State<Arc<ProxyState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    match state.access.check(request.headers(), peer) {
+        Ok(()) => next.run(request).await,
+        Err(why) => error(why.status(), &why.to_string()),
+    }
 }
 
 async fn root(
@@ -64,10 +85,7 @@ async fn root(
 
 /// `GET /proxy`: the configured upstreams and their chat endpoints, for the lab page's
 /// target picker and for people. Names, hosts and APIs only: never a key or a header.
-async fn list(State(state): State<Arc<ProxyState>>, headers: HeaderMap) -> Response {
-    if let Err(why) = state.access.check(&headers) {
-        return error(StatusCode::FORBIDDEN, &why.to_string());
-    }
+async fn list(State(state): State<Arc<ProxyState>>) -> Response {
     let upstreams: Vec<_> = state
         .upstreams
         .0
@@ -108,18 +126,17 @@ async fn forward(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    // Before anything else, and before any record: a refused request reaches no upstream.
-    if let Err(why) = state.access.check(&headers) {
-        return error(StatusCode::FORBIDDEN, &why.to_string());
-    }
     let Some(upstream) = state.upstreams.get(&name) else {
         return error(StatusCode::NOT_FOUND, &unknown_upstream(&state, &name));
     };
-    let record = open_record(&state, &arrival, uri.path(), &name);
+    let record = match open_record(&state, &arrival, uri.path(), &name) {
+        Ok(record) => record,
+        Err(in_use) => return error(StatusCode::CONFLICT, &in_use.to_string()),
+    };
     let built = upstream_request::build(upstream, &arrival.id, &uri, method, &headers, body);
     let request = match built {
         Ok(r) => r,
-        Err(message) => return fail(&record, StatusCode::BAD_REQUEST, &message),
+        Err(refused) => return fail(&record, refused.status, &refused.message),
     };
     let mut sender = match connect(upstream, &record).await {
         Ok(sender) => sender,
@@ -149,8 +166,14 @@ fn unknown_upstream(state: &ProxyState, name: &str) -> String {
     }
 }
 
-/// The request's record, kept under its id from now on (a refused path is recorded too).
-fn open_record(state: &ProxyState, arrival: &Arrival, path: &str, name: &str) -> RecordHandle {
+/// The request's record, kept under its id from now on (a refused path is recorded too);
+/// an id a kept record holds is refused (records are write-once), before anything is sent.
+fn open_record(
+    state: &ProxyState,
+    arrival: &Arrival,
+    path: &str,
+    name: &str,
+) -> Result<RecordHandle, IdInUse> {
     // The dialect comes from the response's content type and first frames.
     let mut record = Record::new(
         &arrival.id,

@@ -15,6 +15,7 @@ use ttfx_edge::access::ProxyAccess;
 use ttfx_records::Records;
 
 mod forward;
+pub mod hop;
 pub mod presets;
 mod provider_timing;
 mod relay;

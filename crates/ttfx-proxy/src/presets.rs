@@ -27,12 +27,38 @@ pub struct Preset {
     pub api_path: &'static str,
     /// How its stream decodes.
     pub dialect: DialectKind,
+    /// The endpoints below `base_url` the key is sent to (besides `api_path`): the ones
+    /// ttfx measures, never another path a client names, such as a provider's files or
+    /// admin API ([`crate::upstream::Upstream::key_goes_to`]).
+    pub key_paths: &'static [&'static str],
     /// The variable its own SDKs read the key from (named in docs and hints only: the
     /// config still says which variable to read).
     pub key_env: Option<&'static str>,
     /// The provider's documentation of the above.
     pub source: &'static str,
 }
+
+/// The OpenAI API's endpoints ttfx measures (chat, responses, legacy completions, speech
+/// in and out) and its model list, below the API root. The key goes to these only: not
+/// to files, batches, fine-tuning or the organization's admin API.
+const OPENAI_ENDPOINTS: [&str; 6] = [
+    "chat/completions",
+    "completions",
+    "responses",
+    "audio/speech",
+    "audio/transcriptions",
+    "models",
+];
+
+/// [`OPENAI_ENDPOINTS`] below `v1/` (a base URL without the version).
+const OPENAI_V1: [&str; 6] = [
+    "v1/chat/completions",
+    "v1/completions",
+    "v1/responses",
+    "v1/audio/speech",
+    "v1/audio/transcriptions",
+    "v1/models",
+];
 
 const fn openai_compatible(
     name: &'static str,
@@ -50,6 +76,7 @@ const fn openai_compatible(
         api: ChatApi::OpenAiChat,
         api_path: "v1/chat/completions",
         dialect: DialectKind::OpenAiChat,
+        key_paths: &OPENAI_V1,
         key_env,
         source,
     }
@@ -74,6 +101,7 @@ pub const PRESETS: [Preset; 15] = [
         api: ChatApi::AnthropicMessages,
         api_path: "v1/messages",
         dialect: DialectKind::Anthropic,
+        key_paths: &["v1/messages", "v1/complete", "v1/models"],
         key_env: Some("ANTHROPIC_API_KEY"),
         source: "https://docs.anthropic.com/en/api/messages (version header: https://docs.anthropic.com/en/api/versioning)",
     },
@@ -86,6 +114,8 @@ pub const PRESETS: [Preset; 15] = [
         api: ChatApi::OpenAiChat,
         api_path: "chat/completions",
         dialect: DialectKind::OpenAiChat,
+        // The base URL is the resource's API root (…/openai/v1 or a deployment's path).
+        key_paths: &OPENAI_ENDPOINTS,
         key_env: Some("AZURE_OPENAI_API_KEY"),
         source: "https://learn.microsoft.com/azure/ai-foundry/openai/reference (v1 API: https://learn.microsoft.com/azure/ai-foundry/openai/api-version-lifecycle)",
     },
@@ -133,6 +163,8 @@ pub const PRESETS: [Preset; 15] = [
     ),
     Preset {
         api_path: "chat/completions",
+        // The base URL ends at the OpenAI-compatible API's root (…/v1beta/openai).
+        key_paths: &OPENAI_ENDPOINTS,
         ..openai_compatible(
             "gemini",
             "Google Gemini (OpenAI-compatible endpoint)",
@@ -159,6 +191,16 @@ pub const PRESETS: [Preset; 15] = [
         // Its OpenAI-compatible stream carries llama.cpp's `timings`: the llamacpp
         // dialect reads both.
         dialect: DialectKind::LlamaCpp,
+        // Its own API (`/completion`, `/infill`, …) beside the OpenAI-compatible one.
+        key_paths: &[
+            "v1/chat/completions",
+            "v1/completions",
+            "v1/models",
+            "completion",
+            "infill",
+            "tokenize",
+            "detokenize",
+        ],
         ..openai_compatible(
             "llamacpp",
             "llama.cpp server (local)",
@@ -176,6 +218,7 @@ pub const PRESETS: [Preset; 15] = [
         api: ChatApi::OllamaChat,
         api_path: "api/chat",
         dialect: DialectKind::Ollama,
+        key_paths: &["api/chat", "api/generate", "api/tags"],
         key_env: None,
         source: "https://github.com/ollama/ollama/blob/main/docs/api.md",
     },
@@ -207,6 +250,12 @@ mod tests {
             assert!(seen.insert(p.name), "{} twice", p.name);
             assert!(p.source.starts_with("https://"), "{}: source", p.name);
             assert!(!p.api_path.starts_with('/'), "{}", p.name);
+            assert!(!p.key_paths.is_empty(), "{}", p.name);
+            assert!(
+                p.key_paths.iter().all(|k| !k.starts_with('/')),
+                "{}",
+                p.name
+            );
             if let Some(url) = p.base_url {
                 let uri: axum::http::Uri = url.parse().unwrap();
                 assert!(uri.authority().is_some(), "{}", p.name);

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use ttfx_edge::arrival::REQUEST_ID;
 use ttfx_records::{RecordHandle, RecordOutcome, lock};
 
+use crate::hop::HopByHop;
 use crate::provider_timing;
 use crate::upstream_conn::Sender;
 
@@ -64,8 +65,9 @@ fn record_headers(record: &RecordHandle, status: StatusCode, headers: &HeaderMap
 fn client_response(status: StatusCode, upstream: &HeaderMap, body: Body) -> Response {
     let mut res = Response::new(body);
     *res.status_mut() = status;
+    let hop = HopByHop::of(upstream);
     for (k, v) in upstream {
-        if !dropped_response_header(k) {
+        if !hop.contains(k) && !dropped_response_header(k) {
             res.headers_mut().append(k.clone(), v.clone());
         }
     }
@@ -76,13 +78,17 @@ fn client_response(status: StatusCode, upstream: &HeaderMap, body: Body) -> Resp
     res
 }
 
+/// Headers the upstream may not set for this server (hop-by-hop ones go by `hop`).
 fn dropped_response_header(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
-        "connection" | "keep-alive" | "transfer-encoding" | "upgrade" | "trailer"
-            // This server's CORS layer answers for the upstream.
-            | "access-control-allow-origin" | "access-control-expose-headers"
+        // This server's CORS layer answers for the upstream.
+        "access-control-allow-origin" | "access-control-expose-headers"
             | "access-control-allow-credentials"
+            // The client's browser would keep them for this server's origin (the lab
+            // page, the collector): an upstream must not set its cookies or wipe its
+            // storage.
+            | "set-cookie" | "set-cookie2" | "clear-site-data"
     )
 }
 

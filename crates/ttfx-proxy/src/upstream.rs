@@ -44,6 +44,41 @@ pub struct Upstream {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// `api-version` added to requests whose query has none (Azure OpenAI).
     pub api_version: Option<String>,
+    /// The paths below the base URL where the configured key is sent (its API, from the
+    /// preset or the config's `key_paths`; the chat endpoint is always one): a path a
+    /// client names elsewhere is refused, so the key never reaches it. A name ending in
+    /// `/` covers what is below it; `""` covers everything below the base URL.
+    pub key_paths: Vec<String>,
+    /// Plain HTTP to a host that is not loopback: what a client sends crosses the
+    /// network in clear text.
+    pub clear_text: bool,
+    /// The config's `insecure = true`: keys may cross plain HTTP off loopback.
+    pub insecure: bool,
+}
+
+impl Upstream {
+    /// Whether the configured key may be sent with a request for `rest` (the path below
+    /// the base URL, no leading slash).
+    pub fn key_goes_to(&self, rest: &str) -> bool {
+        let chat = self.chat.as_ref().map(|c| c.path.as_str());
+        self.key_paths
+            .iter()
+            .map(String::as_str)
+            .chain(chat)
+            .any(|p| path_is_under(rest, p))
+    }
+}
+
+/// `rest` is `prefix` or below it: `v1/` covers `v1/x`, `chat` covers `chat` and
+/// `chat/x` (not `chatter`), `""` covers everything.
+fn path_is_under(rest: &str, prefix: &str) -> bool {
+    if prefix.is_empty() || prefix.ends_with('/') {
+        return rest.starts_with(prefix);
+    }
+    rest == prefix
+        || rest
+            .strip_prefix(prefix)
+            .is_some_and(|tail| tail.starts_with('/'))
 }
 
 /// The chat endpoint of an upstream: what `ttfx run` and the lab page send it.
@@ -105,5 +140,21 @@ impl Secret {
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret([redacted])")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_is_under;
+
+    #[test]
+    fn key_paths_cover_their_own_segments_only() {
+        assert!(path_is_under("v1/chat/completions", "v1/"));
+        assert!(!path_is_under("v10/x", "v1/"));
+        assert!(!path_is_under("admin", "v1/"));
+        assert!(path_is_under("completion", "completion"));
+        assert!(path_is_under("completion/x", "completion"));
+        assert!(!path_is_under("completions", "completion"));
+        assert!(path_is_under("anything", ""));
     }
 }

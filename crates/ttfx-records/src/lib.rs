@@ -314,20 +314,24 @@ struct Inner {
 }
 
 impl Records {
-    /// Stores a record; a reused id replaces the older record. The oldest records go
-    /// while there are more than [`MAX_RECORDS`] or they hold more than
-    /// [`MAX_RECORD_BYTES`]; the new one always stays.
-    pub fn insert(&self, mut record: Record) -> RecordHandle {
+    /// Stores a record under its id, unless a kept record holds that id: records are
+    /// write-once, so a request that names another's id (a client chooses its own with
+    /// `x-request-id`) cannot replace, and so falsify, the record that request made. An
+    /// evicted record's id is free again. The oldest records go while there are more
+    /// than [`MAX_RECORDS`] or they hold more than [`MAX_RECORD_BYTES`]; the new one
+    /// always stays.
+    pub fn insert(&self, mut record: Record) -> Result<RecordHandle, IdInUse> {
         let id = record.request_id.clone();
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if inner.by_id.contains_key(&id) {
+            return Err(IdInUse { id });
+        }
         record.ledger = Some(self.bytes.clone());
         record.accounted = 0;
         record.account();
         let handle = Arc::new(Mutex::new(record));
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        match inner.by_id.insert(id.clone(), handle.clone()) {
-            Some(replaced) => release(&replaced),
-            None => inner.order.push_back(id),
-        }
+        inner.by_id.insert(id.clone(), handle.clone());
+        inner.order.push_back(id);
         while inner.order.len() > MAX_RECORDS
             || (inner.order.len() > 1 && self.bytes() > MAX_RECORD_BYTES)
         {
@@ -338,7 +342,7 @@ impl Records {
                 release(&evicted);
             }
         }
-        handle
+        Ok(handle)
     }
 
     /// Bytes the kept records hold, by [`Record::held_bytes`]'s estimate.
@@ -357,6 +361,17 @@ impl Records {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.by_id.get(id).cloned()
     }
+}
+
+/// A request named the id of a record still kept ([`Records::insert`]); its text is
+/// the 409's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "request id `{id}` belongs to an earlier request's record, and records are write-once: \
+     send a fresh x-request-id (or none, and the server makes one)"
+)]
+pub struct IdInUse {
+    pub id: String,
 }
 
 /// A record leaves the store: its size leaves the store's count.
@@ -558,7 +573,9 @@ mod tests {
         let records = Records::default();
         let t0 = Instant::now();
         for i in 0..MAX_RECORDS + 2 {
-            records.insert(Record::new(&format!("r{i}"), Kind::Sim, "/", None, t0, 0.0));
+            records
+                .insert(Record::new(&format!("r{i}"), Kind::Sim, "/", None, t0, 0.0))
+                .unwrap();
         }
         assert!(records.get("r0").is_none() && records.get("r1").is_none());
         assert!(records.get("r2").is_some());
@@ -583,9 +600,9 @@ mod tests {
         let one = big(0).held_bytes();
         assert!(one > 1 << 20 && one < (1 << 20) + (16 << 10), "{one}");
         let fit = MAX_RECORD_BYTES / one;
-        let first = records.insert(big(0));
+        let first = records.insert(big(0)).unwrap();
         for i in 1..fit + 5 {
-            records.insert(big(i));
+            records.insert(big(i)).unwrap();
             assert!(records.bytes() <= MAX_RECORD_BYTES, "{}", records.bytes());
         }
         assert_eq!(
@@ -625,10 +642,49 @@ mod tests {
             }
         }
         assert_eq!(records.bytes(), before);
-        // A replaced id gives its bytes back.
-        records.insert(Record::new("big5", Kind::Sim, "/", None, t0, 0.0));
+        // Eviction freed the evicted records' bytes: the kept ones are what is counted.
         assert_eq!(records.bytes(), kept_sum(&records));
-        assert!(records.bytes() < before - 1_000_000);
+    }
+
+    /// A client that names another request's id (it chooses its own with
+    /// `x-request-id`) cannot overwrite that request's record: records are write-once.
+    #[test]
+    fn a_request_reusing_a_kept_id_cannot_replace_its_record() {
+        let records = Records::default();
+        let t0 = Instant::now();
+        let victim = records
+            .insert(Record::new(
+                "victim",
+                Kind::Proxy,
+                "/proxy/a",
+                None,
+                t0,
+                0.0,
+            ))
+            .unwrap();
+        lock(&victim).headers(200, Some("text/event-stream"), t0);
+        let before = records.bytes();
+        let forged = Record::new("victim", Kind::Sim, "/sim/forged", None, t0, 0.0);
+        let Err(e) = records.insert(forged) else {
+            panic!("a kept id was replaced");
+        };
+        assert_eq!(e.id, "victim");
+        assert!(e.to_string().contains("write-once"), "{e}");
+        let kept = records.get("victim").unwrap();
+        assert_eq!(lock(&kept).path, "/proxy/a");
+        assert_eq!(lock(&kept).status, Some(200));
+        assert_eq!(records.bytes(), before, "the refused record is not counted");
+        assert_eq!(records.kept(), 1);
+        // Once evicted, the id is free again (nothing is left to replace).
+        for i in 0..MAX_RECORDS {
+            records
+                .insert(Record::new(&format!("r{i}"), Kind::Sim, "/", None, t0, 0.0))
+                .unwrap();
+        }
+        assert!(records.get("victim").is_none());
+        records
+            .insert(Record::new("victim", Kind::Sim, "/", None, t0, 0.0))
+            .unwrap();
     }
 
     #[test]

@@ -222,7 +222,9 @@ pub async fn serve(
         })?;
     let addr = listener.local_addr().map_err(SiteError::BoundAddress)?;
     tokio::spawn(async move {
-        // The server lives as long as the run; an error here shows as failed runs.
+        // The server lives as long as the run; an error here shows as failed runs. The
+        // peer's address lets the proxy refuse a loopback Host from off this machine.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let _ = axum::serve(listener, app).await;
     });
     Ok(exposure

@@ -52,6 +52,13 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub head_timeout_ms: u64,
 
+    /// A file holding the proxy's token (one line, 32 to 1024 printable characters):
+    /// every /proxy request must then carry it in the X-Ttfx-Proxy-Token header. Without
+    /// it, a server listening beyond loopback whose upstreams hold keys makes one and
+    /// prints it once on stderr (docs/serve.md).
+    #[arg(long, value_name = "FILE")]
+    pub proxy_token_file: Option<PathBuf>,
+
     /// Collect the probe's beacons and run reports at POST /collect into this SQLite
     /// file (created if missing), and answer /field/… queries over it (docs/field.md).
     #[arg(long, value_name = "FILE.db")]

@@ -201,6 +201,8 @@ pub fn parse(
         proxy_access: ProxyAccess {
             allowed_origins: file.proxy.allowed_origins,
             allowed_hosts: file.proxy.allowed_hosts,
+            // Not in the file: `ttfx serve` adds it (--proxy-token-file, or made at start).
+            token: None,
         },
     })
 }
@@ -419,7 +421,7 @@ mod tests {
             ),
             (
                 "[upstreams.x]\npreset = \"vllm\"\napi_path = \"../admin\"\n",
-                "without query or dot segments",
+                "a plain path below base_url",
             ),
         ] {
             let e = err(text);

@@ -19,7 +19,9 @@ use axum::routing::get;
 use tower_http::services::{ServeDir, ServeFile};
 
 use ttfx_collect::CollectorError;
+use ttfx_edge::access::{BadToken, PROXY_TOKEN, ProxyToken};
 use ttfx_edge::error::json_error;
+use ttfx_edge::random::NoRandomness;
 use ttfx_edge::{arrival, inflight, isolation};
 use ttfx_proxy::ProxyState;
 use ttfx_records::Records;
@@ -53,6 +55,15 @@ pub enum ServeError {
     BoundAddress(std::io::Error),
     #[error("server stopped: {0}")]
     Stopped(std::io::Error),
+    #[error("--proxy-token-file {}: cannot read: {cause}", path.display())]
+    TokenFile {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("--proxy-token-file {}: {problem}", path.display())]
+    BadToken { path: PathBuf, problem: BadToken },
+    #[error("cannot make the proxy token: {0}")]
+    NoToken(NoRandomness),
 }
 
 /// What to do about a port that cannot be had.
@@ -67,10 +78,11 @@ fn listen_hint(e: &std::io::Error) -> &'static str {
 /// Runs the server until the process is stopped.
 pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     // Config first: a bad file is reported before anything listens.
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(path) => config::load(path)?,
         None => config::Config::default(),
     };
+    config.proxy_access.token = proxy_token(&args, &config)?;
     // The collector's database too: a corrupt or foreign file is refused before anything
     // listens.
     let collector = match &args.collect {
@@ -130,6 +142,40 @@ async fn serve(
     .map_err(ServeError::Stopped)
 }
 
+/// The token `/proxy` requires: the one in `--proxy-token-file`, else, when the server
+/// listens beyond loopback and an upstream holds a key, a fresh one, printed once on
+/// stderr (its only appearance: no log line or response carries it). On loopback
+/// without a file, none: only this machine can connect, and the Host and Origin rules
+/// keep other sites' pages out.
+fn proxy_token(
+    args: &ServeArgs,
+    config: &config::Config,
+) -> Result<Option<ProxyToken>, ServeError> {
+    if let Some(path) = &args.proxy_token_file {
+        let text = std::fs::read_to_string(path).map_err(|cause| ServeError::TokenFile {
+            path: path.clone(),
+            cause,
+        })?;
+        let token = ProxyToken::given(&text).map_err(|problem| ServeError::BadToken {
+            path: path.clone(),
+            problem,
+        })?;
+        return Ok(Some(token));
+    }
+    let holds_keys = config.upstreams.0.iter().any(|u| u.key.is_some());
+    if args.addr.ip().is_loopback() || !holds_keys {
+        return Ok(None);
+    }
+    let token = ProxyToken::generate().map_err(ServeError::NoToken)?;
+    eprintln!(
+        "ttfx serve: listening beyond loopback with keys: every /proxy request must carry \
+         the header {}: {} (shown once; pass --proxy-token-file to choose it)",
+        PROXY_TOKEN,
+        token.expose()
+    );
+    Ok(Some(token))
+}
+
 /// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`):
 /// a page or a benchmark opening a thousand streams at once should not see refused or
 /// retried connects, which tokio's default of 1024 allows.
@@ -157,6 +203,7 @@ pub fn router(
 ) -> Result<Router, ServeError> {
     let records = Arc::new(Records::default());
     let sim = Arc::new(SimState::new(config.profiles, records.clone()));
+    let records_cors = records_cors(&config.proxy_access.allowed_origins);
     let proxy = Arc::new(ProxyState {
         upstreams: config.upstreams,
         access: config.proxy_access,
@@ -172,7 +219,7 @@ pub fn router(
     let records = Router::new()
         .route("/records/{request_id}", get(record))
         .with_state(records);
-    let app = Router::new().merge(limited).merge(records);
+    let app = Router::new().merge(limited);
     let app = match dist {
         Some(dir) => {
             let index = dir.join("index.html");
@@ -185,9 +232,25 @@ pub fn router(
         }
         None => app.route("/", get(no_lab_page)),
     };
-    Ok(app
+    let app = app
         .layer(axum::middleware::from_fn(arrival::stamp))
-        .layer(arrival::cors()))
+        .layer(arrival::cors());
+    // After the shared "any origin" CORS layer, with its own: records say which
+    // upstreams were called, when and with what error, so only this server's own pages
+    // and [proxy] allowed_origins may read them from a browser.
+    Ok(app.merge(records.layer(records_cors)))
+}
+
+/// CORS for `GET /records/{id}`: the origins of `[proxy] allowed_origins` (a page on
+/// one of them reads the records of the requests it sent); never `*`. The server's own
+/// pages are same-origin and need none.
+fn records_cors(allowed: &[String]) -> tower_http::cors::CorsLayer {
+    let origins = allowed
+        .iter()
+        .filter_map(|o| axum::http::HeaderValue::from_str(o.trim_end_matches('/')).ok());
+    tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::AllowOrigin::list(origins))
+        .allow_methods([axum::http::Method::GET])
 }
 
 async fn record(State(records): State<Arc<Records>>, UrlPath(id): UrlPath<String>) -> Response {

@@ -46,7 +46,18 @@ pub async fn hold(
     );
     record.profile = Some(call.profile.clone());
     record.seed = Some(seed);
-    let record = call.state.records.insert(record);
+    // Records are write-once: a request naming a kept record's id is refused before it
+    // queues, so it cannot stand in for the request that made that record.
+    let record = match call.state.records.insert(record) {
+        Ok(record) => record,
+        Err(e) => {
+            let status = StatusCode::CONFLICT;
+            return Err(json_error(
+                status,
+                &error_body(status.as_u16(), &e.to_string()),
+            ));
+        }
+    };
 
     super::deadline::until(queue_from + p.queue).await;
     let queue_end = Instant::now();

@@ -81,7 +81,10 @@ pub enum UpstreamProblem {
     UnknownApi(UnknownChatApi),
     #[error("api_path and dialect need api (a preset gives one)")]
     PathWithoutApi,
-    #[error("api_path `{path}`: a plain path below base_url, without query or dot segments")]
+    #[error(
+        "api_path or key_paths `{path}`: a plain path below base_url, without query, \
+         percent-encoding or dot segments"
+    )]
     NotAPlainPath { path: String },
     #[error("dialect: {0}")]
     UnknownDialect(UnknownDialect),
@@ -131,6 +134,8 @@ pub(super) struct FileUpstream {
     headers: BTreeMap<String, String>,
     /// Azure OpenAI's `api-version`, for its deployment paths.
     api_version: Option<String>,
+    /// Paths below base_url where the key is sent (its API); the preset's otherwise.
+    key_paths: Option<Vec<String>>,
 }
 
 pub(super) fn upstream(
@@ -152,7 +157,11 @@ pub(super) fn upstream(
     let chat = chat(preset, &u)?;
     let headers = headers(preset, &u.headers)?;
     let api_version = azure_api_version(preset, base.uri.path(), u.api_version.as_deref())?;
+    let key_paths = key_paths(preset, chat.as_ref(), u.key_paths.as_deref())?;
     Ok(Upstream {
+        key_paths,
+        clear_text: !base.https && !is_loopback_host(base.authority.host()),
+        insecure: u.insecure,
         name: name.to_owned(),
         preset: preset.map(|p| p.name),
         chat,
@@ -356,7 +365,7 @@ fn chat(
         Some(p) => p.trim_start_matches('/').to_owned(),
         None => preset.map_or(api.path(), |p| p.api_path).to_owned(),
     };
-    if path.contains(['?', '#']) || path.split('/').any(|s| s == "." || s == "..") {
+    if !is_plain_path(&path) {
         return Err(UpstreamProblem::NotAPlainPath { path });
     }
     let dialect = match u.dialect.as_deref() {
@@ -366,6 +375,44 @@ fn chat(
         None => preset.map_or(api.dialect(), |p| p.dialect),
     };
     Ok(Some(UpstreamChat { api, path, dialect }))
+}
+
+/// Where below base_url the key goes: the config's `key_paths`, else its preset's, else
+/// the directory of its chat endpoint (`v1/` for `v1/chat/completions`), else (no API
+/// named) all of base_url. The chat endpoint itself is always one.
+fn key_paths(
+    preset: Option<&Preset>,
+    chat: Option<&UpstreamChat>,
+    given: Option<&[String]>,
+) -> Result<Vec<String>, UpstreamProblem> {
+    if let Some(given) = given {
+        let mut out = Vec::new();
+        for path in given {
+            let path = path.trim_start_matches('/');
+            if !is_plain_path(path) {
+                return Err(UpstreamProblem::NotAPlainPath { path: path.into() });
+            }
+            out.push(path.to_owned());
+        }
+        return Ok(out);
+    }
+    if let Some(p) = preset {
+        return Ok(p.key_paths.iter().map(|k| (*k).to_owned()).collect());
+    }
+    Ok(match chat {
+        Some(c) => c
+            .path
+            .rsplit_once('/')
+            .map(|(dir, _)| vec![format!("{dir}/")])
+            .unwrap_or_default(),
+        None => vec![String::new()],
+    })
+}
+
+/// A path below base_url that names one place: no query, fragment, dot segment or
+/// percent-encoding.
+fn is_plain_path(path: &str) -> bool {
+    !path.contains(['?', '#', '%']) && !path.split('/').any(|s| s == "." || s == "..")
 }
 
 /// Headers for every request: the preset's, then the config's (which win by name).
