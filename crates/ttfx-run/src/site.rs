@@ -221,11 +221,27 @@ pub async fn serve(
             cause,
         })?;
     let addr = listener.local_addr().map_err(SiteError::BoundAddress)?;
+    // The page under test talks to this server: its bodies, heads and connections are
+    // bounded as `ttfx serve`'s are (the same defaults).
+    let app = ttfx_serve::with_body_timeout(
+        app,
+        std::time::Duration::from_millis(ttfx_serve::connections::DEFAULT_BODY_TIMEOUT_MS),
+    );
     tokio::spawn(async move {
         // The server lives as long as the run; an error here shows as failed runs. The
-        // peer's address lets the proxy refuse a loopback Host from off this machine.
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        let _ = axum::serve(listener, app).await;
+        // accept loop gives each request its peer's address, which lets the proxy refuse
+        // a loopback Host from off this machine.
+        let _ = ttfx_serve::connections::serve(
+            listener,
+            app,
+            ttfx_serve::connections::ConnectionLimits {
+                max_connections: ttfx_serve::connections::DEFAULT_MAX_CONNECTIONS,
+                head_timeout: std::time::Duration::from_millis(
+                    ttfx_serve::connections::DEFAULT_HEAD_TIMEOUT_MS,
+                ),
+            },
+        )
+        .await;
     });
     Ok(exposure
         .public_url
@@ -262,6 +278,38 @@ mod tests {
         ] {
             assert!(Exposure::from_args(None, Some(bad)).is_err(), "{bad}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_runners_page_server_closes_a_half_sent_head_like_ttfx_serve() {
+        use std::io::{Read, Write};
+        let site = Site::empty("ttfx-run-site-test").unwrap();
+        std::fs::write(site.dir.join("index.html"), "<p>hi</p>").unwrap();
+        let exposure = Exposure::from_args(None, None).unwrap();
+        let base = serve(&site, None, &exposure).await.unwrap();
+        let addr = base.trim_start_matches("http://").to_owned();
+        let start = std::time::Instant::now();
+        let closed = tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                .unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+                .unwrap();
+            let mut sink = Vec::new();
+            // End of stream or a reset: either way the server let go.
+            let _ = s.read_to_end(&mut sink);
+        });
+        closed.await.unwrap();
+        let took = start.elapsed();
+        let timeout =
+            std::time::Duration::from_millis(ttfx_serve::connections::DEFAULT_HEAD_TIMEOUT_MS);
+        // Not before the head timeout; well before the 20 s read timeout (slack for a
+        // loaded machine, and the proof the connection was not held for ever).
+        assert!(took >= timeout, "closed after {took:?}");
+        assert!(
+            took < std::time::Duration::from_secs(18),
+            "held for {took:?}"
+        );
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub struct ServeArgs {
     /// and between two, before the request fails (400): a client that stops mid-body
     /// would otherwise hold its connection, and at /sim and /proxy one of the
     /// --max-concurrent places, for as long as it stays connected.
-    #[arg(long, value_name = "MS", default_value_t = 30_000,
+    #[arg(long, value_name = "MS", default_value_t = crate::connections::DEFAULT_BODY_TIMEOUT_MS,
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub body_timeout_ms: u64,
 

@@ -31,6 +31,9 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 10_000;
 /// room, and is what a slow-loris client can hold a place for.
 pub const DEFAULT_HEAD_TIMEOUT_MS: u64 = 10_000;
 
+/// Default for `--body-timeout-ms`: a request body may go this long without a byte.
+pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 30_000;
+
 /// How a server bounds its connections.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {

@@ -123,9 +123,7 @@ async fn serve(
     };
     // Every route's request body, the collector's included: the timeout resets at each
     // frame, so a slow upload that keeps sending (a streamed transcription) goes on.
-    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-        std::time::Duration::from_millis(args.body_timeout_ms),
-    ));
+    let app = with_body_timeout(app, std::time::Duration::from_millis(args.body_timeout_ms));
     let listener = bind(args.addr).await?;
     let local = listener.local_addr().map_err(ServeError::BoundAddress)?;
     // Tests and scripts read this exact line to learn the chosen port.
@@ -174,6 +172,12 @@ fn proxy_token(
         token.expose()
     );
     Ok(Some(token))
+}
+
+/// `app` with a request body that may go at most `timeout` without a byte (every route;
+/// the timer restarts at each frame). `ttfx run`'s own page server uses it too.
+pub fn with_body_timeout(app: Router, timeout: std::time::Duration) -> Router {
+    app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(timeout))
 }
 
 /// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`):
