@@ -402,3 +402,44 @@ async fn the_output_limit_cuts_a_response_as_incomplete() {
         assert_eq!(response["output"][0]["content"][0]["text"], answer(tokens));
     }
 }
+
+#[tokio::test]
+async fn sockets_past_the_limit_are_refused_with_503_and_a_closed_one_frees_its_place() {
+    // MAX_REALTIME_SOCKETS (ttfx-sim's limits.rs): once upgraded, a socket holds no
+    // in-flight or connection place, so only this count bounds them.
+    const MAX: usize = 1_024;
+    let server = server();
+    let mut open = Vec::with_capacity(MAX);
+    for _ in 0..MAX {
+        open.push(connect(&server, "").await);
+    }
+    let base = server.url.replace("http://", "ws://");
+    let e = tokio_tungstenite::connect_async(format!("{base}sim/default/v1/realtime"))
+        .await
+        .unwrap_err();
+    let tokio_tungstenite::tungstenite::Error::Http(res) = e else {
+        panic!("the socket past the limit was not refused: {e}");
+    };
+    assert_eq!(res.status().as_u16(), 503);
+    assert_eq!(res.headers()["retry-after"], "1");
+    let body = String::from_utf8_lossy(res.body().as_deref().unwrap_or_default()).into_owned();
+    assert!(body.contains("1024 realtime sockets open"), "{body}");
+    // One closes: its place is free again (the server sees the close a moment later).
+    let mut first = open.remove(0);
+    first.close(None).await.unwrap();
+    drop(first);
+    let mut reopened = None;
+    for _ in 0..50 {
+        if let Ok((s, _)) =
+            tokio_tungstenite::connect_async(format!("{base}sim/default/v1/realtime")).await
+        {
+            reopened = Some(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        reopened.is_some(),
+        "a closed socket's place was never given back"
+    );
+}

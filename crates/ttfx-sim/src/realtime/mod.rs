@@ -8,6 +8,8 @@
 //! socket that opens is a socket that answers. The socket is not a record (records
 //! decode HTTP bodies) and, once upgraded, does not hold an in-flight slot.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use axum::extract::ws::WebSocketUpgrade;
 use axum::http::{StatusCode, header};
 use axum::response::Response;
@@ -15,7 +17,7 @@ use axum::response::Response;
 use ttfx_core::ChatApi;
 
 use super::dialect::ServerSide;
-use super::limits::MAX_REALTIME_MESSAGE_BYTES;
+use super::limits::{MAX_REALTIME_MESSAGE_BYTES, MAX_REALTIME_SOCKETS};
 use super::profile::Failure;
 use super::{Call, Refusal, json_error, retry_after};
 
@@ -23,6 +25,31 @@ mod client;
 mod events;
 mod session;
 mod turn;
+
+/// Realtime sockets open now, in this process.
+static OPEN_SOCKETS: AtomicUsize = AtomicUsize::new(0);
+
+/// One open socket's place among [`MAX_REALTIME_SOCKETS`], given back when dropped (the
+/// session ended, or the upgrade never happened).
+#[must_use]
+struct SocketPlace;
+
+impl SocketPlace {
+    fn take() -> Option<SocketPlace> {
+        OPEN_SOCKETS
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_REALTIME_SOCKETS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| SocketPlace)
+    }
+}
+
+impl Drop for SocketPlace {
+    fn drop(&mut self) {
+        OPEN_SOCKETS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 pub async fn handle(ws: WebSocketUpgrade, mut call: Call) -> Response {
     let refuse = |status: StatusCode, message: &str| {
@@ -63,8 +90,23 @@ pub async fn handle(ws: WebSocketUpgrade, mut call: Call) -> Response {
     // A browser client may offer subprotocols (OpenAI's own page clients send `realtime`
     // and one carrying the key); a handshake that selects none of those it offered fails
     // in the browser, so `realtime` is taken when offered.
+    let Some(place) = SocketPlace::take() else {
+        let mut res = refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "ttfx sim: {MAX_REALTIME_SOCKETS} realtime sockets open, the server's limit; \
+                 retry after 1 s"
+            ),
+        );
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return res;
+    };
     ws.protocols(["realtime"])
         .max_message_size(MAX_REALTIME_MESSAGE_BYTES)
         .max_frame_size(MAX_REALTIME_MESSAGE_BYTES)
-        .on_upgrade(move |socket| session::run(socket, setup))
+        .on_upgrade(move |socket| async move {
+            session::run(socket, setup).await;
+            drop(place);
+        })
 }
