@@ -113,6 +113,14 @@ pub fn shown(value: &str) -> String {
     format!("{}… ({} bytes)", &value[..end], value.len())
 }
 
+/// Realtime sockets open at once. Once upgraded, a socket holds no in-flight place (its
+/// HTTP response has ended) and no connection place either (hyper hands the socket over),
+/// so without this a client could open sockets until the process ran out of
+/// descriptors. 1,024 is far above what one lab or a CI run opens (one per voice turn)
+/// and far below a process's descriptors. Past it, the handshake gets 503 with
+/// `Retry-After`.
+pub const MAX_REALTIME_SOCKETS: usize = 1_024;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,11 +138,3 @@ mod tests {
         assert!(shown(&wide).starts_with(&"é".repeat(24)));
     }
 }
-
-/// Realtime sockets open at once. Once upgraded, a socket holds no in-flight place (its
-/// HTTP response has ended) and no connection place either (hyper hands the socket over),
-/// so without this a client could open sockets until the process ran out of
-/// descriptors. 1,024 is far above what one lab or a CI run opens (one per voice turn)
-/// and far below a process's descriptors. Past it, the handshake gets 503 with
-/// `Retry-After`.
-pub const MAX_REALTIME_SOCKETS: usize = 1_024;
