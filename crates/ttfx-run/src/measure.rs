@@ -16,11 +16,13 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use ttfx_core::Milestone;
 use ttfx_core::ServerRecord;
+use ttfx_core::printable::cut;
 use ttfx_core::report::{ReportFile, Run};
 use ttfx_hostaudio::SpeechFile;
 use ttfx_hostaudio::pulse::PulseMicrophone;
 
 use super::driver::{self, Endpoint, EndpointError};
+use super::inject::REASON_SHOWN_CHARS;
 use super::scenario::{RunTarget, Scenario, TurnScenario};
 use super::site;
 use crate::RunArgs;
@@ -518,7 +520,13 @@ async fn one_run(
 /// The probe's run report, with the server's own record (when there is one) merged into
 /// its timeline and the metrics computed again, so the gaps are filled.
 fn to_run(report: &Value, record: Option<&Value>, id: &str, label: &str) -> anyhow::Result<Run> {
-    let file = ReportFile::from_json(&report.to_string()).context("the probe's report")?;
+    // The page chose the report: serde's errors quote its strings, so they are cut.
+    let file = ReportFile::from_json(&report.to_string()).map_err(|e| {
+        anyhow::anyhow!(
+            "the probe's report: {}",
+            cut(&e.to_string(), REASON_SHOWN_CHARS)
+        )
+    })?;
     let Some(run) = file.into_runs().into_iter().next() else {
         bail!("the probe's report held no run");
     };
@@ -527,7 +535,8 @@ fn to_run(report: &Value, record: Option<&Value>, id: &str, label: &str) -> anyh
     let Some(record) = record else {
         return Ok(run);
     };
-    let record = ServerRecord::from_json(&record.to_string()).map_err(anyhow::Error::msg)?;
+    let record = ServerRecord::from_json(&record.to_string())
+        .map_err(|e| anyhow::anyhow!("the server's record: {}", cut(&e, REASON_SHOWN_CHARS)))?;
     run.with_server(&record.server)
         .map_err(|e| anyhow::anyhow!("run {id} with the server's record: {e}"))
 }
@@ -631,4 +640,82 @@ fn progress_bar(total: u64) -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report the probe would push, made by the same analysis the page runs.
+    fn page_report() -> Value {
+        let mut runs = ttfx_analysis::Runs::default();
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+        let calls = [
+            json!([1, "begin", "auto", "r1", "lab", null]),
+            json!([
+                1,
+                "request",
+                "POST",
+                "http://x/v1/chat/completions",
+                1.0,
+                "fetch"
+            ]),
+            json!([1, "headers", 12.0, 200, "text/event-stream", null]),
+            json!([1, "chunks", [20.5, body.len() as f64], body]),
+            json!([1, "end", 30.0]),
+        ];
+        for call in &calls {
+            ttfx_analysis::replay::apply(&mut runs, call).expect("a good call");
+        }
+        let text = ttfx_analysis::replay::apply(&mut runs, &json!([1, "finish", null, null]))
+            .expect("finish")
+            .expect("a report");
+        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("JSON")
+    }
+
+    #[test]
+    fn a_page_report_with_nan_negative_huge_or_mistyped_values_is_a_clear_error() {
+        let good = page_report();
+        to_run(&good, None, "r1", "lab").expect("the page's own report is a run");
+        let huge = Value::String("x".repeat(4 << 20));
+        let mut hostile = Vec::new();
+        for (field, value) in [
+            ("first_byte", json!(-1.0)),
+            ("first_byte", json!(1e308)),
+            ("first_byte", json!("NaN")),
+            ("first_byte", Value::Null),
+            ("first_token", json!(-1e308)),
+            ("first_byte", huge.clone()),
+        ] {
+            let mut report = good.clone();
+            report["run"]["timeline"]["milestones"][field] = value;
+            hostile.push(report);
+        }
+        for value in [json!(null), json!("report"), json!([1e308]), huge.clone()] {
+            let mut report = good.clone();
+            report["run"]["timeline"] = value.clone();
+            hostile.push(report);
+            hostile.push(value);
+        }
+        let mut chunks = good.clone();
+        chunks["run"]["timeline"]["chunks"] = json!([{"at_ms": 1e308, "bytes": -1}]);
+        hostile.push(chunks);
+        for report in &hostile {
+            // A run or an error that says what it read; never a panic.
+            if let Err(e) = to_run(report, None, "r1", "lab") {
+                let e = format!("{e:#}");
+                assert!(
+                    e.starts_with("the probe's report") || e.starts_with("run r1"),
+                    "{e:.300}"
+                );
+                assert!(e.len() < 2_000, "{} bytes: {e:.300}", e.len());
+            }
+        }
+        for record in [json!("x"), json!({"server": 1e308}), huge] {
+            assert!(
+                to_run(&good, Some(&record), "r1", "lab").is_err(),
+                "{record:.80}"
+            );
+        }
+    }
 }
