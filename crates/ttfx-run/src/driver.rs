@@ -14,6 +14,8 @@ use ttfx_webdriver::{Driver, Engine};
 
 pub use crate::args::Browser;
 use crate::chain::Chain;
+// A Grid's URL may carry its basic-auth password: errors show it without.
+use ttfx_core::target::without_userinfo;
 
 /// Why the WebDriver endpoint or a session on it could not be had. Each text carries
 /// its cause whole (no `source` chain, so a `{:#}` print says it once).
@@ -113,13 +115,13 @@ impl Endpoint {
     pub fn remote(url: &str, browser: Browser) -> Result<Endpoint, EndpointError> {
         if !ttfx_core::target::is_http(url) {
             return Err(EndpointError::NotHttp {
-                url: url.to_owned(),
+                url: without_userinfo(url).into_owned(),
             });
         }
         if url.starts_with("https://") {
             // The client has a plain-HTTP connector only (no TLS stack in the binary).
             return Err(EndpointError::Https {
-                url: url.to_owned(),
+                url: without_userinfo(url).into_owned(),
             });
         }
         Ok(Endpoint {
@@ -176,7 +178,7 @@ impl Endpoint {
             .await
             .map_err(|cause| EndpointError::Session {
                 browser: self.browser.name(),
-                url: self.url.clone(),
+                url: without_userinfo(&self.url).into_owned(),
                 cause: Box::new(cause),
             })?;
         // A run's script waits for the whole stream; page loads get the same bound.

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use ttfx_analysis::Runs;
 use ttfx_core::Milestone;
 use ttfx_core::printable::cut;
+use ttfx_core::target::url_for_report;
 use ttfx_core::report::{ReportFile, Run};
 use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
 use ttfx_core::timeline::{PaintMethod, Timeline};
@@ -235,7 +236,7 @@ impl PageState {
                 format!(
                     "{} {} ({state})",
                     cut(&s.transport, 40),
-                    cut(without_query(&s.url), URL_SHOWN_CHARS)
+                    cut(&url_for_report(&s.url), URL_SHOWN_CHARS)
                 )
             })
             .collect();
@@ -276,10 +277,6 @@ pub const URL_SHOWN_CHARS: usize = 200;
 /// reading a report a page pushed): the errors may quote what the page sent (an unknown
 /// milestone's name, a string of the wrong type).
 pub const REASON_SHOWN_CHARS: usize = 300;
-
-fn without_query(url: &str) -> &str {
-    url.split(['?', '#']).next().unwrap_or(url)
-}
 
 fn parse_run(report: &str) -> Result<Run, String> {
     let file = ReportFile::from_json(report).map_err(|e| format!("a replayed report: {e}"))?;
@@ -376,7 +373,7 @@ impl FlowPass {
         client
             .goto(url)
             .await
-            .with_context(|| format!("cannot load {}", without_query(url)))?;
+            .with_context(|| format!("cannot load {}", url_for_report(url)))?;
         wait_ready(client).await?;
         self.page = PageState::default();
         self.field = None;

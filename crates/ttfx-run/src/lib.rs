@@ -186,3 +186,75 @@ fn exit_code(verdicts: &[budget::Verdict]) -> ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario_of(args: &[&str]) -> Result<(RunArgs, scenario::Scenario), RunError> {
+        use clap::Parser;
+        /// `ttfx run`'s options alone, as the binary's command line embeds them.
+        #[derive(Parser)]
+        struct Run {
+            #[command(flatten)]
+            args: RunArgs,
+        }
+        let run = Run::try_parse_from(["ttfx run"].iter().chain(args)).expect("flags parse");
+        let scenario = scenario::Scenario::from_args(&run.args)?;
+        Ok((*Box::new(run.args), scenario))
+    }
+
+    #[test]
+    fn a_password_in_the_target_url_reaches_no_report_table_or_junit() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let url = "http://alice:s3cret@127.0.0.1:9/v1/chat/completions?key=k3y";
+        let (_, scenario) = scenario_of(&[
+            "--target",
+            url,
+            "--budget",
+            "ttft.p50<=1ms",
+            "--budget",
+            "ttft.p50<=100s",
+        ])
+        .expect("a scenario");
+        let label = scenario.targets[0].label().to_owned();
+        assert_eq!(label, "http://127.0.0.1:9/v1/chat/completions");
+        let report = measure::tests::page_report_of(url);
+        let run = measure::to_run(&report, None, "r1", &label).expect("a run");
+        assert_eq!(
+            run.timeline.request.url.as_deref(),
+            Some("http://127.0.0.1:9/v1/chat/completions")
+        );
+        let batches = batches(&scenario, vec![vec![run]]);
+        let verdicts = verdicts(&scenario, &batches);
+        assert_eq!(verdicts.len(), 2);
+        let json = dir.path().join("report.json");
+        output::write_json(&json, &batches, &[], None).expect("--json");
+        let written = [
+            output::render(&batches, &verdicts, &[], None, 0),
+            std::fs::read_to_string(&json).expect("the report"),
+            junit::render(&[junit::Suite {
+                name: &batches[0].0,
+                verdicts: &verdicts,
+                seconds: 1.0,
+            }]),
+        ];
+        for text in &written {
+            assert!(text.contains("127.0.0.1:9"), "{text}");
+            for secret in ["alice", "s3cret", "k3y"] {
+                assert!(!text.contains(secret), "{secret} in {text}");
+            }
+        }
+        // What goes to stderr: a refused scenario names the target by its label, and a
+        // Grid's password stays out of the WebDriver errors.
+        let same = scenario_of(&["--target", url, "--against", url]).expect_err("refused");
+        let remote =
+            driver::Endpoint::remote("https://alice:s3cret@grid:4444/wd", Browser::Chromium)
+                .err()
+                .expect("refused");
+        for e in [format!("{same:#}"), format!("{remote:#}")] {
+            assert!(e.contains("127.0.0.1:9") || e.contains("grid:4444"), "{e}");
+            assert!(!e.contains("alice") && !e.contains("s3cret"), "{e}");
+        }
+    }
+}

@@ -224,7 +224,7 @@ async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> Result<Client, End
     .await
     .map_err(|_| EndpointError::NoSession {
         seconds: SESSION_LIMIT.as_secs(),
-        url: endpoint.url.clone(),
+        url: ttfx_core::target::without_userinfo(&endpoint.url).into_owned(),
         browser: endpoint.browser.name(),
     })?
 }
@@ -519,7 +519,12 @@ async fn one_run(
 
 /// The probe's run report, with the server's own record (when there is one) merged into
 /// its timeline and the metrics computed again, so the gaps are filled.
-fn to_run(report: &Value, record: Option<&Value>, id: &str, label: &str) -> anyhow::Result<Run> {
+pub(crate) fn to_run(
+    report: &Value,
+    record: Option<&Value>,
+    id: &str,
+    label: &str,
+) -> anyhow::Result<Run> {
     // The page chose the report: serde's errors quote its strings, so they are cut.
     let file = ReportFile::from_json(&report.to_string()).map_err(|e| {
         anyhow::anyhow!(
@@ -643,23 +648,21 @@ fn progress_bar(total: u64) -> ProgressBar {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A report the probe would push, made by the same analysis the page runs.
-    fn page_report() -> Value {
+    pub(crate) fn page_report() -> Value {
+        page_report_of("http://x/v1/chat/completions")
+    }
+
+    /// [`page_report`] of a request to `url`.
+    pub(crate) fn page_report_of(url: &str) -> Value {
         let mut runs = ttfx_analysis::Runs::default();
         let body = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
         let calls = [
             json!([1, "begin", "auto", "r1", "lab", null]),
-            json!([
-                1,
-                "request",
-                "POST",
-                "http://x/v1/chat/completions",
-                1.0,
-                "fetch"
-            ]),
+            json!([1, "request", "POST", url, 1.0, "fetch"]),
             json!([1, "headers", 12.0, 200, "text/event-stream", null]),
             json!([1, "chunks", [20.5, body.len() as f64], body]),
             json!([1, "end", 30.0]),
