@@ -21,9 +21,9 @@ use ttfx_core::decode::{DialectKind, Limits};
 use ttfx_core::field::{FieldContext, FieldReport};
 use ttfx_core::milestone::UnknownMilestone;
 use ttfx_core::recorder::Recorder;
-use ttfx_core::target::url_for_report;
 use ttfx_core::report::RunReport;
 use ttfx_core::server_timing::{ServerTiming, TimingSource};
+use ttfx_core::target::url_for_report;
 use ttfx_core::timeline::{
     AnalysisSite, Environment, Milestones, PaintMethod, RequestInfo, ResourceTiming, Timeline,
     TimelineError, Visibility, VisibilityChange,

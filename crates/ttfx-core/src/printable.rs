@@ -52,6 +52,25 @@ pub fn escape_line(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// JSON text with DEL and the C1 controls written as `\u007f`, `\u009b`, …: JSON
+/// writers escape C0 in strings but leave these as they are, and a terminal obeys
+/// `U+009B`. Outside strings JSON has none of them, so the text stays the same JSON.
+pub fn escape_json_controls(json: &str) -> Cow<'_, str> {
+    let is_raw = |c: char| ('\u{7f}'..='\u{9f}').contains(&c);
+    if !json.chars().any(is_raw) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if is_raw(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
 }
@@ -90,6 +109,17 @@ mod tests {
             assert_eq!(shown == c.to_string(), kept, "{c:?} shown as {shown:?}");
             assert!(!shown.chars().any(needs_escape), "{c:?} shown as {shown:?}");
         }
+    }
+
+    #[test]
+    fn json_with_a_c1_control_prints_it_escaped_and_stays_the_same_json() {
+        let value = serde_json::json!({ "label": "a\u{9b}2J\x1b[2J\u{7f}\r" });
+        let text = serde_json::to_string(&value).expect("JSON");
+        let shown = escape_json_controls(&text);
+        assert_eq!(shown, r#"{"label":"a\u009b2J\u001b[2J\u007f\r"}"#);
+        assert!(!shown.chars().any(needs_escape), "{shown}");
+        let back: serde_json::Value = serde_json::from_str(&shown).expect("still JSON");
+        assert_eq!(back, value);
     }
 
     #[test]

@@ -155,10 +155,10 @@ fn report(
     speech: Option<&measure::SpeechTruth>,
     seconds: f64,
 ) -> Result<(), OutputError> {
-    print!(
-        "{}",
-        output::render(batches, verdicts, ground_truth, speech, scenario.warmup)
-    );
+    // Pages chose some of its strings (request URLs, reply elements): a terminal shows
+    // their control characters instead of obeying them.
+    let table = output::render(batches, verdicts, ground_truth, speech, scenario.warmup);
+    print!("{}", ttfx_core::printable::escape_controls(&table));
     if let Some(path) = &args.json {
         output::write_json(path, batches, ground_truth, speech)?;
     }
@@ -256,5 +256,39 @@ mod tests {
             assert!(e.contains("127.0.0.1:9") || e.contains("grid:4444"), "{e}");
             assert!(!e.contains("alice") && !e.contains("s3cret"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_page_whose_reply_element_and_url_clear_the_screen_prints_them_escaped() {
+        use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
+        let (_, scenario) = scenario_of(&["--target", "http://127.0.0.1:9/v1/chat/completions"])
+            .expect("a scenario");
+        let report = measure::tests::page_report_of("http://h/\x1b[2J\u{9b}31m\x07");
+        let mut run = measure::to_run(&report, None, "r1", "t").expect("a run");
+        run.timeline.selection = Some(Selection {
+            stream: StreamChoice::FirstStreamingAfterSubmit,
+            requests_seen: 1,
+            reply: ReplyChoice::Selector,
+            reply_element: Some("div\r\n#fake-line\x1b]52;c;cGF3bmVk\x07".to_owned()),
+            reply_share: None,
+            flow_turn: None,
+        });
+        let batches = batches(&scenario, vec![vec![run]]);
+        let table = output::render(&batches, &[], &[], None, 0);
+        assert!(
+            table.contains(r"reply   div\r\n#fake-line\x1b]52;c;cGF3bmVk\x07, the --reply element"),
+            "{table}"
+        );
+        assert!(table.contains(r"http://h/\x1b[2J\u{9b}31m\x07"), "{table}");
+        // What `ttfx run` prints: the table through the same escape, no control left.
+        let printed = ttfx_core::printable::escape_controls(&table);
+        assert!(
+            !printed.contains(['\x1b', '\x07', '\r', '\u{9b}']),
+            "{printed}"
+        );
+        assert!(
+            !printed.lines().any(|l| l.starts_with("#fake-line")),
+            "{printed}"
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use ttfx_core::Milestone;
 use ttfx_core::crossover::{self, CompletionModel, Crossover};
+use ttfx_core::printable::escape_line;
 use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Summary;
 
@@ -82,12 +83,14 @@ fn selections(runs: &[Run]) -> String {
             .map_or(String::new(), |t| format!(" over {t}"));
         count(
             &mut streams,
-            format!(
+            // One line each: the page chose these strings, newlines included.
+            escape_line(&format!(
                 "{how}: {} {}{over} ({})",
                 request.method.as_deref().unwrap_or("?"),
                 request.url.as_deref().unwrap_or("?"),
                 request.dialect.as_deref().unwrap_or("unknown dialect"),
-            ),
+            ))
+            .into_owned(),
         );
         let reply = match (&s.reply_element, s.reply) {
             (None, _) => "no element's text grew while it streamed".to_owned(),
@@ -97,7 +100,7 @@ fn selections(runs: &[Run]) -> String {
                 100.0 * s.reply_share.unwrap_or(0.0)
             ),
         };
-        count(&mut replies, reply);
+        count(&mut replies, escape_line(&reply).into_owned());
     }
     if total == 0 {
         return String::new();
