@@ -934,11 +934,11 @@ fn members(group: u32) -> usize {
         .count()
 }
 
-/// Ctrl-C (SIGINT) and SIGTERM mid-run stop `ttfx run` with its driver and browsers:
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP mid-run stop `ttfx run` with its driver and browsers:
 /// once it has exited, no process of the driver's group is left.
 #[test]
 fn a_signal_mid_run_stops_the_run_and_every_browser_it_started() -> anyhow::Result<()> {
-    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143), ("-HUP", 129)] {
         let child = Command::new(paths::ttfx_bin()?)
             .arg("run")
             .arg("--probe-pkg")
@@ -987,5 +987,84 @@ fn a_signal_mid_run_stops_the_run_and_every_browser_it_started() -> anyhow::Resu
             "{signal}: processes of the driver's group are left"
         );
     }
+    Ok(())
+}
+
+/// A page that never reports, served on loopback until the test ends: a run against it
+/// waits (up to its timeout) with its browser open.
+fn silent_page() -> anyhow::Result<String> {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0; 4096];
+            let _ = stream.read(&mut request);
+            let body = "<!doctype html><title>silent</title><p>no probe here</p>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    Ok(url)
+}
+
+/// SIGHUP (the terminal closed, the SSH session dropped) stops `ttfx run` like SIGTERM:
+/// exit 129, stderr says so, and no process of the driver's group (chromedriver,
+/// Chromium) is left. Needs no probe package: a `--url` page without the probe.
+#[test]
+fn a_sighup_when_the_terminal_closes_stops_every_browser_of_the_run() -> anyhow::Result<()> {
+    let url = silent_page()?;
+    let child = Command::new(paths::ttfx_bin()?)
+        .args(["run", "--url", &url, "--runs", "1", "--warmup", "0"])
+        .args(["--timeout-s", "120"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let group = loop {
+        let groups: Vec<u32> = child_groups(child.id())
+            .into_iter()
+            .filter(|&g| g != child.id())
+            .collect();
+        // chromedriver and at least one Chromium process.
+        if let Some(&g) = groups.first()
+            && members(g) >= 2
+        {
+            break g;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "no driver with a browser under ttfx run within 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    // Let the session open and the page load: the run is waiting on the page.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let browsers = members(group);
+    Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()?;
+    let out = child.wait_with_output()?;
+    assert_eq!(out.status.code(), Some(129), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("stopped by SIGHUP; its browsers and drivers are stopped"),
+        "{}",
+        text(&out.stderr)
+    );
+    // SIGKILL is delivered at once; a browser's processes take a moment to die.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while members(group) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        members(group),
+        0,
+        "of {browsers} processes of the driver's group, some are left"
+    );
     Ok(())
 }

@@ -39,19 +39,31 @@ pub use inject::InjectVia;
 pub use scenario::ScenarioError;
 pub use setup_error::SetupError;
 
-/// The first SIGINT (Ctrl-C) or SIGTERM, by name.
+/// The first SIGINT (Ctrl-C), SIGTERM or SIGHUP (the terminal closed, an SSH session
+/// dropped), by name: each stops the browsers the same way.
 async fn stop_signal() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
     ) {
-        (Ok(mut int), Ok(mut term)) => tokio::select! {
+        (Ok(mut int), Ok(mut term), Ok(mut hup)) => tokio::select! {
             _ = int.recv() => "SIGINT",
             _ = term.recv() => "SIGTERM",
+            _ = hup.recv() => "SIGHUP",
         },
         // No signal handling here: never resolves, the run goes on.
         _ => std::future::pending().await,
+    }
+}
+
+/// The shell's exit code for a process a signal ended: 128 + its number.
+fn signal_exit_code(signal: &str) -> u8 {
+    match signal {
+        "SIGHUP" => 129,
+        "SIGINT" => 130,
+        _ => 143,
     }
 }
 
@@ -92,7 +104,7 @@ fn stop_browsers_on_panic() {
     }));
 }
 
-/// The measured runs, or the signal that stopped them first. On Ctrl-C or SIGTERM
+/// The measured runs, or the signal that stopped them first. On Ctrl-C, SIGTERM or SIGHUP
 /// mid-run the measuring future is dropped (its drivers with it, each killing its
 /// browsers).
 async fn measure_until_stopped(
@@ -110,7 +122,7 @@ async fn measure_until_stopped(
 fn stopped_by(signal: &'static str) -> ExitCode {
     ttfx_webdriver::kill_all();
     eprintln!("ttfx run: stopped by {signal}; its browsers and drivers are stopped");
-    ExitCode::from(if signal == "SIGINT" { 130 } else { 143 })
+    ExitCode::from(signal_exit_code(signal))
 }
 
 /// Each target's runs as a batch, labelled, with the goodput budgets' thresholds.
