@@ -284,6 +284,7 @@ fn spawn(
     }
     if let Some(x) = xvfb {
         command.env("DISPLAY", x.display());
+        command.env("XAUTHORITY", x.authority());
     }
     let output = || {
         if announce {
