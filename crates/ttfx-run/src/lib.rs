@@ -76,22 +76,14 @@ pub fn run(args: Box<RunArgs>) -> Result<ExitCode, RunError> {
         .build()
         .map_err(RunError::Runtime)?;
     let started = Instant::now();
-    let measured = match runtime.block_on(measure_until_stopped(&scenario, &args)) {
+    let mut measured = match runtime.block_on(measure_until_stopped(&scenario, &args)) {
         Ok(measured) => measured?,
         Err(signal) => return Ok(stopped_by(signal)),
     };
     let seconds = started.elapsed().as_secs_f64();
-    let batches = batches(&scenario, measured.runs);
+    let batches = batches(&scenario, std::mem::take(&mut measured.runs));
     let verdicts = verdicts(&scenario, &batches);
-    report(
-        &args,
-        &scenario,
-        &batches,
-        &verdicts,
-        &measured.ground_truth,
-        measured.speech.as_ref(),
-        seconds,
-    )?;
+    report(&args, &scenario, &batches, &verdicts, &measured, seconds)?;
     Ok(exit_code(&verdicts))
 }
 
@@ -163,16 +155,20 @@ fn report(
     scenario: &scenario::Scenario,
     batches: &[(String, BatchReport)],
     verdicts: &[budget::Verdict],
-    ground_truth: &[measure::GroundTruth],
-    speech: Option<&measure::SpeechTruth>,
+    measured: &measure::MeasuredRuns,
     seconds: f64,
 ) -> Result<(), OutputError> {
+    let (ground_truth, speech) = (&measured.ground_truth, measured.speech.as_ref());
+    let sandbox = measured.sandbox.as_ref();
     // Pages chose some of its strings (request URLs, reply elements): a terminal shows
     // their control characters instead of obeying them.
     let table = output::render(batches, verdicts, ground_truth, speech, scenario.warmup);
     print!("{}", ttfx_core::printable::escape_controls(&table));
+    if let Some(sandbox) = sandbox {
+        println!("sandbox: {}", sandbox.describe());
+    }
     if let Some(path) = &args.json {
-        output::write_json(path, batches, ground_truth, speech)?;
+        output::write_json(path, batches, ground_truth, speech, sandbox)?;
     }
     if let Some(path) = &args.junit {
         let name = batches.first().map_or("", |(l, _)| l.as_str());
@@ -241,7 +237,7 @@ mod tests {
         let verdicts = verdicts(&scenario, &batches);
         assert_eq!(verdicts.len(), 2);
         let json = dir.path().join("report.json");
-        output::write_json(&json, &batches, &[], None).expect("--json");
+        output::write_json(&json, &batches, &[], None, None).expect("--json");
         let written = [
             output::render(&batches, &verdicts, &[], None, 0),
             std::fs::read_to_string(&json).expect("the report"),

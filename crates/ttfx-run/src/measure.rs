@@ -49,6 +49,8 @@ pub struct MeasuredRuns {
     /// The fake microphone's speech (voice turns), whose true length the detector's
     /// speech_start → speech_end is held against.
     pub speech: Option<SpeechTruth>,
+    /// Whether Chromium's sandbox was on (`None`: another browser).
+    pub sandbox: Option<ttfx_webdriver::sandbox::Sandbox>,
 }
 
 /// What the fake microphone said, as the file knows it.
@@ -101,8 +103,18 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
     };
     let endpoint = match &args.webdriver {
         Some(url) => Endpoint::remote(url, args.browser),
-        None => Endpoint::local(args.browser, args.driver.clone()),
+        None => Endpoint::local(args.browser, args.driver.clone(), &browser_args),
     }?;
+    if let Some(sandbox) = &endpoint.sandbox
+        && !sandbox.is_on()
+    {
+        eprintln!("ttfx run: {}", sandbox.describe());
+    }
+    if let (Some(user), Some(site)) = (endpoint.run_as(), &site) {
+        // The browser, as that account, reads the fake microphone's file from here.
+        std::os::unix::fs::chown(&site.dir, Some(user.uid), Some(user.gid))
+            .map_err(|cause| SetupError::SiteOwner { cause })?;
+    }
 
     let jobs = jobs(scenario);
     let total = jobs.len();
@@ -124,12 +136,14 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
     }
     let done = join_sessions(sessions, &queue).await;
     progress.finish_and_clear();
+    let endpoint_sandbox = endpoint.sandbox.clone();
     drop(endpoint);
     let (runs, ground_truth) =
         by_target(done.map_err(RunError::run_failed)?, scenario.targets.len());
     Ok(MeasuredRuns {
         runs,
         ground_truth,
+        sandbox: endpoint_sandbox,
         speech: speech_truth(speech, scenario.turn.as_ref()),
     })
 }

@@ -14,6 +14,7 @@ use super::budget::Verdict;
 use super::error::OutputError;
 use super::measure::{GroundTruth, SpeechTruth};
 use ttfx_report::report_cmd;
+use ttfx_webdriver::sandbox::Sandbox;
 
 #[cfg(test)]
 mod golden_tests;
@@ -252,12 +253,14 @@ fn crossover_block(a_label: &str, a: &BatchReport, b_label: &str, b: &BatchRepor
 /// beside it as `STEM.against.json`. Each is a plain ttfx-core batch (so `ttfx report`
 /// reads it), plus optional top-level fields that readers of the schema ignore:
 /// `ground_truth` (per run: the probe's `first_byte` beside DevTools' first data) and
-/// `speech` (voice turns: what the fake microphone said and its true length).
+/// `speech` (voice turns: what the fake microphone said and its true length) and
+/// `sandbox` (Chromium: `{"state": "on"/"off"/"remote", "user"?, "why"?}`).
 pub fn write_json(
     path: &Path,
     batches: &[(String, BatchReport)],
     truth: &[GroundTruth],
     speech: Option<&SpeechTruth>,
+    sandbox: Option<&Sandbox>,
 ) -> Result<(), OutputError> {
     for (i, (label, batch)) in batches.iter().enumerate() {
         let target_path = if i == 0 {
@@ -281,6 +284,9 @@ pub fn write_json(
                 "speech".into(),
                 serde_json::to_value(speech).map_err(encode("speech"))?,
             );
+        }
+        if let (Some(obj), Some(sandbox)) = (value.as_object_mut(), sandbox) {
+            obj.insert("sandbox".into(), sandbox.to_json());
         }
         let text = serde_json::to_string_pretty(&value).map_err(encode("batch"))?;
         if let Err(cause) = std::fs::write(&target_path, text + "\n") {
