@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 
 use ttfx_serve::{ConfigError, ServeError};
 
+mod connections;
+
+pub use connections::MAX_CONNECTIONS;
+
 /// Why the runner's site could not be made or served. Each text carries its cause (no
 /// `source` chain, so a `{:#}` print says it once).
 #[derive(Debug, thiserror::Error)]
@@ -228,6 +232,7 @@ pub async fn serve(
     let addr = listener.local_addr().map_err(SiteError::BoundAddress)?;
     tokio::spawn(async move {
         // The server lives as long as the run; an error here shows as failed runs.
+        let listener = connections::Bounded::new(listener, MAX_CONNECTIONS);
         let _ = axum::serve(listener, app).await;
     });
     Ok(exposure
