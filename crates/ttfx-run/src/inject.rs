@@ -250,8 +250,10 @@ impl PageState {
 
 /// Plays one of the page's calls. The page chose every byte of it: a call that is wrong
 /// is a reason this run failed, never a panic of the runner. The replay validates each
-/// argument; should a bug still panic on some input, the run fails with the panic's text
-/// (the default hook has printed it too) and the other runs go on.
+/// argument and refuses a fault; that is the defence. Should a bug still panic on some
+/// input, a build that unwinds (debug, tests) fails the run with the panic's text and
+/// the other runs go on; the release profile has `panic = "abort"`, where the panic hook
+/// stops the browsers and the run ends.
 fn replay(runs: &mut Runs, call: &Value) -> Result<Option<String>, String> {
     let played = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         ttfx_analysis::replay::apply(runs, call)
