@@ -934,11 +934,11 @@ fn members(group: u32) -> usize {
         .count()
 }
 
-/// Ctrl-C (SIGINT) and SIGTERM mid-run stop `ttfx run` with its driver and browsers:
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP mid-run stop `ttfx run` with its driver and browsers:
 /// once it has exited, no process of the driver's group is left.
 #[test]
 fn a_signal_mid_run_stops_the_run_and_every_browser_it_started() -> anyhow::Result<()> {
-    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143), ("-HUP", 129)] {
         let child = Command::new(paths::ttfx_bin()?)
             .arg("run")
             .arg("--probe-pkg")
@@ -986,6 +986,232 @@ fn a_signal_mid_run_stops_the_run_and_every_browser_it_started() -> anyhow::Resu
             0,
             "{signal}: processes of the driver's group are left"
         );
+    }
+    Ok(())
+}
+
+/// A page that never reports, served on loopback until the test ends: a run against it
+/// waits (up to its timeout) with its browser open.
+fn silent_page() -> anyhow::Result<String> {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0; 4096];
+            let _ = stream.read(&mut request);
+            let body = "<!doctype html><title>silent</title><p>no probe here</p>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    Ok(url)
+}
+
+/// SIGHUP (the terminal closed, the SSH session dropped) stops `ttfx run` like SIGTERM:
+/// exit 129, stderr says so, and no process of the driver's group (chromedriver,
+/// Chromium) is left. Needs no probe package: a `--url` page without the probe.
+#[test]
+fn a_sighup_when_the_terminal_closes_stops_every_browser_of_the_run() -> anyhow::Result<()> {
+    let url = silent_page()?;
+    let child = Command::new(paths::ttfx_bin()?)
+        .args(["run", "--url", &url, "--runs", "1", "--warmup", "0"])
+        .args(["--timeout-s", "120"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let group = loop {
+        let groups: Vec<u32> = child_groups(child.id())
+            .into_iter()
+            .filter(|&g| g != child.id())
+            .collect();
+        // chromedriver and at least one Chromium process.
+        if let Some(&g) = groups.first()
+            && members(g) >= 2
+        {
+            break g;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "no driver with a browser under ttfx run within 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    // Let the session open and the page load: the run is waiting on the page.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let browsers = members(group);
+    Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()?;
+    let out = child.wait_with_output()?;
+    assert_eq!(out.status.code(), Some(129), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("stopped by SIGHUP; its browsers and drivers are stopped"),
+        "{}",
+        text(&out.stderr)
+    );
+    // SIGKILL is delivered at once; a browser's processes take a moment to die.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while members(group) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        members(group),
+        0,
+        "of {browsers} processes of the driver's group, some are left"
+    );
+    Ok(())
+}
+
+/// A page that pushes `report` onto `window.__ttfx` two seconds after it loads (no
+/// probe: the report is the page's own), served on loopback until the test ends.
+fn page_pushing(report: &str) -> anyhow::Result<String> {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    let body = format!(
+        "<!doctype html><title>pushes</title><script>setTimeout(() => \
+         {{ window.__ttfx = [{report}]; }}, 2000);</script>"
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0; 4096];
+            let _ = stream.read(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    Ok(url)
+}
+
+/// `pid`'s effective uid and command line, from `/proc`.
+fn uid_and_cmdline(pid: u32) -> Option<(u32, String)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let uid = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))?
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some((uid, String::from_utf8_lossy(&cmdline).replace('\0', " ")))
+}
+
+/// Every process of process group `group`.
+fn pids_of(group: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let pgrp: u32 = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(2)?
+                .parse()
+                .ok()?;
+            (pgrp == group).then_some(pid)
+        })
+        .collect()
+}
+
+/// A page nobody here wrote meets Chromium in its sandbox: run as root, `ttfx run`
+/// starts chromedriver and Chromium as `nobody`, without `--no-sandbox`; the table and
+/// the JSON say so. Where the sandbox cannot be on, both say it is off and why, and
+/// stderr does too.
+#[test]
+fn a_hostile_page_meets_chromium_in_its_sandbox_or_the_run_says_why_not() -> anyhow::Result<()> {
+    use ttfx_core::Milestone;
+    use ttfx_core::report::{Run, RunReport};
+    let mut timeline = ttfx_core::Timeline::default();
+    for (m, at) in [
+        (Milestone::FirstToken, 100.0),
+        (Milestone::FirstVisibleToken, 100.0),
+        (Milestone::Done, 150.0),
+    ] {
+        timeline.milestones.set(m, at);
+    }
+    let report = serde_json::to_string(&RunReport::new(Run::new(None, None, timeline)?))?;
+    let url = page_pushing(&report)?;
+    let json = temp("sandbox.json");
+    let child = Command::new(paths::ttfx_bin()?)
+        .args(["run", "--url", &url, "--runs", "1", "--warmup", "0"])
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    // While the page waits to push its report, read who the browsers run as.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let browsers = loop {
+        let groups: Vec<u32> = child_groups(child.id())
+            .into_iter()
+            .filter(|&g| g != child.id())
+            .collect();
+        let procs: Vec<(u32, String)> = groups
+            .first()
+            .map(|&g| pids_of(g).into_iter().filter_map(uid_and_cmdline).collect())
+            .unwrap_or_default();
+        if procs.iter().any(|(_, c)| c.contains("--type=renderer")) {
+            break procs;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "no renderer under ttfx run within 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output()?;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let batch: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let _ = std::fs::remove_file(&json);
+    let sandbox = &batch["sandbox"];
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("sandbox: "))
+        .unwrap_or_else(|| panic!("no sandbox line in:\n{stdout}"));
+    let am_root = uid_and_cmdline(std::process::id()).map(|(u, _)| u) == Some(0);
+    match sandbox["state"].as_str() {
+        Some("on") => {
+            for (uid, cmdline) in &browsers {
+                assert!(!cmdline.contains("--no-sandbox"), "{cmdline}");
+                if am_root {
+                    assert_ne!(*uid, 0, "a browser process runs as root: {cmdline}");
+                }
+            }
+            if am_root {
+                assert_eq!(sandbox["user"], "nobody", "{batch}");
+                assert!(
+                    line.contains("sandbox is on (the driver and its browsers run as nobody)"),
+                    "{line}"
+                );
+            }
+        }
+        Some("off") => {
+            let why = sandbox["why"].as_str().unwrap_or_default();
+            assert!(!why.is_empty(), "{batch}");
+            assert!(
+                line.contains(why) && stderr.contains(why),
+                "{line}\n{stderr}"
+            );
+        }
+        other => panic!("sandbox {other:?} in {batch}"),
     }
     Ok(())
 }

@@ -20,9 +20,10 @@ use ttfx_core::decode::dialect::UnknownDialect;
 use ttfx_core::decode::{DialectKind, Limits};
 use ttfx_core::field::{FieldContext, FieldReport};
 use ttfx_core::milestone::UnknownMilestone;
-use ttfx_core::recorder::{Recorder, url_without_query};
+use ttfx_core::recorder::Recorder;
 use ttfx_core::report::RunReport;
 use ttfx_core::server_timing::{ServerTiming, TimingSource};
+use ttfx_core::target::url_for_report;
 use ttfx_core::timeline::{
     AnalysisSite, Environment, Milestones, PaintMethod, RequestInfo, ResourceTiming, Timeline,
     TimelineError, Visibility, VisibilityChange,
@@ -84,7 +85,7 @@ impl PageObservations {
         }
         if let Some(url) = self.request.url {
             // The query may hold a key: it never reaches a report.
-            timeline.request.url = Some(url_without_query(&url).to_owned());
+            timeline.request.url = Some(url_for_report(&url));
         }
         if self.request_start_unix_ms.is_some() {
             timeline.request_start_unix_ms = self.request_start_unix_ms;
@@ -248,7 +249,7 @@ impl Runs {
         let page = self.page(run)?;
         page.request.method = method;
         page.request.transport = transport;
-        page.request.url = url.map(|u| url_without_query(&u).to_owned());
+        page.request.url = url.map(|u| url_for_report(&u));
         page.request_start_unix_ms = start_unix_ms;
         Ok(())
     }

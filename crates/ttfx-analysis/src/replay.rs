@@ -16,12 +16,13 @@ use crate::{AnalysisError, Runs};
 /// Why a recorded call could not be played.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// The page's value is shown cut to [`SHOWN_CHARS`]: a page chooses its size.
     #[error("ttfx replay: a call is [run, op, ...args], got {0}")]
-    NotACall(Value),
+    NotACall(String),
     #[error("ttfx replay: a run number, got {0}")]
-    BadRun(Value),
+    BadRun(String),
     #[error("ttfx replay: an op name, got {0}")]
-    BadOp(Value),
+    BadOp(String),
     #[error("ttfx replay: unknown call `{0}`")]
     UnknownCall(String),
     /// Argument `index` of `op` is not what the call takes.
@@ -30,8 +31,13 @@ pub enum ReplayError {
         op: String,
         index: usize,
         what: &'static str,
-        got: Value,
+        got: String,
     },
+    /// A page asked for a fault (`begin`'s last argument). Faults are for the probe's own
+    /// containment tests in a page, where a panic only fails the Worker's call; here it
+    /// would abort the runner, so no page may ask for one.
+    #[error("ttfx replay: a page cannot inject a fault (`{0}`) into the runner")]
+    FaultRefused(String),
     /// The call itself failed, as it would have in the page.
     #[error(transparent)]
     Analysis(#[from] AnalysisError),
@@ -39,6 +45,23 @@ pub enum ReplayError {
 
 /// Where [`Runs::environment`] says the analysis ran, for replayed runs.
 pub const SITE: &str = "runner";
+
+/// At most this many characters of a page's value are shown in an error: enough to
+/// recognise it, and a page that sends megabytes does not get megabytes of error text.
+pub const SHOWN_CHARS: usize = 120;
+
+/// `value` as JSON text, cut to [`SHOWN_CHARS`] characters (`…` marks a cut).
+fn shown(value: &Value) -> String {
+    shown_str(&value.to_string())
+}
+
+/// `text` cut to [`SHOWN_CHARS`] characters.
+fn shown_str(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
 
 struct Args<'a> {
     op: &'a str,
@@ -55,7 +78,7 @@ impl Args<'_> {
             op: self.op.to_owned(),
             index: i,
             what,
-            got: self.values.get(i).cloned().unwrap_or(Value::Null),
+            got: shown(self.values.get(i).unwrap_or(&Value::Null)),
         }
     }
 
@@ -112,7 +135,11 @@ impl Args<'_> {
         };
         items
             .iter()
-            .map(|v| v.as_f64().ok_or_else(|| self.bad(i, "an array of numbers")))
+            .map(|v| {
+                v.as_f64()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| self.bad(i, "an array of numbers"))
+            })
             .collect()
     }
 
@@ -167,13 +194,13 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayErro
     // Each arm reads its arguments in the order the method takes them (but `headers`'
     // status and `visibility`'s flag first), so the first bad one is the one reported.
     match a.op {
-        "begin" => runs.begin_page(
-            run,
-            a.opt_string(0)?.as_deref(),
-            a.opt_string(1)?,
-            a.opt_string(2)?,
-            a.opt_string(3)?.as_deref(),
-        )?,
+        "begin" => {
+            let (dialect, id, label) = (a.opt_string(0)?, a.opt_string(1)?, a.opt_string(2)?);
+            if let Some(fault) = a.opt_string(3)? {
+                return Err(ReplayError::FaultRefused(shown(&Value::String(fault))));
+            }
+            runs.begin_page(run, dialect.as_deref(), id, label, None)?
+        }
         "request" => runs.request(
             run,
             a.opt_string(0)?,
@@ -214,7 +241,7 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayErro
                 a.opt_f64(1)?,
             )?));
         }
-        other => return Err(ReplayError::UnknownCall(other.to_owned())),
+        other => return Err(ReplayError::UnknownCall(shown_str(other))),
     }
     Ok(None)
 }
@@ -222,13 +249,13 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayErro
 /// A call's run number, and its op with the arguments after it.
 fn parse_call(call: &Value) -> Result<(u32, Args<'_>), ReplayError> {
     let Some([run, op, values @ ..]) = call.as_array().map(Vec::as_slice) else {
-        return Err(ReplayError::NotACall(call.clone()));
+        return Err(ReplayError::NotACall(shown(call)));
     };
     let run = run
         .as_u64()
         .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| ReplayError::BadRun(run.clone()))?;
-    let op = op.as_str().ok_or_else(|| ReplayError::BadOp(op.clone()))?;
+        .ok_or_else(|| ReplayError::BadRun(shown(run)))?;
+    let op = op.as_str().ok_or_else(|| ReplayError::BadOp(shown(op)))?;
     Ok((run, Args { op, values }))
 }
 

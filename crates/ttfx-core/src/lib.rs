@@ -6,7 +6,8 @@
 //! Its modules depend one way: a module uses modules of its own layer (never in a ring)
 //! or of the layers below it, from the bottom:
 //! - plain data and rules over numbers: `milestone`, `server_timing`, `turn`, `segment`,
-//!   `handoff`, `playback`, `selection`, `order`, `percentile`, `stall`, `target`;
+//!   `handoff`, `playback`, `selection`, `order`, `percentile`, `stall`, `target`,
+//!   `printable`;
 //! - decoding: `decode` (with `decimal`), `chat_api`, `transcription`;
 //! - the timeline: `timeline` and the `chunk_summary` it holds;
 //! - series, metrics and statistics: `series`, `gap`, `metrics`, `stats`, and what
@@ -28,6 +29,7 @@ pub mod milestone;
 pub mod order;
 pub mod percentile;
 pub mod playback;
+pub mod printable;
 pub mod recorder;
 pub mod report;
 pub mod segment;

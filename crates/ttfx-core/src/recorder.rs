@@ -389,11 +389,8 @@ fn wall_clock(timings: &[ServerTiming]) -> Option<ServerWallClock> {
     })
 }
 
-/// Origin and path of a URL, without query or fragment (they may carry keys).
-pub fn url_without_query(url: &str) -> &str {
-    let end = url.find(['?', '#']).unwrap_or(url.len());
-    &url[..end]
-}
+// The URL rules live with the target grammar (a lower layer); kept here by name too.
+pub use crate::target::url_without_query;
 
 #[cfg(test)]
 mod tests {

@@ -45,19 +45,23 @@ impl fmt::Display for TargetError {
         match self {
             TargetError::Unknown { text } => write!(
                 f,
-                "target `{text}`: expected sim/PROFILE[?key=value&…], proxy/UPSTREAM, \
-                 http(s)://ENDPOINT or page:http(s)://PAGE"
+                "target `{}`: expected sim/PROFILE[?key=value&…], proxy/UPSTREAM, \
+                 http(s)://ENDPOINT or page:http(s)://PAGE",
+                without_userinfo(text)
             ),
-            TargetError::PageNotHttp { text } => {
-                write!(f, "target `{text}`: a page target is page:http(s)://…")
-            }
+            TargetError::PageNotHttp { text } => write!(
+                f,
+                "target `{}`: a page target is page:http(s)://…",
+                without_userinfo(text)
+            ),
             TargetError::NotAPlainName { kind, name } => write!(
                 f,
                 "{kind} {name:?} is not a plain name (letters, digits, - _ .)"
             ),
             TargetError::NotAnEndpoint { url } => write!(
                 f,
-                "URL {url:?} must start with http://, https:// or / (same origin)"
+                "URL {:?} must start with http://, https:// or / (same origin)",
+                without_userinfo(url)
             ),
         }
     }
@@ -140,7 +144,7 @@ impl Target {
         match self {
             Target::Sim { profile, query } => with_query(format!("sim/{profile}"), query),
             Target::Proxy { upstream, query } => with_query(format!("proxy/{upstream}"), query),
-            Target::Endpoint { url } | Target::Page { url } => without_query(url).to_owned(),
+            Target::Endpoint { url } | Target::Page { url } => url_for_report(url),
         }
     }
 
@@ -180,6 +184,38 @@ impl Target {
     }
 }
 
+/// Origin and path of a URL, without query or fragment (they may carry keys).
+pub fn url_without_query(url: &str) -> &str {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    &url[..end]
+}
+
+/// A URL as a report, a log line, a message or JUnit may show it: origin and path, with
+/// no userinfo (`user:pass@`), query or fragment, each of which may carry a secret. The
+/// one function every place that writes a target's or a request's URL goes through.
+pub fn url_for_report(url: &str) -> String {
+    without_userinfo(url_without_query(url)).into_owned()
+}
+
+/// `url` without the `user:pass@` before its host (the rest as it is).
+pub fn without_userinfo(url: &str) -> std::borrow::Cow<'_, str> {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    // The authority ends at the path, query or fragment (a `\` is a `/` to browsers).
+    let end = url[start..]
+        .find(['/', '\\', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => {
+            // Two pushes, not `format!`: this ships in the probe's analysis wasm.
+            let mut shown = String::with_capacity(url.len());
+            shown.push_str(&url[..start]);
+            shown.push_str(&url[start + at + 1..]);
+            shown.into()
+        }
+        None => url.into(),
+    }
+}
+
 fn plain(kind: &'static str, name: &str) -> Result<String, TargetError> {
     let name = name.trim();
     if is_plain_name(name) {
@@ -204,13 +240,28 @@ fn with_query(path: String, query: &str) -> String {
     }
 }
 
-fn without_query(url: &str) -> &str {
-    url.split(['?', '#']).next().unwrap_or(url)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_in_a_url_never_reaches_a_report() {
+        for (url, shown) in [
+            (
+                "http://alice:s3cret@127.0.0.1:9/v1?key=k#f",
+                "http://127.0.0.1:9/v1",
+            ),
+            ("https://alice@h/a@b", "https://h/a@b"),
+            ("http://a:b@c@h", "http://h"),
+            ("http://a:b@h\\x", "http://h\\x"),
+            ("page://u:p@h", "page://h"),
+            ("http://h/p?u=a@b", "http://h/p"),
+            ("/sim/x", "/sim/x"),
+        ] {
+            assert_eq!(url_for_report(url), shown, "{url}");
+        }
+        assert_eq!(without_userinfo("http://u:p@h/?q=@"), "http://h/?q=@");
+    }
 
     #[test]
     fn every_form_parses_and_labels_as_written() {

@@ -8,6 +8,7 @@ use clap::Args;
 use comfy_table::{CellAlignment, ColumnConstraint, Table, Width, presets};
 use ttfx_core::Milestone;
 use ttfx_core::metrics::{SCALAR_NAMES, Stage, StageTime, TurnBreakdown};
+use ttfx_core::printable::{escape_controls, escape_json_controls};
 use ttfx_core::report::{BatchReport, ReportError, ReportFile, Run};
 use ttfx_core::stats::{Budget, BudgetError, Summary};
 
@@ -61,14 +62,15 @@ pub fn run(args: ReportArgs) -> Result<(), ReportCmdError> {
     let batch = BatchReport::from_runs(inputs.runs, &budgets);
     if args.json {
         let json = serde_json::to_string_pretty(&batch).map_err(ReportCmdError::Write)?;
-        println!("{json}");
+        // The files' strings (labels, models, URLs) may hold terminal controls.
+        println!("{}", escape_json_controls(&json));
     } else {
         let heading = format!(
             "ttfx report: {} run(s) from {} file(s)",
             batch.outcomes.total,
             args.files.len()
         );
-        print!("{}", table(&batch, &heading, &|_| None));
+        print!("{}", escape_controls(&table(&batch, &heading, &|_| None)));
     }
     Ok(())
 }

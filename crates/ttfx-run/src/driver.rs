@@ -14,6 +14,9 @@ use ttfx_webdriver::{Driver, Engine};
 
 pub use crate::args::Browser;
 use crate::chain::Chain;
+// A Grid's URL may carry its basic-auth password: errors show it without.
+use ttfx_core::target::without_userinfo;
+use ttfx_webdriver::sandbox::{self, RunAs, Sandbox};
 
 /// Why the WebDriver endpoint or a session on it could not be had. Each text carries
 /// its cause whole (no `source` chain, so a `{:#}` print says it once).
@@ -104,34 +107,47 @@ impl Browser {
 pub struct Endpoint {
     pub url: String,
     pub browser: Browser,
+    /// Whether Chromium's sandbox is on for this endpoint's browsers (`None`: another
+    /// browser).
+    pub sandbox: Option<Sandbox>,
     /// The driver this run started (with its Xvfb for WebKitGTK when DISPLAY is unset),
     /// killed with its browsers when dropped; `None` for `--webdriver`.
     _driver: Option<Driver>,
+    /// The account the driver runs as (root's runs), its home removed after the driver.
+    run_as: Option<RunAs>,
 }
 
 impl Endpoint {
     pub fn remote(url: &str, browser: Browser) -> Result<Endpoint, EndpointError> {
         if !ttfx_core::target::is_http(url) {
             return Err(EndpointError::NotHttp {
-                url: url.to_owned(),
+                url: without_userinfo(url).into_owned(),
             });
         }
         if url.starts_with("https://") {
             // The client has a plain-HTTP connector only (no TLS stack in the binary).
             return Err(EndpointError::Https {
-                url: url.to_owned(),
+                url: without_userinfo(url).into_owned(),
             });
         }
         Ok(Endpoint {
             url: url.trim_end_matches('/').to_owned(),
             browser,
+            sandbox: (browser == Browser::Chromium).then_some(Sandbox::Remote),
             _driver: None,
+            run_as: None,
         })
     }
 
     /// Starts the browser's driver (`--driver`, else its environment variable, else on
-    /// the PATH, else where setup installs it) on a free loopback port.
-    pub fn local(browser: Browser, bin: Option<PathBuf>) -> Result<Endpoint, EndpointError> {
+    /// the PATH, else where setup installs it) on a free loopback port. Chromium's runs
+    /// in its sandbox whenever it can ([`ttfx_webdriver::sandbox::plan_chromium`]; root
+    /// runs the driver as an unprivileged user); `browser_args` are the session's flags.
+    pub fn local(
+        browser: Browser,
+        bin: Option<PathBuf>,
+        browser_args: &[String],
+    ) -> Result<Endpoint, EndpointError> {
         let engine = browser.engine();
         let name = engine.driver_name();
         let bin = match bin.or_else(|| engine.driver_path()) {
@@ -149,16 +165,31 @@ impl Endpoint {
                 });
             }
         };
-        let driver =
-            Driver::start_at(engine, &bin).map_err(|cause| EndpointError::DriverStart {
+        let (sandbox, run_as) = match browser {
+            Browser::Chromium => {
+                let (sandbox, run_as) = sandbox::plan_chromium(browser_args);
+                (Some(sandbox), run_as)
+            }
+            _ => (None, None),
+        };
+        let driver = Driver::start_as(engine, &bin, run_as.as_ref()).map_err(|cause| {
+            EndpointError::DriverStart {
                 browser: browser.name(),
                 cause,
-            })?;
+            }
+        })?;
         Ok(Endpoint {
             url: driver.url().to_owned(),
             browser,
+            sandbox,
             _driver: Some(driver),
+            run_as,
         })
+    }
+
+    /// The account the local driver runs as, when it is not ours.
+    pub fn run_as(&self) -> Option<&RunAs> {
+        self.run_as.as_ref()
     }
 
     /// A new headless session (Chromium: with the performance log on; `bidi`: with a
@@ -170,13 +201,17 @@ impl Endpoint {
         bidi: bool,
         timeout: Duration,
     ) -> Result<Client, EndpointError> {
+        let mut caps = self.browser.capabilities(extra_args, firefox_prefs, bidi);
+        if self.sandbox.as_ref().is_some_and(Sandbox::is_on) {
+            without_no_sandbox(&mut caps);
+        }
         let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(self.browser.capabilities(extra_args, firefox_prefs, bidi))
+            .capabilities(caps)
             .connect(&self.url)
             .await
             .map_err(|cause| EndpointError::Session {
                 browser: self.browser.name(),
-                url: self.url.clone(),
+                url: without_userinfo(&self.url).into_owned(),
                 cause: Box::new(cause),
             })?;
         // A run's script waits for the whole stream; page loads get the same bound.
@@ -189,6 +224,18 @@ impl Endpoint {
             .await
             .map_err(|cause| EndpointError::Timeouts { cause })?;
         Ok(client)
+    }
+}
+
+/// Chromium's flags without `--no-sandbox` (the shared list has it: the e2e harness and
+/// the wasm tests run Chromium as root).
+fn without_no_sandbox(caps: &mut serde_json::Map<String, Value>) {
+    if let Some(args) = caps
+        .get_mut("goog:chromeOptions")
+        .and_then(|o| o.get_mut("args"))
+        .and_then(Value::as_array_mut)
+    {
+        args.retain(|a| a != "--no-sandbox");
     }
 }
 
@@ -262,7 +309,7 @@ mod tests {
     #[test]
     fn an_endpoint_that_cannot_be_had_is_one_line() {
         let missing = PathBuf::from("/nonexistent/chromedriver");
-        let e = Endpoint::local(Browser::Chromium, Some(missing))
+        let e = Endpoint::local(Browser::Chromium, Some(missing), &[])
             .err()
             .map(|e| e.to_string());
         assert_eq!(

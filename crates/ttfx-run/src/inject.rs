@@ -19,8 +19,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use ttfx_analysis::Runs;
 use ttfx_core::Milestone;
+use ttfx_core::printable::cut;
 use ttfx_core::report::{ReportFile, Run};
 use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
+use ttfx_core::target::url_for_report;
 use ttfx_core::timeline::{PaintMethod, Timeline};
 use ttfx_webdriver::bidi::Bidi;
 use ttfx_webdriver::devtools::Cdp;
@@ -179,8 +181,7 @@ impl PageState {
                 .get(0)
                 .and_then(Value::as_u64)
                 .and_then(|k| u32::try_from(k).ok());
-            let replayed = ttfx_analysis::replay::apply(&mut self.runs, call)
-                .map_err(|e| e.to_string())
+            let replayed = replay(&mut self.runs, call)
                 .and_then(|report| report.map(|r| parse_run(&r)).transpose());
             let Some(key) = key else { continue };
             match replayed {
@@ -190,6 +191,7 @@ impl PageState {
                 Ok(None) => {}
                 // A run whose calls fail is kept out of the choice, with its reason.
                 Err(e) => {
+                    let e = cut(&e, REASON_SHOWN_CHARS).into_owned();
                     self.failed.entry(key).or_insert(e);
                 }
             }
@@ -231,7 +233,11 @@ impl PageState {
                 } else {
                     "still open".to_owned()
                 };
-                format!("{} {} ({state})", s.transport, without_query(&s.url))
+                format!(
+                    "{} {} ({state})",
+                    cut(&s.transport, 40),
+                    cut(&url_for_report(&s.url), URL_SHOWN_CHARS)
+                )
             })
             .collect();
         if list.is_empty() {
@@ -242,9 +248,37 @@ impl PageState {
     }
 }
 
-fn without_query(url: &str) -> &str {
-    url.split(['?', '#']).next().unwrap_or(url)
+/// Plays one of the page's calls. The page chose every byte of it: a call that is wrong
+/// is a reason this run failed, never a panic of the runner. The replay validates each
+/// argument and refuses a fault; that is the defence. Should a bug still panic on some
+/// input, a build that unwinds (debug, tests) fails the run with the panic's text and
+/// the other runs go on; the release profile has `panic = "abort"`, where the panic hook
+/// stops the browsers and the run ends.
+fn replay(runs: &mut Runs, call: &Value) -> Result<Option<String>, String> {
+    let played = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ttfx_analysis::replay::apply(runs, call)
+    }));
+    match played {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(format!("the analysis failed on the page's call: {text}"))
+        }
+    }
 }
+
+/// At most this many characters of a page's request URL go into an error message: a
+/// page chooses its URLs' length.
+pub const URL_SHOWN_CHARS: usize = 200;
+
+/// At most this many characters of why a page's run failed are kept (and of an error
+/// reading a report a page pushed): the errors may quote what the page sent (an unknown
+/// milestone's name, a string of the wrong type).
+pub const REASON_SHOWN_CHARS: usize = 300;
 
 fn parse_run(report: &str) -> Result<Run, String> {
     let file = ReportFile::from_json(report).map_err(|e| format!("a replayed report: {e}"))?;
@@ -341,7 +375,7 @@ impl FlowPass {
         client
             .goto(url)
             .await
-            .with_context(|| format!("cannot load {}", without_query(url)))?;
+            .with_context(|| format!("cannot load {}", url_for_report(url)))?;
         wait_ready(client).await?;
         self.page = PageState::default();
         self.field = None;
@@ -595,11 +629,17 @@ impl Reply {
         if !self.found {
             return;
         }
-        if let Some(at) = self.first_dom {
-            timeline.milestones.set(Milestone::FirstDom, at - start);
+        // The page's clock readings: a time that is not a finite, non-negative offset
+        // from the request's start is no milestone (1e308 - -1e308 is infinite).
+        let offset = |at: Option<f64>| {
+            at.map(|at| at - start)
+                .filter(|t| t.is_finite() && *t >= 0.0)
+        };
+        if let Some(t) = offset(self.first_dom) {
+            timeline.milestones.set(Milestone::FirstDom, t);
         }
-        if let Some(at) = self.first_paint {
-            timeline.milestones.set(Milestone::FirstPaint, at - start);
+        if let Some(t) = offset(self.first_paint) {
+            timeline.milestones.set(Milestone::FirstPaint, t);
             timeline.paint_method = Some(PaintMethod::RafEstimate);
         }
     }
@@ -633,5 +673,134 @@ mod tests {
         let source = preload_source(dir.path(), &scenario).unwrap();
         assert!(source.starts_with("globalThis.__ttfxInjectConfig = {\"match\":\"/v1/chat\"};"));
         assert!(source.ends_with("(()=>{})();"));
+    }
+
+    /// What `take()` would hand back, as the page's JSON.
+    fn taken(value: Value) -> Result<Taken, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+
+    const SSE: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+
+    #[test]
+    fn a_page_asking_for_a_fault_cannot_panic_the_runner() {
+        let mut page = PageState::default();
+        page.absorb(
+            taken(json!({
+                "calls": [
+                    [1, "begin", null, "r1", "lab", "decoder-panic"],
+                    [1, "chunks", [1.0, 5.0], "hello"],
+                    [1, "end", 2.0],
+                    [1, "finish", null, null],
+                ],
+                "runs": [[1, 0.0, "fetch", "http://x/"]],
+                "submitAt": 0.0,
+            }))
+            .expect("the recording parses"),
+        );
+        let failed = page.failed.get(&1).expect("run 1 failed");
+        assert!(
+            failed.contains("a page cannot inject a fault (`\"decoder-panic\"`) into the runner"),
+            "{failed}"
+        );
+        assert!(page.choose(0.0, false).is_none());
+        let open = page.describe_open(0.0);
+        assert!(
+            open.contains("failed: ttfx replay: a page cannot inject"),
+            "{open}"
+        );
+    }
+
+    #[test]
+    fn nan_negative_huge_and_mistyped_values_from_a_page_are_clear_errors() {
+        let huge = "x".repeat(4 << 20);
+        let hostile = [
+            // Wrong types where numbers, strings and runs go.
+            json!([1, "end", "soon"]),
+            json!(["1", "end", 1.0]),
+            json!([4_294_967_296_u64, "end", 1.0]),
+            json!([-1, "end", 1.0]),
+            json!([1, 7]),
+            json!({"op": "begin"}),
+            json!([1, "chunks", ["NaN", 1.0], "x"]),
+            json!([1, "headers", 1.0, 70000, null, null]),
+            json!([1, "headers", 1.0, -1, null, null]),
+            // NaN has no JSON form: a page's NaN arrives as null.
+            json!([1, "end", f64::NAN]),
+            json!([1, "chunks", [0.0, 1.0], "\u{100}"]),
+            json!([1, huge.clone()]),
+            json!([1, "end", huge.clone()]),
+        ];
+        let mut runs = Runs::default();
+        replay(&mut runs, &json!([1, "begin", null, null, null, null])).expect("begin");
+        for call in &hostile {
+            let e = replay(&mut runs, call).expect_err("a bad call fails");
+            assert!(e.starts_with("ttfx replay: "), "{e}");
+            // The page chose the size of its values, not of the runner's messages.
+            assert!(e.len() < 600, "{} bytes: {}", e.len(), &e[..200]);
+        }
+        // Negative, huge and inverted times in calls of the right shape: a report or a
+        // clear error, never a panic.
+        let mut page = PageState::default();
+        page.absorb(
+            taken(json!({
+                "calls": [
+                    [2, "begin", "openai-chat", "r2", huge, null],
+                    [2, "request", "POST", huge, -1.0, "fetch"],
+                    [2, "headers", 1e308, 200, "text/event-stream", huge],
+                    [2, "chunks", [-1.0, -1.0, 1e308, 1e308, -1e308, 3.0], SSE],
+                    [2, "anomaly", -1.0, huge, huge],
+                    [2, "observed", "first_dom", -1e308, null],
+                    [2, "observed", huge, 1.0, null],
+                    [2, "visibility", 1e308, true],
+                    [2, "resourceTiming", -1.0, 1e308, -1e308, 1e308],
+                    [2, "resourceServerTiming", huge, -1.0, huge],
+                    [2, "environment", huge, huge, huge, true, -1.0, 4_294_967_295_u32],
+                    [2, "end", -1e308],
+                    [2, "finish", huge, 1e308],
+                ],
+                "runs": [[2, 1e308, "fetch", huge], [3, -1.0, huge, "http://x/"]],
+                "submitAt": -1e308,
+            }))
+            .expect("the recording parses"),
+        );
+        assert!(
+            page.reports.contains_key(&2) || page.failed.contains_key(&2),
+            "run 2 ended one way or the other"
+        );
+        let _ = page.choose(-1e308, false);
+        let open = page.describe_open(-1e308);
+        assert!(open.len() < 2_000, "{} bytes", open.len());
+        // The recording itself: a wrong shape is an error, not a panic.
+        for bad in [
+            json!({"calls": [], "runs": [[1, "NaN", "fetch", "u"]], "submitAt": null}),
+            json!({"calls": 7, "runs": [], "submitAt": null}),
+            json!({"calls": [], "runs": [[-1, 0.0, "fetch", "u"]], "submitAt": null}),
+            json!(null),
+        ] {
+            assert!(taken(bad).is_err());
+        }
+        // The reply's times: a NaN (null), negative or infinite offset is no milestone.
+        let mut timeline = Timeline::default();
+        // (first DOM, first paint, the request's start): infinite, then negative offsets.
+        for (dom, paint, start) in [
+            (Some(1e308), None, -1e308),
+            (None, Some(-1e308), 1e308),
+            (Some(-1.0), Some(4.0), 5.0),
+        ] {
+            let reply = Reply {
+                found: true,
+                element: Some(huge.clone()),
+                share: Some(f64::MAX),
+                first_dom: dom,
+                first_paint: paint,
+            };
+            reply.mark(&mut timeline, start);
+        }
+        assert_eq!(timeline.milestones.get(Milestone::FirstPaint), None);
+        assert_eq!(timeline.milestones.get(Milestone::FirstDom), None);
+        let reply: Result<Reply, _> =
+            serde_json::from_value(json!({"found": "yes", "firstDom": "NaN"}));
+        assert!(reply.is_err());
     }
 }

@@ -39,19 +39,31 @@ pub use inject::InjectVia;
 pub use scenario::ScenarioError;
 pub use setup_error::SetupError;
 
-/// The first SIGINT (Ctrl-C) or SIGTERM, by name.
+/// The first SIGINT (Ctrl-C), SIGTERM or SIGHUP (the terminal closed, an SSH session
+/// dropped), by name: each stops the browsers the same way.
 async fn stop_signal() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
     ) {
-        (Ok(mut int), Ok(mut term)) => tokio::select! {
+        (Ok(mut int), Ok(mut term), Ok(mut hup)) => tokio::select! {
             _ = int.recv() => "SIGINT",
             _ = term.recv() => "SIGTERM",
+            _ = hup.recv() => "SIGHUP",
         },
         // No signal handling here: never resolves, the run goes on.
         _ => std::future::pending().await,
+    }
+}
+
+/// The shell's exit code for a process a signal ended: 128 + its number.
+fn signal_exit_code(signal: &str) -> u8 {
+    match signal {
+        "SIGHUP" => 129,
+        "SIGINT" => 130,
+        _ => 143,
     }
 }
 
@@ -64,22 +76,14 @@ pub fn run(args: Box<RunArgs>) -> Result<ExitCode, RunError> {
         .build()
         .map_err(RunError::Runtime)?;
     let started = Instant::now();
-    let measured = match runtime.block_on(measure_until_stopped(&scenario, &args)) {
+    let mut measured = match runtime.block_on(measure_until_stopped(&scenario, &args)) {
         Ok(measured) => measured?,
         Err(signal) => return Ok(stopped_by(signal)),
     };
     let seconds = started.elapsed().as_secs_f64();
-    let batches = batches(&scenario, measured.runs);
+    let batches = batches(&scenario, std::mem::take(&mut measured.runs));
     let verdicts = verdicts(&scenario, &batches);
-    report(
-        &args,
-        &scenario,
-        &batches,
-        &verdicts,
-        &measured.ground_truth,
-        measured.speech.as_ref(),
-        seconds,
-    )?;
+    report(&args, &scenario, &batches, &verdicts, &measured, seconds)?;
     Ok(exit_code(&verdicts))
 }
 
@@ -92,7 +96,7 @@ fn stop_browsers_on_panic() {
     }));
 }
 
-/// The measured runs, or the signal that stopped them first. On Ctrl-C or SIGTERM
+/// The measured runs, or the signal that stopped them first. On Ctrl-C, SIGTERM or SIGHUP
 /// mid-run the measuring future is dropped (its drivers with it, each killing its
 /// browsers).
 async fn measure_until_stopped(
@@ -110,7 +114,7 @@ async fn measure_until_stopped(
 fn stopped_by(signal: &'static str) -> ExitCode {
     ttfx_webdriver::kill_all();
     eprintln!("ttfx run: stopped by {signal}; its browsers and drivers are stopped");
-    ExitCode::from(if signal == "SIGINT" { 130 } else { 143 })
+    ExitCode::from(signal_exit_code(signal))
 }
 
 /// Each target's runs as a batch, labelled, with the goodput budgets' thresholds.
@@ -151,16 +155,20 @@ fn report(
     scenario: &scenario::Scenario,
     batches: &[(String, BatchReport)],
     verdicts: &[budget::Verdict],
-    ground_truth: &[measure::GroundTruth],
-    speech: Option<&measure::SpeechTruth>,
+    measured: &measure::MeasuredRuns,
     seconds: f64,
 ) -> Result<(), OutputError> {
-    print!(
-        "{}",
-        output::render(batches, verdicts, ground_truth, speech, scenario.warmup)
-    );
+    let (ground_truth, speech) = (&measured.ground_truth, measured.speech.as_ref());
+    let sandbox = measured.sandbox.as_ref();
+    // Pages chose some of its strings (request URLs, reply elements): a terminal shows
+    // their control characters instead of obeying them.
+    let table = output::render(batches, verdicts, ground_truth, speech, scenario.warmup);
+    print!("{}", ttfx_core::printable::escape_controls(&table));
+    if let Some(sandbox) = sandbox {
+        println!("sandbox: {}", sandbox.describe());
+    }
     if let Some(path) = &args.json {
-        output::write_json(path, batches, ground_truth, speech)?;
+        output::write_json(path, batches, ground_truth, speech, sandbox)?;
     }
     if let Some(path) = &args.junit {
         let name = batches.first().map_or("", |(l, _)| l.as_str());
@@ -185,4 +193,110 @@ fn exit_code(verdicts: &[budget::Verdict]) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario_of(args: &[&str]) -> Result<(RunArgs, scenario::Scenario), RunError> {
+        use clap::Parser;
+        /// `ttfx run`'s options alone, as the binary's command line embeds them.
+        #[derive(Parser)]
+        struct Run {
+            #[command(flatten)]
+            args: RunArgs,
+        }
+        let run = Run::try_parse_from(["ttfx run"].iter().chain(args)).expect("flags parse");
+        let scenario = scenario::Scenario::from_args(&run.args)?;
+        Ok((*Box::new(run.args), scenario))
+    }
+
+    #[test]
+    fn a_password_in_the_target_url_reaches_no_report_table_or_junit() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let url = "http://alice:s3cret@127.0.0.1:9/v1/chat/completions?key=k3y";
+        let (_, scenario) = scenario_of(&[
+            "--target",
+            url,
+            "--budget",
+            "ttft.p50<=1ms",
+            "--budget",
+            "ttft.p50<=100s",
+        ])
+        .expect("a scenario");
+        let label = scenario.targets[0].label().to_owned();
+        assert_eq!(label, "http://127.0.0.1:9/v1/chat/completions");
+        let report = measure::tests::page_report_of(url);
+        let run = measure::to_run(&report, None, "r1", &label).expect("a run");
+        assert_eq!(
+            run.timeline.request.url.as_deref(),
+            Some("http://127.0.0.1:9/v1/chat/completions")
+        );
+        let batches = batches(&scenario, vec![vec![run]]);
+        let verdicts = verdicts(&scenario, &batches);
+        assert_eq!(verdicts.len(), 2);
+        let json = dir.path().join("report.json");
+        output::write_json(&json, &batches, &[], None, None).expect("--json");
+        let written = [
+            output::render(&batches, &verdicts, &[], None, 0),
+            std::fs::read_to_string(&json).expect("the report"),
+            junit::render(&[junit::Suite {
+                name: &batches[0].0,
+                verdicts: &verdicts,
+                seconds: 1.0,
+            }]),
+        ];
+        for text in &written {
+            assert!(text.contains("127.0.0.1:9"), "{text}");
+            for secret in ["alice", "s3cret", "k3y"] {
+                assert!(!text.contains(secret), "{secret} in {text}");
+            }
+        }
+        // What goes to stderr: a refused scenario names the target by its label, and a
+        // Grid's password stays out of the WebDriver errors.
+        let same = scenario_of(&["--target", url, "--against", url]).expect_err("refused");
+        let remote =
+            driver::Endpoint::remote("https://alice:s3cret@grid:4444/wd", Browser::Chromium)
+                .err()
+                .expect("refused");
+        for e in [format!("{same:#}"), format!("{remote:#}")] {
+            assert!(e.contains("127.0.0.1:9") || e.contains("grid:4444"), "{e}");
+            assert!(!e.contains("alice") && !e.contains("s3cret"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_page_whose_reply_element_and_url_clear_the_screen_prints_them_escaped() {
+        use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
+        let (_, scenario) = scenario_of(&["--target", "http://127.0.0.1:9/v1/chat/completions"])
+            .expect("a scenario");
+        let report = measure::tests::page_report_of("http://h/\x1b[2J\u{9b}31m\x07");
+        let mut run = measure::to_run(&report, None, "r1", "t").expect("a run");
+        run.timeline.selection = Some(Selection {
+            stream: StreamChoice::FirstStreamingAfterSubmit,
+            requests_seen: 1,
+            reply: ReplyChoice::Selector,
+            reply_element: Some("div\r\n#fake-line\x1b]52;c;cGF3bmVk\x07".to_owned()),
+            reply_share: None,
+            flow_turn: None,
+        });
+        let batches = batches(&scenario, vec![vec![run]]);
+        let table = output::render(&batches, &[], &[], None, 0);
+        assert!(
+            table.contains(r"reply   div\r\n#fake-line\x1b]52;c;cGF3bmVk\x07, the --reply element"),
+            "{table}"
+        );
+        assert!(table.contains(r"http://h/\x1b[2J\u{9b}31m\x07"), "{table}");
+        // What `ttfx run` prints: the table through the same escape, no control left.
+        let printed = ttfx_core::printable::escape_controls(&table);
+        assert!(
+            !printed.contains(['\x1b', '\x07', '\r', '\u{9b}']),
+            "{printed}"
+        );
+        assert!(
+            !printed.lines().any(|l| l.starts_with("#fake-line")),
+            "{printed}"
+        );
+    }
 }

@@ -16,11 +16,13 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use ttfx_core::Milestone;
 use ttfx_core::ServerRecord;
+use ttfx_core::printable::cut;
 use ttfx_core::report::{ReportFile, Run};
 use ttfx_hostaudio::SpeechFile;
 use ttfx_hostaudio::pulse::PulseMicrophone;
 
 use super::driver::{self, Endpoint, EndpointError};
+use super::inject::REASON_SHOWN_CHARS;
 use super::scenario::{RunTarget, Scenario, TurnScenario};
 use super::site;
 use crate::RunArgs;
@@ -47,6 +49,8 @@ pub struct MeasuredRuns {
     /// The fake microphone's speech (voice turns), whose true length the detector's
     /// speech_start → speech_end is held against.
     pub speech: Option<SpeechTruth>,
+    /// Whether Chromium's sandbox was on (`None`: another browser).
+    pub sandbox: Option<ttfx_webdriver::sandbox::Sandbox>,
 }
 
 /// What the fake microphone said, as the file knows it.
@@ -99,8 +103,18 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
     };
     let endpoint = match &args.webdriver {
         Some(url) => Endpoint::remote(url, args.browser),
-        None => Endpoint::local(args.browser, args.driver.clone()),
+        None => Endpoint::local(args.browser, args.driver.clone(), &browser_args),
     }?;
+    if let Some(sandbox) = &endpoint.sandbox
+        && !sandbox.is_on()
+    {
+        eprintln!("ttfx run: {}", sandbox.describe());
+    }
+    if let (Some(user), Some(site)) = (endpoint.run_as(), &site) {
+        // The browser, as that account, reads the fake microphone's file from here.
+        std::os::unix::fs::chown(&site.dir, Some(user.uid), Some(user.gid))
+            .map_err(|cause| SetupError::SiteOwner { cause })?;
+    }
 
     let jobs = jobs(scenario);
     let total = jobs.len();
@@ -122,12 +136,14 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
     }
     let done = join_sessions(sessions, &queue).await;
     progress.finish_and_clear();
+    let endpoint_sandbox = endpoint.sandbox.clone();
     drop(endpoint);
     let (runs, ground_truth) =
         by_target(done.map_err(RunError::run_failed)?, scenario.targets.len());
     Ok(MeasuredRuns {
         runs,
         ground_truth,
+        sandbox: endpoint_sandbox,
         speech: speech_truth(speech, scenario.turn.as_ref()),
     })
 }
@@ -222,7 +238,7 @@ async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> Result<Client, End
     .await
     .map_err(|_| EndpointError::NoSession {
         seconds: SESSION_LIMIT.as_secs(),
-        url: endpoint.url.clone(),
+        url: ttfx_core::target::without_userinfo(&endpoint.url).into_owned(),
         browser: endpoint.browser.name(),
     })?
 }
@@ -517,8 +533,19 @@ async fn one_run(
 
 /// The probe's run report, with the server's own record (when there is one) merged into
 /// its timeline and the metrics computed again, so the gaps are filled.
-fn to_run(report: &Value, record: Option<&Value>, id: &str, label: &str) -> anyhow::Result<Run> {
-    let file = ReportFile::from_json(&report.to_string()).context("the probe's report")?;
+pub(crate) fn to_run(
+    report: &Value,
+    record: Option<&Value>,
+    id: &str,
+    label: &str,
+) -> anyhow::Result<Run> {
+    // The page chose the report: serde's errors quote its strings, so they are cut.
+    let file = ReportFile::from_json(&report.to_string()).map_err(|e| {
+        anyhow::anyhow!(
+            "the probe's report: {}",
+            cut(&e.to_string(), REASON_SHOWN_CHARS)
+        )
+    })?;
     let Some(run) = file.into_runs().into_iter().next() else {
         bail!("the probe's report held no run");
     };
@@ -527,7 +554,8 @@ fn to_run(report: &Value, record: Option<&Value>, id: &str, label: &str) -> anyh
     let Some(record) = record else {
         return Ok(run);
     };
-    let record = ServerRecord::from_json(&record.to_string()).map_err(anyhow::Error::msg)?;
+    let record = ServerRecord::from_json(&record.to_string())
+        .map_err(|e| anyhow::anyhow!("the server's record: {}", cut(&e, REASON_SHOWN_CHARS)))?;
     run.with_server(&record.server)
         .map_err(|e| anyhow::anyhow!("run {id} with the server's record: {e}"))
 }
@@ -631,4 +659,80 @@ fn progress_bar(total: u64) -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A report the probe would push, made by the same analysis the page runs.
+    pub(crate) fn page_report() -> Value {
+        page_report_of("http://x/v1/chat/completions")
+    }
+
+    /// [`page_report`] of a request to `url`.
+    pub(crate) fn page_report_of(url: &str) -> Value {
+        let mut runs = ttfx_analysis::Runs::default();
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+        let calls = [
+            json!([1, "begin", "auto", "r1", "lab", null]),
+            json!([1, "request", "POST", url, 1.0, "fetch"]),
+            json!([1, "headers", 12.0, 200, "text/event-stream", null]),
+            json!([1, "chunks", [20.5, body.len() as f64], body]),
+            json!([1, "end", 30.0]),
+        ];
+        for call in &calls {
+            ttfx_analysis::replay::apply(&mut runs, call).expect("a good call");
+        }
+        let text = ttfx_analysis::replay::apply(&mut runs, &json!([1, "finish", null, null]))
+            .expect("finish")
+            .expect("a report");
+        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("JSON")
+    }
+
+    #[test]
+    fn a_page_report_with_nan_negative_huge_or_mistyped_values_is_a_clear_error() {
+        let good = page_report();
+        to_run(&good, None, "r1", "lab").expect("the page's own report is a run");
+        let huge = Value::String("x".repeat(4 << 20));
+        let mut hostile = Vec::new();
+        for (field, value) in [
+            ("first_byte", json!(-1.0)),
+            ("first_byte", json!(1e308)),
+            ("first_byte", json!("NaN")),
+            ("first_byte", Value::Null),
+            ("first_token", json!(-1e308)),
+            ("first_byte", huge.clone()),
+        ] {
+            let mut report = good.clone();
+            report["run"]["timeline"]["milestones"][field] = value;
+            hostile.push(report);
+        }
+        for value in [json!(null), json!("report"), json!([1e308]), huge.clone()] {
+            let mut report = good.clone();
+            report["run"]["timeline"] = value.clone();
+            hostile.push(report);
+            hostile.push(value);
+        }
+        let mut chunks = good.clone();
+        chunks["run"]["timeline"]["chunks"] = json!([{"at_ms": 1e308, "bytes": -1}]);
+        hostile.push(chunks);
+        for report in &hostile {
+            // A run or an error that says what it read; never a panic.
+            if let Err(e) = to_run(report, None, "r1", "lab") {
+                let e = format!("{e:#}");
+                assert!(
+                    e.starts_with("the probe's report") || e.starts_with("run r1"),
+                    "{e:.300}"
+                );
+                assert!(e.len() < 2_000, "{} bytes: {e:.300}", e.len());
+            }
+        }
+        for record in [json!("x"), json!({"server": 1e308}), huge] {
+            assert!(
+                to_run(&good, Some(&record), "r1", "lab").is_err(),
+                "{record:.80}"
+            );
+        }
+    }
 }

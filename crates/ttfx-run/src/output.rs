@@ -6,6 +6,7 @@ use std::path::Path;
 
 use ttfx_core::Milestone;
 use ttfx_core::crossover::{self, CompletionModel, Crossover};
+use ttfx_core::printable::escape_line;
 use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Summary;
 
@@ -13,6 +14,7 @@ use super::budget::Verdict;
 use super::error::OutputError;
 use super::measure::{GroundTruth, SpeechTruth};
 use ttfx_report::report_cmd;
+use ttfx_webdriver::sandbox::Sandbox;
 
 #[cfg(test)]
 mod golden_tests;
@@ -82,12 +84,14 @@ fn selections(runs: &[Run]) -> String {
             .map_or(String::new(), |t| format!(" over {t}"));
         count(
             &mut streams,
-            format!(
+            // One line each: the page chose these strings, newlines included.
+            escape_line(&format!(
                 "{how}: {} {}{over} ({})",
                 request.method.as_deref().unwrap_or("?"),
                 request.url.as_deref().unwrap_or("?"),
                 request.dialect.as_deref().unwrap_or("unknown dialect"),
-            ),
+            ))
+            .into_owned(),
         );
         let reply = match (&s.reply_element, s.reply) {
             (None, _) => "no element's text grew while it streamed".to_owned(),
@@ -97,7 +101,7 @@ fn selections(runs: &[Run]) -> String {
                 100.0 * s.reply_share.unwrap_or(0.0)
             ),
         };
-        count(&mut replies, reply);
+        count(&mut replies, escape_line(&reply).into_owned());
     }
     if total == 0 {
         return String::new();
@@ -249,12 +253,14 @@ fn crossover_block(a_label: &str, a: &BatchReport, b_label: &str, b: &BatchRepor
 /// beside it as `STEM.against.json`. Each is a plain ttfx-core batch (so `ttfx report`
 /// reads it), plus optional top-level fields that readers of the schema ignore:
 /// `ground_truth` (per run: the probe's `first_byte` beside DevTools' first data) and
-/// `speech` (voice turns: what the fake microphone said and its true length).
+/// `speech` (voice turns: what the fake microphone said and its true length) and
+/// `sandbox` (Chromium: `{"state": "on"/"off"/"remote", "user"?, "why"?}`).
 pub fn write_json(
     path: &Path,
     batches: &[(String, BatchReport)],
     truth: &[GroundTruth],
     speech: Option<&SpeechTruth>,
+    sandbox: Option<&Sandbox>,
 ) -> Result<(), OutputError> {
     for (i, (label, batch)) in batches.iter().enumerate() {
         let target_path = if i == 0 {
@@ -278,6 +284,9 @@ pub fn write_json(
                 "speech".into(),
                 serde_json::to_value(speech).map_err(encode("speech"))?,
             );
+        }
+        if let (Some(obj), Some(sandbox)) = (value.as_object_mut(), sandbox) {
+            obj.insert("sandbox".into(), sandbox.to_json());
         }
         let text = serde_json::to_string_pretty(&value).map_err(encode("batch"))?;
         if let Err(cause) = std::fs::write(&target_path, text + "\n") {

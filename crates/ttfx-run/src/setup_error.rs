@@ -23,4 +23,6 @@ pub enum SetupError {
         path: PathBuf,
         cause: std::io::Error,
     },
+    #[error("cannot give the runner's folder to the browser's account: {cause}")]
+    SiteOwner { cause: std::io::Error },
 }

@@ -4,9 +4,14 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use ttfx_serve::{ConfigError, ServeError};
+
+/// At most this many connections to the runner's server are open at once (a socket
+/// upgraded to a WebSocket included): its page, the probe's files and the simulated
+/// streams of up to 32 sessions (`--concurrency`) need a few each. More wait in the
+/// kernel's backlog.
+pub const MAX_CONNECTIONS: u32 = 256;
 
 /// Why the runner's site could not be made or served. Each text carries its cause (no
 /// `source` chain, so a `{:#}` print says it once).
@@ -69,19 +74,31 @@ pub enum SiteError {
 /// and the e2e suite's (which builds its pages on this one).
 pub struct Site {
     pub dir: PathBuf,
+    /// Removes the folder when the site is dropped.
+    _temp: tempfile::TempDir,
 }
 
+/// The site folder's mode: its owner alone may list, read or write it, so no other user
+/// of the machine swaps the page or the probe the browser loads.
+pub const SITE_DIR_MODE: u32 = 0o700;
+
 impl Site {
-    /// An empty folder named `{prefix}-{process id}-{n}` in the system's temp folder.
+    /// An empty folder named `{prefix}-` and random characters in the system's temp
+    /// folder, created anew (never one already there) with mode [`SITE_DIR_MODE`].
     pub fn empty(prefix: &str) -> Result<Site, SiteError> {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        match std::fs::create_dir_all(&dir) {
-            Ok(()) => Ok(Site { dir }),
-            Err(cause) => Err(SiteError::Create { path: dir, cause }),
-        }
+        use std::os::unix::fs::PermissionsExt as _;
+        let temp = tempfile::Builder::new()
+            .prefix(&format!("{prefix}-"))
+            .permissions(std::fs::Permissions::from_mode(SITE_DIR_MODE))
+            .tempdir()
+            .map_err(|cause| SiteError::Create {
+                path: std::env::temp_dir().join(format!("{prefix}-*")),
+                cause,
+            })?;
+        Ok(Site {
+            dir: temp.path().to_owned(),
+            _temp: temp,
+        })
     }
 
     /// The runner's own: its page and the probe package (as `pkg/`).
@@ -101,12 +118,6 @@ impl Site {
     /// The folder as a `ttfx serve --dist` argument.
     pub fn dist_arg(&self) -> &str {
         self.dir.to_str().unwrap_or_default()
-    }
-}
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -235,7 +246,7 @@ pub async fn serve(
             listener,
             app,
             ttfx_serve::connections::ConnectionLimits {
-                max_connections: ttfx_serve::connections::DEFAULT_MAX_CONNECTIONS,
+                max_connections: MAX_CONNECTIONS,
                 head_timeout: std::time::Duration::from_millis(
                     ttfx_serve::connections::DEFAULT_HEAD_TIMEOUT_MS,
                 ),
@@ -310,6 +321,29 @@ mod tests {
             took < std::time::Duration::from_secs(18),
             "held for {took:?}"
         );
+    }
+
+    #[test]
+    fn another_user_can_neither_predict_nor_enter_the_site_folder() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let (a, b) = (
+            Site::empty("ttfx-run-site").unwrap(),
+            Site::empty("ttfx-run-site").unwrap(),
+        );
+        assert_ne!(a.dir, b.dir);
+        for site in [&a, &b] {
+            let name = site.dir.file_name().unwrap().to_str().unwrap();
+            let random = name.strip_prefix("ttfx-run-site-").unwrap();
+            // tempfile's default: 6 random alphanumerics, not the process id.
+            assert_eq!(random.len(), 6, "{name}");
+            assert!(!random.contains(&std::process::id().to_string()), "{name}");
+            let mode = std::fs::metadata(&site.dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, SITE_DIR_MODE, "{mode:o}");
+        }
+        let dir = a.dir.clone();
+        std::fs::write(dir.join("index.html"), "x").unwrap();
+        drop(a);
+        assert!(!dir.exists(), "removed with the site");
     }
 
     #[test]

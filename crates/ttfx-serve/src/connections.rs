@@ -9,7 +9,9 @@
 //! the request body's own timer is `--body-timeout-ms` (a tower-http layer).
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -17,8 +19,9 @@ use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::Service;
 
 /// Default for `--max-connections`: above `--max-concurrent`'s 4,096 streams (each on its
@@ -70,6 +73,12 @@ pub async fn serve(
         // the first body chunk reached the browser 42 ms after its record's send time).
         // A socket that refuses the option still serves, only with Nagle.
         let _ = tcp.set_nodelay(true);
+        // The place goes with the socket itself, so a connection upgraded to a WebSocket
+        // (which hyper hands over when its HTTP part ends) still holds it.
+        let io = Counted {
+            stream: tcp,
+            _place: place,
+        };
         let app = app.clone();
         tokio::spawn(async move {
             // The peer address is the collector's rate-limit key (ConnectInfo).
@@ -85,10 +94,43 @@ pub async fn serve(
                 .header_read_timeout(limits.head_timeout);
             // A connection that ends badly (reset, timed out head) is the client's affair.
             let _ = builder
-                .serve_connection_with_upgrades(TokioIo::new(tcp), service)
+                .serve_connection_with_upgrades(TokioIo::new(io), service)
                 .await;
-            drop(place);
         });
+    }
+}
+
+/// An accepted connection, holding its place under the limit until it is dropped.
+struct Counted {
+    stream: TcpStream,
+    _place: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -99,4 +141,52 @@ fn is_transient(e: &std::io::Error) -> bool {
         e.kind(),
         ConnectionAborted | ConnectionReset | Interrupted | WouldBlock | TimedOut
     ) || matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12)) // ENFILE, EMFILE, ENOBUFS, ENOMEM
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    async fn ask(stream: &mut TcpStream) -> std::io::Result<String> {
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await?;
+        let mut answer = vec![0; 256];
+        let n = stream.read(&mut answer).await?;
+        Ok(String::from_utf8_lossy(&answer[..n]).into_owned())
+    }
+
+    #[tokio::test]
+    async fn clients_holding_connections_open_cannot_make_the_server_accept_more() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        let limits = ConnectionLimits {
+            max_connections: 2,
+            head_timeout: Duration::from_secs(60),
+        };
+        let server = tokio::spawn(serve(listener, app, limits));
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            assert!(ask(&mut c).await.unwrap().starts_with("HTTP/1.1 200"));
+            held.push(c);
+        }
+        // The third connects (the kernel's backlog) but is not served while two are open.
+        let mut third = TcpStream::connect(addr).await.unwrap();
+        // 500 ms: a loopback answer takes well under a millisecond, so a served request
+        // would have answered many times over.
+        let waited = tokio::time::timeout(Duration::from_millis(500), ask(&mut third)).await;
+        assert!(waited.is_err(), "served beyond the bound: {waited:?}");
+        drop(held.pop());
+        let mut answer = vec![0; 256];
+        let n = tokio::time::timeout(Duration::from_secs(5), third.read(&mut answer))
+            .await
+            .expect("served once a place is free")
+            .unwrap();
+        assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"));
+        server.abort();
+    }
 }

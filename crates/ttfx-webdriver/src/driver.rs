@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
+use crate::sandbox::RunAs;
 use crate::status::answers_webdriver_status;
 use crate::xvfb::{self, Xvfb, XvfbError};
 
@@ -123,9 +124,19 @@ impl Driver {
     /// machine, and a test should not fail for it. Each error quotes the first lines the
     /// driver printed, so a cause that repeats shows itself.
     pub fn start_at(engine: Engine, bin: &Path) -> Result<Driver, DriverError> {
+        Driver::start_as(engine, bin, None)
+    }
+
+    /// [`Driver::start_at`], the driver (and so its browsers) running as `run_as` when
+    /// given: a root process's way to keep Chromium's sandbox on.
+    pub fn start_as(
+        engine: Engine,
+        bin: &Path,
+        run_as: Option<&RunAs>,
+    ) -> Result<Driver, DriverError> {
         let mut attempt = 1;
         loop {
-            match Driver::try_start(engine, bin) {
+            match Driver::try_start(engine, bin, run_as) {
                 Err(e @ DriverError::ExitedEarly { .. }) if attempt < START_ATTEMPTS => {
                     eprintln!("ttfx-webdriver: {e}; starting it again");
                     attempt += 1;
@@ -136,7 +147,11 @@ impl Driver {
         }
     }
 
-    fn try_start(engine: Engine, bin: &Path) -> Result<Driver, DriverError> {
+    fn try_start(
+        engine: Engine,
+        bin: &Path,
+        run_as: Option<&RunAs>,
+    ) -> Result<Driver, DriverError> {
         let name = engine.driver_name();
         if !bin.is_file() {
             return Err(DriverError::NoBinary {
@@ -150,7 +165,7 @@ impl Driver {
             None
         };
         let announces = engine.announces_port();
-        let mut child = spawn(engine, bin, xvfb.as_ref(), announces)?;
+        let mut child = spawn(engine, bin, xvfb.as_ref(), announces, run_as)?;
         live_groups().push(child.id());
         let outputs: [Option<Box<dyn Read + Send>>; 2] = [
             child.stdout.take().map(|s| Box::new(s) as _),
@@ -274,9 +289,21 @@ fn spawn(
     bin: &Path,
     xvfb: Option<&Xvfb>,
     announce: bool,
+    run_as: Option<&RunAs>,
 ) -> Result<Child, DriverError> {
     let mut command = Command::new(bin);
     command.process_group(0).arg("--port=0");
+    if let Some(user) = run_as {
+        use std::os::unix::process::CommandExt as _;
+        // std drops root's supplementary groups with the switch.
+        command
+            .uid(user.uid)
+            .gid(user.gid)
+            .env("HOME", user.home())
+            .env("USER", &user.name)
+            .env("LOGNAME", &user.name)
+            .current_dir(user.home());
+    }
     if engine == Engine::Firefox {
         // geckodriver's WebDriver BiDi port defaults to 9222 for every Firefox it starts;
         // two at once would collide.
@@ -284,6 +311,7 @@ fn spawn(
     }
     if let Some(x) = xvfb {
         command.env("DISPLAY", x.display());
+        command.env("XAUTHORITY", x.authority());
     }
     let output = || {
         if announce {

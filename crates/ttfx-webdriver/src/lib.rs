@@ -9,6 +9,8 @@
 //!   it started) when the handle is dropped.
 //! - [`Xvfb`]: a virtual X display for WebKitGTK's MiniBrowser, which has no headless
 //!   mode; `Driver::start` starts one when `DISPLAY` is unset.
+//! - [`sandbox`]: whether Chromium's sandbox can be on, and the unprivileged account a
+//!   root process runs chromedriver as ([`Driver::start_as`]).
 //!
 //! - [`devtools::Cdp`] and [`bidi::Bidi`] (feature `devtools`): the DevTools protocol
 //!   and WebDriver BiDi over a session's WebSocket, for what classic WebDriver cannot
@@ -27,6 +29,7 @@ pub mod bidi;
 pub mod devtools;
 mod driver;
 mod engine;
+pub mod sandbox;
 mod status;
 pub mod xvfb;
 

@@ -27,7 +27,12 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // One line a person can act on; the chain of causes joined with ": ".
-            eprintln!("ttfx: {e:#}");
+            // Errors quote what was read (a page's, a file's, a database's strings):
+            // their control characters are shown, not obeyed by the terminal.
+            eprintln!(
+                "ttfx: {}",
+                ttfx_core::printable::escape_controls(&format!("{e:#}"))
+            );
             ExitCode::from(2)
         }
     }

@@ -190,3 +190,63 @@ fn bad_files_are_one_line_errors_with_exit_code_2() {
     let out = ttfx(&["report", good, "--slo", "ttft=5"]);
     assert_one_line_error(&out, "unknown metric `ttft`");
 }
+
+/// What a terminal would obey: ESC, BEL, a lone CR and C1's one-character CSI.
+const CONTROLS: [char; 4] = ['\x1b', '\x07', '\r', '\u{9b}'];
+const HOSTILE: &str = "evil\x1b[2J\x07\r\u{9b}31m";
+
+#[test]
+fn a_report_whose_strings_clear_the_screen_prints_them_escaped() {
+    let dir = scratch("controls");
+    let mut run = run(100.0, true);
+    run.target = Some(HOSTILE.to_owned());
+    run.timeline.request.url = Some(format!("http://h/{HOSTILE}"));
+    // A batch file's goodput budgets come back in the table's goodput line.
+    let budget = ttfx_core::stats::Budget {
+        metric: HOSTILE.to_owned(),
+        limit: 1.0,
+    };
+    let batch = BatchReport::from_runs(vec![run.clone()], std::slice::from_ref(&budget));
+    let files = [
+        write(
+            &dir,
+            "run.json",
+            &serde_json::to_string(&RunReport::new(run)).unwrap(),
+        ),
+        write(&dir, "batch.json", &serde_json::to_string(&batch).unwrap()),
+    ];
+    let shown = r"evil\x1b[2J\x07\r\u{9b}31m";
+    let table = ttfx(&["report", &files[1]]);
+    let stdout = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.status.success(),
+        "{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    assert!(stdout.contains(&format!("meeting {shown}<=1")), "{stdout}");
+    let json = ttfx(&["report", "--json", &files[0], &files[1]]);
+    let stdout = String::from_utf8(json.stdout).unwrap();
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    assert!(
+        stdout.contains(r#""target": "evil\u001b[2J\u0007\r\u009b31m""#),
+        "{stdout}"
+    );
+    // Still the same report, strings and all.
+    let ReportFile::Batch(back) = ReportFile::from_json(&stdout).unwrap() else {
+        panic!("not a batch: {stdout}");
+    };
+    assert_eq!(back.runs[0].target.as_deref(), Some(HOSTILE));
+    // An error quoting what it read (here the file's name): on stderr, escaped.
+    let missing = dir.join(format!("{HOSTILE}.json"));
+    let refused = ttfx(&["report", missing.to_str().unwrap()]);
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("{shown}.json")), "{stderr}");
+    for out in [&stdout, &stderr] {
+        assert!(!out.contains(CONTROLS), "{out:?}");
+    }
+}

@@ -135,7 +135,7 @@ fn the_json_batches_are_unchanged() {
     let f = fixed();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("batch.json");
-    super::write_json(&path, &f.batches, &f.truth, Some(&f.speech)).unwrap();
+    super::write_json(&path, &f.batches, &f.truth, Some(&f.speech), None).unwrap();
     let first = std::fs::read_to_string(&path).unwrap();
     let against = std::fs::read_to_string(dir.path().join("batch.against.json")).unwrap();
     check::golden("run_json.first_target.json", &first);
