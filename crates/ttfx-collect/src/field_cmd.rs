@@ -10,6 +10,7 @@ use crate::FieldArgs;
 use crate::db::{self, DbError};
 use crate::query::{self, Fail, Metric, Slice};
 use crate::{bench_store, gap};
+use ttfx_core::printable::{escape_controls, escape_json_controls};
 use ttfx_edge::clock::unix_ms;
 
 /// Why `ttfx field` printed nothing. The database's and the query's texts are printed
@@ -60,9 +61,11 @@ pub fn run(args: FieldArgs) -> Result<(), FieldError> {
         .map_err(FieldError::Query)?;
         if args.json {
             let text = serde_json::to_string_pretty(&doc).map_err(FieldError::Write)?;
-            println!("{text}");
+            println!("{}", escape_json_controls(&text));
         } else {
-            print!("{}", gap_table(&doc, &args.file.display().to_string()));
+            // Labels, models and targets come from pages and benchmark files.
+            let table = gap_table(&doc, &args.file.display().to_string());
+            print!("{}", escape_controls(&table));
         }
         return Ok(());
     }
@@ -70,9 +73,13 @@ pub fn run(args: FieldArgs) -> Result<(), FieldError> {
         .map_err(FieldError::Query)?;
     if args.json {
         let text = serde_json::to_string_pretty(&doc).map_err(FieldError::Write)?;
-        println!("{text}");
+        println!("{}", escape_json_controls(&text));
     } else {
-        print!("{}", table(&doc, &args.file.display().to_string()));
+        // Group values (labels, targets, page paths) come from the pages that posted.
+        print!(
+            "{}",
+            escape_controls(&table(&doc, &args.file.display().to_string()))
+        );
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ use ttfx_import::{Imported, Metric, Origin, Tool};
 use crate::ImportArgs;
 use crate::bench_store::{self, Stored};
 use crate::db::{self, DbError};
+use ttfx_core::printable::{escape_controls, escape_json_controls};
 
 /// Why `ttfx import` stored nothing.
 #[derive(Debug, thiserror::Error)]
@@ -75,10 +76,12 @@ pub fn run(args: ImportArgs) -> Result<(), ImportCmdError> {
             .map(|(f, s)| serde_json::json!({ "file": f, "stored": s }))
             .collect();
         let text = serde_json::to_string_pretty(&docs).map_err(ImportCmdError::Write)?;
-        println!("{text}");
+        println!("{}", escape_json_controls(&text));
     } else {
+        // Models, versions and labels come from the files.
         for (file, stored) in read.iter().zip(&stored) {
-            print!("{}", describe(file, stored.as_ref(), args.into.is_some()));
+            let text = describe(file, stored.as_ref(), args.into.is_some());
+            print!("{}", escape_controls(&text));
         }
     }
     Ok(())

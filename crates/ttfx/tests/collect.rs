@@ -905,3 +905,38 @@ async fn a_collector_at_its_storage_cap_answers_507_counts_it_and_keeps_what_it_
     );
     eprintln!("the 1 MiB cap held {stored} runs; post {first_refused} was the first refused");
 }
+
+#[tokio::test]
+async fn a_label_that_clears_the_screen_is_printed_escaped_by_ttfx_field() {
+    let c = Collector::new();
+    let server = c.serve(&[]);
+    let hostile = "\u{1b}[2J\u{7}\r\u{9b}31m";
+    let report = field(hostile, 250.0, 1.0, now_ms()).to_string();
+    assert_eq!(post(&server, report, &[]).await.0, 204);
+    for json in [false, true] {
+        let mut cmd = Command::new(ttfx());
+        cmd.arg("field").arg(&c.db).args(["--by", "label"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        for raw in ['\u{1b}', '\u{7}', '\r', '\u{9b}'] {
+            assert!(
+                !text.contains(raw),
+                "json={json}: {raw:?} printed raw: {text:?}"
+            );
+        }
+        let escaped = if json {
+            "\\u009b31m"
+        } else {
+            "\\x1b[2J\\x07\\r\\u{9b}31m"
+        };
+        assert!(text.contains(escaped), "json={json}: {text}");
+    }
+}
