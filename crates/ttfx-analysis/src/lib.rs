@@ -152,6 +152,16 @@ pub enum AnalysisError {
 }
 
 impl Runs {
+    /// Runs begun and not yet finished.
+    pub fn in_progress(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Whether `run` is begun and not yet finished.
+    pub fn has(&self, run: u32) -> bool {
+        self.runs.iter().any(|(key, _)| *key == run)
+    }
+
     fn run(&mut self, run: u32) -> Result<&mut RunInProgress, AnalysisError> {
         self.runs
             .iter_mut()

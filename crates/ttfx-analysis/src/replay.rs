@@ -38,6 +38,12 @@ pub enum ReplayError {
     /// would abort the runner, so no page may ask for one.
     #[error("ttfx replay: a page cannot inject a fault (`{0}`) into the runner")]
     FaultRefused(String),
+    /// A page began more runs than it ended, past [`MAX_OPEN_RUNS`].
+    #[error(
+        "ttfx replay: a page may have at most {MAX_OPEN_RUNS} runs in progress; run {0} \
+         begins past that (end or abort the others first)"
+    )]
+    TooManyRuns(u32),
     /// The call itself failed, as it would have in the page.
     #[error(transparent)]
     Analysis(#[from] AnalysisError),
@@ -49,6 +55,13 @@ pub const SITE: &str = "runner";
 /// At most this many characters of a page's value are shown in an error: enough to
 /// recognise it, and a page that sends megabytes does not get megabytes of error text.
 pub const SHOWN_CHARS: usize = 120;
+
+/// Runs a page may have begun and not ended, in the runner. Runs are found by a linear
+/// search (a page has a handful; the probe's wasm stays small), so without a cap a page
+/// beginning 32,000 runs cost 16.8 s of the runner's time (release build), the square of
+/// the count. A chat page streams one reply at a time, a few with retries or tools:
+/// 64 is far above that.
+pub const MAX_OPEN_RUNS: usize = 64;
 
 /// `value` as JSON text, cut to [`SHOWN_CHARS`] characters (`…` marks a cut).
 fn shown(value: &Value) -> String {
@@ -199,6 +212,9 @@ pub fn apply(runs: &mut Runs, call: &Value) -> Result<Option<String>, ReplayErro
             if let Some(fault) = a.opt_string(3)? {
                 return Err(ReplayError::FaultRefused(shown(&Value::String(fault))));
             }
+            if runs.in_progress() >= MAX_OPEN_RUNS && !runs.has(run) {
+                return Err(ReplayError::TooManyRuns(run));
+            }
             runs.begin_page(run, dialect.as_deref(), id, label, None)?
         }
         "request" => runs.request(
@@ -347,5 +363,33 @@ mod tests {
             error(&mut runs, json!([2, "end", 1.0])),
             "ttfx analysis: no run 2 in progress (begin it first)"
         );
+    }
+
+    #[test]
+    fn a_page_beginning_a_hundred_thousand_runs_is_refused_past_the_cap() {
+        let mut runs = Runs::default();
+        let mut refused = 0;
+        for run in 0..100_000u32 {
+            match apply(&mut runs, &json!([run, "begin", null, null, null, null])) {
+                Ok(_) => assert!((run as usize) < MAX_OPEN_RUNS, "run {run} began"),
+                Err(e) => {
+                    assert!(matches!(e, ReplayError::TooManyRuns(r) if r == run), "{e}");
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!(refused, 100_000 - MAX_OPEN_RUNS);
+        assert_eq!(runs.in_progress(), MAX_OPEN_RUNS);
+        // Beginning a run again that is in progress is not a new one; finishing one
+        // (its report or its error: either way it is forgotten) frees a place.
+        apply(&mut runs, &json!([3, "begin", null, null, null, null])).expect("again");
+        apply(&mut runs, &json!([0, "abort", 1.0])).expect("abort");
+        let _ = apply(&mut runs, &json!([0, "finish", null, null]));
+        assert_eq!(runs.in_progress(), MAX_OPEN_RUNS - 1);
+        apply(
+            &mut runs,
+            &json!([100_000, "begin", null, null, null, null]),
+        )
+        .expect("a place");
     }
 }
