@@ -50,6 +50,18 @@ pub enum SiteError {
              --public-url with the name or address it reaches this machine by"
     )]
     UnspecifiedListen { listen: SocketAddr },
+    /// The runner's page sends no proxy token, so its server must not offer keys to the
+    /// network.
+    #[error(
+        "--listen {listen}: the config's upstreams hold keys ({upstreams}), and a runner \
+         listening beyond loopback would let anyone on the network spend them (its page \
+         carries no proxy token); listen on loopback, or run `ttfx serve` with its proxy \
+         token and point --url at it"
+    )]
+    KeysOffLoopback {
+        listen: SocketAddr,
+        upstreams: String,
+    },
     #[error("--public-url {text}: not a URL: {cause}")]
     NotAUrl {
         text: String,
@@ -199,6 +211,27 @@ fn public_base(text: &str) -> Result<String, SiteError> {
     Ok(url.as_str().trim_end_matches('/').to_owned())
 }
 
+/// Refuses a listen address beyond loopback when an upstream holds a key.
+fn keys_stay_on_loopback(
+    config: &ttfx_serve::config::Config,
+    listen: SocketAddr,
+) -> Result<(), SiteError> {
+    let holding: Vec<&str> = config
+        .upstreams
+        .0
+        .iter()
+        .filter(|u| u.key.is_some())
+        .map(|u| u.name.as_str())
+        .collect();
+    if listen.ip().is_loopback() || holding.is_empty() {
+        return Ok(());
+    }
+    Err(SiteError::KeysOffLoopback {
+        listen,
+        upstreams: holding.join(", "),
+    })
+}
+
 /// Starts the server at `exposure.listen` and returns the base URL the browser loads
 /// (`--public-url`, else `http://ADDR:PORT`). A public host that is not loopback is
 /// added to the proxy's allowed `Host` values, so `/proxy` targets answer it. It runs
@@ -212,6 +245,7 @@ pub async fn serve(
         Some(path) => ttfx_serve::config::load(path)?,
         None => ttfx_serve::config::Config::default(),
     };
+    keys_stay_on_loopback(&config, exposure.listen)?;
     if let Some(host) = exposure
         .public_url
         .as_deref()
@@ -344,6 +378,27 @@ mod tests {
         std::fs::write(dir.join("index.html"), "x").unwrap();
         drop(a);
         assert!(!dir.exists(), "removed with the site");
+    }
+
+    #[test]
+    fn a_runner_listening_beyond_loopback_never_offers_keys_to_the_network() {
+        let keyed = ttfx_serve::config::parse(
+            "[upstreams.openai]\npreset = \"openai\"\napi_key = \"sk-test-not-real\"\n",
+            Path::new("."),
+            |_| None,
+        )
+        .unwrap();
+        let open: SocketAddr = "0.0.0.0:8765".parse().unwrap();
+        let e = keys_stay_on_loopback(&keyed, open).unwrap_err().to_string();
+        assert!(e.contains("openai") && e.contains("spend them"), "{e}");
+        assert!(
+            !e.contains("sk-test-not-real"),
+            "the key is in the error: {e}"
+        );
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert!(keys_stay_on_loopback(&keyed, loopback).is_ok());
+        let keyless = ttfx_serve::config::Config::default();
+        assert!(keys_stay_on_loopback(&keyless, open).is_ok());
     }
 
     #[test]
