@@ -24,9 +24,48 @@ fn refuse(item: Option<usize>, message: String) -> Refusal {
     Refusal { item, message }
 }
 
+/// Line numbers of offsets met in increasing order, counting each byte of the body once:
+/// the time to name every item's line stays linear in the body (counting from the start
+/// for each item made a body of tiny documents cost the square of its size, #30).
+struct Lines<'a> {
+    body: &'a str,
+    counted_to: usize,
+    line: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(body: &'a str) -> Lines<'a> {
+        Lines {
+            body,
+            counted_to: 0,
+            line: 1,
+        }
+    }
+
+    /// The 1-based line of `offset`, which is not before the previous one asked.
+    fn of(&mut self, offset: usize) -> usize {
+        let offset = offset.max(self.counted_to);
+        self.line += self.body.as_bytes()[self.counted_to..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.counted_to = offset;
+        self.line
+    }
+}
+
+/// The offset of the first non-whitespace byte at or after `start` (JSON's whitespace).
+fn skip_space(body: &str, start: usize) -> usize {
+    start
+        + body.as_bytes()[start..]
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            .count()
+}
+
 /// The items of a body, each with the line it starts on.
 fn items(body: &str) -> Result<Vec<(&RawValue, usize)>, Refusal> {
-    let line_of = |offset: usize| body[..offset].matches('\n').count() + 1;
+    let mut lines = Lines::new(body);
     let mut documents: Vec<(&RawValue, usize)> = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(body).into_iter::<&RawValue>();
     loop {
@@ -35,11 +74,10 @@ fn items(body: &str) -> Result<Vec<(&RawValue, usize)>, Refusal> {
             None => break,
             Some(Ok(raw)) => {
                 // The offset before a value may sit on the whitespace before it.
-                let skipped = body[start..].len() - body[start..].trim_start().len();
-                documents.push((raw, line_of(start + skipped)));
+                documents.push((raw, lines.of(skip_space(body, start))));
             }
             Some(Err(e)) => {
-                let at = line_of(start + body[start..].len() - body[start..].trim_start().len());
+                let at = lines.of(skip_space(body, start));
                 let item = documents.len();
                 return Err(refuse(
                     Some(item),

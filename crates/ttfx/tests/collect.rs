@@ -940,3 +940,116 @@ async fn a_label_that_clears_the_screen_is_printed_escaped_by_ttfx_field() {
         assert!(text.contains(escaped), "json={json}: {text}");
     }
 }
+
+/// USER_HZ: /proc's CPU times are in these ticks; 100 on every Linux architecture.
+const TICKS_PER_S: f64 = 100.0;
+const TICK_MS: f64 = 1000.0 / TICKS_PER_S;
+
+/// The server's CPU time so far (utime + stime of /proc/PID/stat), in ms.
+fn cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces): utime is field 14, stime 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 * TICK_MS
+}
+
+/// Posts `body` [`REPEAT`] times and returns the status and the server's CPU time spent
+/// on them (repeated so that the 10 ms ticks are a small part of what is measured).
+async fn post_costing(server: &ServeProcess, body: String) -> (u16, f64) {
+    let before = cpu_ms(server.pid());
+    let mut status = 0;
+    for _ in 0..REPEAT {
+        status = post(server, body.clone(), &[]).await.0;
+    }
+    (status, cpu_ms(server.pid()) - before)
+}
+
+/// How many times each body of the CPU-time test is posted.
+const REPEAT: usize = 3;
+
+/// Repeats `unit` until the text holds `bytes` bytes (at most), whole units only.
+fn filled(unit: &str, bytes: usize) -> String {
+    unit.repeat(bytes / unit.len())
+}
+
+/// Every hostile body of up to 1 MiB costs CPU time linear in its size (#30 point 1): a
+/// body of tiny documents used to cost the square of its size (0.8 s at 16 KiB, 49 s at
+/// 128 KiB, so most of an hour at 1 MiB, debug build).
+///
+/// Two bounds, both measured on the same server process, so they hold on a debug build
+/// as on a release one, each on [`REPEAT`] posts: (1) the 1 MiB body costs at most 6× the same shape at 256 KiB
+/// (4× is linear; the rest is the request's fixed cost and the allocator), where a
+/// quadratic parser costs 16×; (2) it costs at most 3× a valid 1 MiB body of field
+/// reports that is parsed, checked and stored (the work a body is meant to cost). Each
+/// side is read in ticks of 10 ms, so each bound allows 3 ticks more.
+#[tokio::test]
+async fn hostile_bodies_cost_time_linear_in_their_size() {
+    const MIB: usize = 1024 * 1024;
+    let c = Collector::new();
+    let server = c.serve(&["--collect-burst", "1000"]);
+    let now = now_ms();
+    let report = format!("{}\n", field("a", 100.0, 1.0, now));
+    let valid = filled(&report, MIB - 16);
+    let before = cpu_ms(server.pid());
+    for _ in 0..REPEAT {
+        assert_eq!(post(&server, valid.clone(), &[]).await.0, 204);
+    }
+    let calibration = cpu_ms(server.pid()) - before;
+    let many_keys = |n: usize| {
+        let mut s = String::from("{\"kind\":\"field\",\"schema_version\":1");
+        let mut i = 0;
+        while s.len() + 24 < n {
+            s.push_str(&format!(",\"k{i}\":0"));
+            i += 1;
+        }
+        s + "}"
+    };
+    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+        ("tiny documents", Box::new(|n| filled("1\n", n))),
+        ("tiny objects", Box::new(|n| filled("{}\n", n))),
+        (
+            "deep nesting",
+            Box::new(|n| format!("{}{}", "[".repeat(n / 2), "]".repeat(n / 2))),
+        ),
+        (
+            "deep nesting in a run report",
+            Box::new(|n| {
+                let half = n / 2 - 40;
+                format!(
+                    "{{\"kind\":\"run\",\"schema_version\":1,\"x\":{}{}}}",
+                    "[".repeat(half),
+                    "]".repeat(half)
+                )
+            }),
+        ),
+        (
+            "one long string",
+            Box::new(|n| format!("{{\"kind\":\"{}\"}}", "a".repeat(n - 12))),
+        ),
+        ("many keys", Box::new(many_keys)),
+        (
+            "valid reports then a bad one",
+            Box::new(move |n| filled(&report, n - 8) + "1\n"),
+        ),
+    ];
+    for (name, make) in &shapes {
+        let (small_status, small) = post_costing(&server, make(MIB / 4)).await;
+        let (status, large) = post_costing(&server, make(MIB)).await;
+        assert_eq!((small_status, status), (400, 400), "{name}");
+        eprintln!(
+            "{name}: 256 KiB {small} ms, 1 MiB {large} ms (valid 1 MiB: {calibration} ms), {REPEAT} posts each"
+        );
+        assert!(
+            large <= 6.0 * small + 3.0 * TICK_MS,
+            "{name}: 1 MiB cost {large} ms, 256 KiB {small} ms: not linear"
+        );
+        assert!(
+            large <= 3.0 * calibration + 3.0 * TICK_MS,
+            "{name}: 1 MiB cost {large} ms, a valid 1 MiB body {calibration} ms"
+        );
+    }
+    // Only the valid bodies were stored.
+    assert_eq!(c.runs() as usize, REPEAT * valid.lines().count());
+}
