@@ -4,8 +4,11 @@
 
 use std::time::Instant;
 
+/// A body's shape: its name and how to make it of about `n` bytes.
+type Shape = (&'static str, fn(usize) -> String);
+
 fn main() {
-    let shapes: [(&str, fn(usize) -> String); 5] = [
+    let shapes: [Shape; 5] = [
         ("tiny documents `1\\n`", |n| "1\n".repeat(n / 2)),
         ("tiny objects `{}\\n`", |n| "{}\n".repeat(n / 3)),
         ("deep nesting `[[[…`", |n| "[".repeat(n)),

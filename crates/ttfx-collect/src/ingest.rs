@@ -4,7 +4,8 @@
 //! another (NDJSON: one per line). Each document is a field report (`"kind": "field"`,
 //! `ttfx_core::field`), or a run or batch report (docs/report.md), whose runs are
 //! turned into field reports with sample rate 1 and no page path. Every item is checked
-//! before any is stored: one bad item refuses the body, naming the item and the problem.
+//! before any is stored (the schema's rules, then `plausible`'s bounds): one bad item
+//! refuses the body, naming the item and the problem.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -12,6 +13,7 @@ use ttfx_core::field::{FIELD_SCHEMA_VERSION, FieldContext, FieldReport, MAX_FIEL
 use ttfx_core::report::{BatchReport, ReportError, ReportFile, RunReport};
 
 use super::db::{Row, Source};
+use super::plausible;
 
 /// Why a body was refused: the item (0-based, in the body's order) and the problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,6 +169,7 @@ fn item(text: &str, received_unix_ms: f64) -> Result<Vec<Row>, String> {
             }
             let report: FieldReport = typed(text)?;
             report.validate().map_err(|e| e.to_string())?;
+            plausible::check(&report)?;
             Ok(vec![row(report, Source::Field)])
         }
         Some("run" | "batch") => {
@@ -190,6 +193,8 @@ fn item(text: &str, received_unix_ms: f64) -> Result<Vec<Row>, String> {
                     let report = FieldReport::of_run(run, &context);
                     report
                         .validate()
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| plausible::check(&report))
                         .map(|()| row(report, Source::Run))
                         .map_err(|e| format!("run {i}: {e}"))
                 })

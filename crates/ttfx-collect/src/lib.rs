@@ -4,6 +4,7 @@
 //!
 //! - db.rs     open (refusing corrupt or foreign files), migrations, insert, retention
 //! - ingest.rs a body (object, array or NDJSON) → checked rows, or one 400
+//! - plausible.rs  the bounds of a stored run's numbers (sample rate, durations, counts)
 //! - limits.rs body size, token bucket per client
 //! - query.rs  summary, series, histogram, slowest, dimensions (weighted percentiles)
 //! - http.rs   the routes, the origin check and CORS
@@ -41,6 +42,7 @@ mod import_args;
 pub mod import_cmd;
 pub mod ingest;
 pub mod limits;
+pub mod plausible;
 pub mod query;
 
 pub use field_args::FieldArgs;
@@ -101,7 +103,11 @@ pub enum CollectorError {
          https://app.example.com)"
     )]
     NotAnOrigin(String),
-    #[error("--collect-rate {0}: expected a number of requests per second ≥ 0")]
+    #[error(
+        "--collect-rate {0}: expected 0 (the burst only) or a number of requests per \
+         second from {min} (one an hour) up",
+        min = limits::MIN_RATE_PER_S
+    )]
     BadRate(f64),
     #[error("--collect-max-mb: cannot cap the file: {0}")]
     Cap(db::DbError),
@@ -131,7 +137,8 @@ impl Collector {
         for origin in &settings.origins {
             check_origin_arg(origin)?;
         }
-        if !(settings.rate_per_s.is_finite() && settings.rate_per_s >= 0.0) {
+        let rate = settings.rate_per_s;
+        if !(rate == 0.0 || (rate.is_finite() && rate >= limits::MIN_RATE_PER_S)) {
             return Err(CollectorError::BadRate(settings.rate_per_s));
         }
         let writer = db::open(&settings.path, true).map_err(CollectorError::Db)?;

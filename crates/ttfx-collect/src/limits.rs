@@ -9,6 +9,13 @@ use std::time::{Duration, Instant};
 /// 0.75 MB, and a beacon (64 KiB in Chromium) is far below it.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Slowest `--collect-rate` besides 0: one request an hour. A slower rate is a typo (its
+/// wait, `1 / rate` seconds, overflowed the wait's type and stopped the server: #30).
+pub const MIN_RATE_PER_S: f64 = 1.0 / 3600.0;
+
+/// Longest wait a 429 names: what a client waits with rate 0 (the burst only).
+const LONGEST_WAIT: Duration = Duration::from_secs(3600);
+
 /// Clients tracked at most before the idle ones are forgotten.
 const PRUNE_AT: usize = 10_000;
 
@@ -70,10 +77,11 @@ impl Buckets {
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
             Ok(())
-        } else if self.rate > 0.0 {
-            Err(Duration::from_secs_f64((1.0 - bucket.tokens) / self.rate))
         } else {
-            Err(Duration::from_secs(3600))
+            // At most an hour whatever the rate (checked at startup, bounded here too).
+            let wait = Duration::try_from_secs_f64((1.0 - bucket.tokens) / self.rate)
+                .unwrap_or(LONGEST_WAIT);
+            Err(wait.min(LONGEST_WAIT))
         }
     }
 }

@@ -690,9 +690,21 @@ async fn retention_removes_old_runs_and_a_restart_keeps_the_rest() {
 
 /// `ttfx serve --collect FILE` that must refuse to start: exit 2, one line, no listening.
 fn refused(db: &Path) -> String {
+    refused_with(db, &[])
+}
+
+/// `ttfx serve --addr 127.0.0.1:0 --collect FILE ARGS` that must refuse to start.
+fn refused_with(db: &Path, args: &[&str]) -> String {
+    refused_at("127.0.0.1:0", db, args)
+}
+
+/// `ttfx serve --addr ADDR --collect FILE ARGS` that must refuse to start: exit 2, one
+/// line, no listening.
+fn refused_at(addr: &str, db: &Path, args: &[&str]) -> String {
     let out = Command::new(ttfx())
-        .args(["serve", "--addr", "127.0.0.1:0", "--collect"])
+        .args(["serve", "--addr", addr, "--collect"])
         .arg(db)
+        .args(args)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -966,6 +978,9 @@ async fn post_costing(server: &ServeProcess, body: String) -> (u16, f64) {
     (status, cpu_ms(server.pid()) - before)
 }
 
+/// A hostile body of about the given number of bytes.
+type BodyOfSize = Box<dyn Fn(usize) -> String>;
+
 /// How many times each body of the CPU-time test is posted.
 const REPEAT: usize = 3;
 
@@ -1006,7 +1021,7 @@ async fn hostile_bodies_cost_time_linear_in_their_size() {
         }
         s + "}"
     };
-    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+    let shapes: Vec<(&str, BodyOfSize)> = vec![
         ("tiny documents", Box::new(|n| filled("1\n", n))),
         ("tiny objects", Box::new(|n| filled("{}\n", n))),
         (
@@ -1052,4 +1067,117 @@ async fn hostile_bodies_cost_time_linear_in_their_size() {
     }
     // Only the valid bodies were stored.
     assert_eq!(c.runs() as usize, REPEAT * valid.lines().count());
+}
+
+/// Poisoned values are refused with a 400 naming the field (#30 point 2): before, a
+/// sample rate of 1e-300, a `ttft_ms` of 1.7e308 and one of −5 all got 204, and the
+/// summary said `weighted_count` 1e300, `mean` null, and every weighted percentile was
+/// the poisoned run's.
+#[tokio::test]
+async fn poisoned_values_are_refused_naming_the_field() {
+    let c = Collector::new();
+    let server = c.serve(&[]);
+    let now = now_ms();
+    let good = field("a", 100.0, 1.0, now);
+    let with = |path: &[&str], value: Value| {
+        let mut doc = good.clone();
+        let mut at = &mut doc;
+        for key in &path[..path.len() - 1] {
+            at = &mut at[*key];
+        }
+        at[path[path.len() - 1]] = value;
+        doc
+    };
+    let run_with_tokens = doc_run_report().replacen("\"done\": 503.25", "\"done\": 1e300", 1);
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            with(&["run", "sample_rate"], json!(1e-300)),
+            "item 1: run.sample_rate: 1e-300 is outside [1e-6, 1]",
+        ),
+        (
+            with(&["run", "sample_rate"], json!(5e-7)),
+            "item 1: run.sample_rate: 5e-7 is outside",
+        ),
+        (
+            with(&["run", "metrics", "ttft_ms"], json!(1.7e308)),
+            "item 1: run.metrics.ttft_ms: 1.7e308 is over 24 h (86400000 ms)",
+        ),
+        (
+            with(&["run", "metrics", "ttft_ms"], json!(-5.0)),
+            "item 1: run.metrics.ttft_ms: -5 is negative",
+        ),
+        (
+            with(&["run", "metrics", "e2e_ms"], json!(86_400_001.0)),
+            "item 1: run.metrics.e2e_ms: 86400001 is over 24 h",
+        ),
+        (
+            with(&["run", "milestones", "done"], json!(1e300)),
+            "item 1: run.milestones.done: 1e300 is over 24 h",
+        ),
+        (
+            with(&["run", "gaps", "first_token"], json!(-1e12)),
+            "item 1: run.gaps.first_token: -1000000000000 is over 24 h",
+        ),
+        (
+            with(&["run", "metrics", "output_tokens"], json!(1e300)),
+            "item 1: run.metrics.output_tokens: 1e300 is over the collector's cap of \
+             10000000 (MAX_TOKENS)",
+        ),
+        (
+            with(&["run", "chunks", "count"], json!(u64::MAX)),
+            "item 1: run.chunks.count: 1.8446744073709552e19 is over the collector's cap",
+        ),
+        (
+            with(&["run", "chunks", "bytes"], json!(1u64 << 40)),
+            "item 1: run.chunks.bytes: 1099511627776 is over the collector's cap of \
+             17179869184 (MAX_STREAM_BYTES)",
+        ),
+        (
+            with(&["run", "request_start_unix_ms"], json!(-1.0)),
+            "item 1: run.request_start_unix_ms: -1 is not a time since 1970",
+        ),
+    ];
+    for (bad, want) in cases {
+        let (status, reply) = post(&server, json!([good, bad]).to_string(), &[]).await;
+        assert_eq!(status, 400, "{want}: {reply}");
+        assert!(
+            message(&reply).starts_with(want),
+            "{want}: {}",
+            message(&reply)
+        );
+        assert_eq!(reply["error"]["item"], 1);
+    }
+    // A run report's runs are held to the same bounds.
+    let (status, reply) = post(&server, run_with_tokens, &[]).await;
+    assert_eq!(status, 400);
+    assert!(
+        message(&reply).contains("run 0: run.milestones.done: 1e300 is over 24 h"),
+        "{}",
+        message(&reply)
+    );
+    // Nothing was stored, and the summary of what is stored is the real runs'.
+    assert_eq!(c.runs(), 0);
+    assert_eq!(post(&server, good.to_string(), &[]).await.0, 204);
+    let summary = c.field(&["--metric", "ttft_ms"]);
+    let g = &summary["metrics"][0]["groups"][0];
+    assert_eq!(
+        (g["weighted_count"].as_f64(), g["p99"].as_f64()),
+        (Some(1.0), Some(100.0))
+    );
+}
+
+/// A tiny `--collect-rate` is refused at startup with a message: its wait between two
+/// requests (1e300 s) overflowed and stopped the server at the first 429.
+#[test]
+fn a_tiny_collect_rate_is_refused_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("field.db");
+    for rate in ["1e-300", "0.0001", "-1", "NaN", "inf"] {
+        let e = refused_with(&db, &[&format!("--collect-rate={rate}")]);
+        assert!(
+            e.contains(&format!("--collect-rate {}", rate.parse::<f64>().unwrap()))
+                && e.contains("one an hour"),
+            "{rate}: {e}"
+        );
+    }
 }
