@@ -103,22 +103,45 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
         return error(StatusCode::FORBIDDEN, &why.to_string());
     }
     let origin = headers.get(header::ORIGIN).cloned();
-    let mut res = if req.method() == Method::OPTIONS {
+    // Reads hold users' runs: off loopback they need the read token (read_access.rs).
+    // A preflight carries no credentials and is answered as before.
+    let is_read = req.uri().path().starts_with("/field/");
+    if is_read && req.method() != Method::OPTIONS && !shared.settings.reads.allows(headers) {
+        let mut res = error(
+            StatusCode::UNAUTHORIZED,
+            "reading /field/… needs this collector's read token: send `Authorization: \
+             Bearer TOKEN` (docs/field.md, \"Who may post and read\")",
+        );
+        res.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"ttfx-collect\""),
+        );
+        return with_cors(res, origin, false);
+    }
+    let res = if req.method() == Method::OPTIONS {
         preflight()
     } else {
         next.run(req).await
     };
+    with_cors(res, origin, !is_read)
+}
+
+/// The CORS headers for an allowed origin. `Access-Control-Allow-Credentials` only on
+/// writes: `navigator.sendBeacon` always sends credentials, and without it the browser
+/// fails the preflight of a JSON beacon from an allowed origin and never sends the body
+/// (the collector reads no cookie). Reads never carry it: a page may read only with the
+/// token in its own request, never with what the browser attaches (#30).
+fn with_cors(mut res: Response, origin: Option<HeaderValue>, credentials: bool) -> Response {
     let h = res.headers_mut();
     h.insert(header::VARY, HeaderValue::from_static("origin"));
     if let Some(origin) = origin {
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-        // `navigator.sendBeacon` always sends credentials: without this the browser
-        // fails the preflight of a JSON beacon from an allowed origin and never sends
-        // the body. The collector reads no cookie, so allowing them changes nothing else.
-        h.insert(
-            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-            HeaderValue::from_static("true"),
-        );
+        if credentials {
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                HeaderValue::from_static("true"),
+            );
+        }
         h.insert(
             header::ACCESS_CONTROL_EXPOSE_HEADERS,
             HeaderValue::from_static("retry-after"),
@@ -137,7 +160,7 @@ fn preflight() -> Response {
             ),
             (
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
-                HeaderValue::from_static("content-type"),
+                HeaderValue::from_static("content-type, authorization"),
             ),
             (
                 header::ACCESS_CONTROL_MAX_AGE,

@@ -7,7 +7,8 @@
 //! - plausible.rs  the bounds of a stored run's numbers (sample rate, durations, counts)
 //! - limits.rs body size, token bucket per client
 //! - query.rs  summary, series, histogram, slowest, dimensions (weighted percentiles)
-//! - http.rs   the routes, the origin check and CORS
+//! - http.rs   the routes, the origin check, the read token and CORS
+//! - read_access.rs  who may read /field/…: open on loopback, else a token
 //! - field_cmd.rs  `ttfx field`: the same queries, printed; `--bench`: the gap
 //! - bench_store.rs  imported benchmark runs: store once, list, select by name
 //! - gap.rs    a benchmark beside the field, metric by metric, and its sentence
@@ -44,6 +45,7 @@ pub mod ingest;
 pub mod limits;
 pub mod plausible;
 pub mod query;
+pub mod read_access;
 
 pub use field_args::FieldArgs;
 pub use import_args::ImportArgs;
@@ -70,6 +72,9 @@ pub struct Settings {
     pub burst: u32,
     /// The database file's largest size in MiB (`--collect-max-mb`); None: no cap.
     pub max_mb: Option<u64>,
+
+    /// Who may read `/field/…` (decided from the listening address and the token).
+    pub reads: read_access::ReadAccess,
 }
 
 /// An opened, migrated collector database, not yet serving.
@@ -113,6 +118,8 @@ pub enum CollectorError {
     Cap(db::DbError),
     #[error("--collect {0}")]
     Db(db::DbError),
+    #[error(transparent)]
+    Reads(#[from] read_access::ReadAccessError),
     #[error("--collect: removing old runs: {0}")]
     Retention(db::DbError),
     #[error("cannot start the collector's writer thread: {0}")]

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
+use ttfx_collect::read_access::{Secret, TokenSource};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -97,4 +98,27 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MB", requires = "collect",
           value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
     pub collect_max_mb: Option<u64>,
+
+    /// A file holding the token /field/… reads must send (`Authorization: Bearer
+    /// TOKEN`), at least 16 bytes. Needed when --addr is not a loopback address or
+    /// --collect-host is given; without it reads are open on loopback only.
+    #[arg(long, value_name = "PATH", requires = "collect")]
+    pub collect_read_token_file: Option<PathBuf>,
+
+    /// The read token itself (shown by `ps`: prefer --collect-read-token-file).
+    #[arg(long, value_name = "TOKEN", requires = "collect",
+          conflicts_with = "collect_read_token_file",
+          value_parser = |s: &str| Ok::<_, String>(Secret(s.to_owned())))]
+    pub collect_read_token: Option<Secret>,
+}
+
+impl ServeArgs {
+    /// Where the collector's read token comes from, if given.
+    pub fn read_token(&self) -> Option<TokenSource> {
+        match (&self.collect_read_token_file, &self.collect_read_token) {
+            (Some(path), _) => Some(TokenSource::File(path.clone())),
+            (None, Some(token)) => Some(TokenSource::Arg(token.clone())),
+            (None, None) => None,
+        }
+    }
 }

@@ -19,6 +19,7 @@ use axum::routing::get;
 use tower_http::services::{ServeDir, ServeFile};
 
 use ttfx_collect::CollectorError;
+use ttfx_collect::read_access::ReadAccess;
 use ttfx_edge::access::{BadToken, PROXY_TOKEN, ProxyToken};
 use ttfx_edge::error::json_error;
 use ttfx_edge::random::NoRandomness;
@@ -87,6 +88,8 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     // listens.
     let collector = match &args.collect {
         Some(path) => Some(ttfx_collect::Collector::open(ttfx_collect::Settings {
+            reads: ReadAccess::decide(args.addr, &args.collect_host, args.read_token().as_ref())
+                .map_err(CollectorError::from)?,
             path: path.clone(),
             origins: args.collect_origin.clone(),
             hosts: args.collect_host.clone(),

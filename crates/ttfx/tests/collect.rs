@@ -75,7 +75,7 @@ fn doc_run_report() -> String {
 }
 
 struct Collector {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     db: PathBuf,
 }
 
@@ -83,7 +83,16 @@ impl Collector {
     fn new() -> Collector {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("field.db");
-        Collector { _dir: dir, db }
+        Collector { dir, db }
+    }
+
+    /// A read token file in the test's dir (`openssl rand -hex 32`'s shape: 64 hex
+    /// digits and a newline); its path and the token.
+    fn token_file(&self) -> (String, String) {
+        let token = "5f0c2a9e47b1d8736e0f4c5a2b9d1e8f7a6c3b2d1e0f9a8b7c6d5e4f3a2b1c0d".to_owned();
+        let path = self.dir.path().join("read-token");
+        std::fs::write(&path, format!("{token}\n")).unwrap();
+        (path.to_str().unwrap().to_owned(), token)
     }
 
     fn serve(&self, extra: &[&str]) -> ServeProcess {
@@ -354,11 +363,15 @@ async fn an_oversized_body_is_413_and_a_too_large_field_report_is_400() {
 #[tokio::test]
 async fn only_the_own_origin_and_collect_origins_may_post_or_read() {
     let c = Collector::new();
+    // A public name needs a read token (reads_beyond_loopback_need_the_read_token).
+    let (token_file, _) = c.token_file();
     let server = c.serve(&[
         "--collect-origin",
         "https://app.example.com",
         "--collect-host",
         "collector.example.com",
+        "--collect-read-token-file",
+        &token_file,
     ]);
     let own = server.url.trim_end_matches('/').to_owned();
     let body = field("a", 100.0, 1.0, now_ms()).to_string();
@@ -1180,4 +1193,182 @@ fn a_tiny_collect_rate_is_refused_at_startup() {
             "{rate}: {e}"
         );
     }
+}
+
+/// A `ttfx serve` started on an address of its own (ServeProcess always listens on
+/// 127.0.0.1), stopped when dropped; `url` is reached over loopback.
+struct Listening {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Listening {
+    fn start(addr: &str, args: &[&str]) -> Listening {
+        use std::io::BufRead;
+        let mut child = Command::new(ttfx())
+            .args(["serve", "--addr", addr])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok);
+        let line = lines
+            .find(|l| l.starts_with("ttfx serve: listening on http://"))
+            .expect("a listening line");
+        // Keep reading, so a later print never meets a closed pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let port = line
+            .trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .to_owned();
+        Listening {
+            child,
+            url: format!("http://127.0.0.1:{port}/"),
+        }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads return users' runs (`slowest` returns whole reports): a collector listening
+/// beyond loopback answers them only with its read token, and no read answer allows
+/// credentials (#30 point 3). Writes stay open to the allowed origins.
+#[tokio::test]
+async fn reads_beyond_loopback_need_the_read_token() {
+    let c = Collector::new();
+    let db = c.db.to_str().unwrap();
+    // No token: a server on every address, or named for other machines, does not start.
+    let e = refused_at("0.0.0.0:0", &c.db, &[]);
+    assert!(
+        e.contains("--addr 0.0.0.0:0 is not a loopback address")
+            && e.contains("--collect-read-token-file PATH"),
+        "{e}"
+    );
+    let e = refused_with(&c.db, &["--collect-host", "collector.example.com"]);
+    assert!(e.contains("--collect-host collector.example.com"), "{e}");
+    let e = refused_at("0.0.0.0:0", &c.db, &["--collect-read-token", "short"]);
+    assert!(
+        e.contains("the read token is 5 bytes; give at least 16"),
+        "{e}"
+    );
+
+    let (token_file, token) = c.token_file();
+    let origin = "https://app.example.com";
+    let server = Listening::start(
+        "0.0.0.0:0",
+        &[
+            "--collect",
+            db,
+            "--collect-origin",
+            origin,
+            "--collect-read-token-file",
+            &token_file,
+        ],
+    );
+    let client = reqwest::Client::new();
+    // Writes need no token; a beacon's answer allows credentials (sendBeacon sends them).
+    let write = client
+        .post(format!("{}collect", server.url))
+        .header("origin", origin)
+        .body(field("a", 100.0, 1.0, now_ms()).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(write.status().as_u16(), 204);
+    assert_eq!(write.headers()["access-control-allow-credentials"], "true");
+
+    let read = |path: &'static str, auth: Option<String>| {
+        let mut request = client
+            .get(format!("{}{path}", server.url))
+            .header("origin", origin);
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        request.send()
+    };
+    let paths = [
+        "field/summary",
+        "field/slowest?metric=ttft_ms",
+        "field/series?metric=ttft_ms&since=1d",
+        "field/histogram?metric=ttft_ms",
+        "field/dimensions",
+        "field/benchmarks",
+    ];
+    let wrong = [
+        None,
+        Some("Bearer nope-nope-nope-nope".to_owned()),
+        Some(format!("Bearer {}", &token[..token.len() - 1])),
+        Some(format!("Bearer {token}x")),
+        Some(format!("Basic {token}")),
+        Some(token.clone()),
+    ];
+    for path in paths {
+        for auth in &wrong {
+            let res = read(path, auth.clone()).await.unwrap();
+            assert_eq!(res.status().as_u16(), 401, "{path} {auth:?}");
+            assert!(
+                res.headers()["www-authenticate"]
+                    .to_str()
+                    .unwrap()
+                    .starts_with("Bearer")
+            );
+            assert!(
+                res.headers()
+                    .get("access-control-allow-credentials")
+                    .is_none()
+            );
+            let body: Value = res.json().await.unwrap();
+            assert!(message(&body).contains("read token"), "{body}");
+        }
+        let res = read(path, Some(format!("Bearer {token}"))).await.unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+        assert_eq!(res.headers()["access-control-allow-origin"], origin);
+        assert!(
+            res.headers()
+                .get("access-control-allow-credentials")
+                .is_none(),
+            "{path}"
+        );
+    }
+    let slowest: Value = read(
+        "field/slowest?metric=ttft_ms",
+        Some(format!("Bearer {token}")),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(slowest["runs"].as_array().unwrap().len(), 1, "{slowest}");
+    // A read's preflight lets the page send its token, and never credentials.
+    let preflight = common::preflight(
+        &format!("{}field/summary", server.url),
+        origin,
+        Some("authorization"),
+    )
+    .await;
+    assert_eq!(preflight.status().as_u16(), 204);
+    assert!(
+        preflight.headers()["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .contains("authorization")
+    );
+    assert!(
+        preflight
+            .headers()
+            .get("access-control-allow-credentials")
+            .is_none()
+    );
 }
