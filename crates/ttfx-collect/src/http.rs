@@ -18,7 +18,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::json;
 
 use super::db::Source;
-use super::limits::MAX_BODY_BYTES;
+use super::limits::{BODY_DEADLINE, MAX_BODY_BYTES};
 use super::query::{self, Fail, Metric, Slice};
 use super::{Shared, StoreError, ingest};
 use ttfx_edge::access::{HostRule, OriginRule, check_host, check_origin};
@@ -256,10 +256,17 @@ async fn collect(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     if declared_length(req.headers()).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return too_large();
     }
-    let bytes = match Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-    {
+    let read = Limited::new(req.into_body(), MAX_BODY_BYTES).collect();
+    let Ok(read) = tokio::time::timeout(BODY_DEADLINE, read).await else {
+        return error(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the body did not arrive whole within {} s (the collector's limit)",
+                BODY_DEADLINE.as_secs()
+            ),
+        );
+    };
+    let bytes = match read {
         Ok(body) => body.to_bytes(),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
         Err(e) => {

@@ -1,4 +1,4 @@
-//! The collector's limits: the body size, and a token bucket per client.
+//! The collector's limits: the body's size and time, and a token bucket per client.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -15,6 +15,13 @@ pub const MIN_RATE_PER_S: f64 = 1.0 / 3600.0;
 
 /// Longest wait a 429 names: what a client waits with rate 0 (the burst only).
 const LONGEST_WAIT: Duration = Duration::from_secs(3600);
+
+/// Longest time a `POST /collect` body may take to arrive whole, from its headers: 20 s,
+/// the 1 MiB limit at 0.4 Mbit/s; a beacon (≤ 64 KiB) needs well under a second. The
+/// server's idle bound (`--body-timeout-ms`) restarts at every byte, so without this a
+/// client sending a byte every few seconds held its connection for days (#30). Past it,
+/// 408 and nothing stored.
+pub const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Clients tracked at most before the idle ones are forgotten.
 const PRUNE_AT: usize = 10_000;

@@ -1372,3 +1372,65 @@ async fn reads_beyond_loopback_need_the_read_token() {
             .is_none()
     );
 }
+
+/// A raw connection to `server`.
+async fn raw(server: &ServeProcess) -> tokio::net::TcpStream {
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    tokio::net::TcpStream::connect(addr).await.unwrap()
+}
+
+/// Sends `bytes` one a second until the server closes the connection; how long it took
+/// and what the server sent.
+async fn trickle(mut tcp: tokio::net::TcpStream, bytes: &[u8]) -> (std::time::Duration, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let start = std::time::Instant::now();
+    let mut got = Vec::new();
+    for b in bytes.iter().cycle() {
+        if tcp.write_all(&[*b]).await.is_err() {
+            break;
+        }
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout(std::time::Duration::from_secs(1), tcp.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => break,
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+        assert!(start.elapsed().as_secs() < 60, "still open after 60 s");
+    }
+    (start.elapsed(), String::from_utf8_lossy(&got).into_owned())
+}
+
+/// A slow client cannot hold a connection (#30 point 4): a head sent one byte a second
+/// is cut at the head timeout (10 s: `ttfx_serve::connections::DEFAULT_HEAD_TIMEOUT_MS`), a body sent one
+/// byte a second at the collector's body deadline (20 s: `limits::BODY_DEADLINE`), with
+/// 408. Before, hyper ran without a timer and the body's idle timeout restarted at every
+/// byte, so both held their connection for as long as they kept sending.
+#[tokio::test]
+async fn a_slow_loris_is_cut_at_the_head_timeout_and_the_body_deadline() {
+    let c = Collector::new();
+    let server = c.serve(&[]);
+    let head = trickle(raw(&server).await, b"POST /collect HTTP/1.1\r\nx-slow: ");
+    let body_head = "POST /collect HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n";
+    let mut slow_body = raw(&server).await;
+    tokio::io::AsyncWriteExt::write_all(&mut slow_body, body_head.as_bytes())
+        .await
+        .unwrap();
+    let body = trickle(slow_body, b" ");
+    let ((head_took, _), (body_took, body_reply)) = tokio::join!(head, body);
+    // The timers are tokio's, so the cut comes at the bound plus the one-second step of
+    // the trickle (and a second for a loaded machine).
+    assert!(
+        (9..=12).contains(&head_took.as_secs()),
+        "head cut after {head_took:?}"
+    );
+    assert!(
+        (19..=22).contains(&body_took.as_secs()),
+        "body cut after {body_took:?}"
+    );
+    assert!(body_reply.starts_with("HTTP/1.1 408"), "{body_reply}");
+    assert!(body_reply.contains("within 20 s"), "{body_reply}");
+    assert_eq!(c.runs(), 0);
+}
