@@ -381,15 +381,7 @@ pub fn open(path: &Path, create: bool) -> Opened {
         path: path_buf(),
         cause,
     };
-    let app_id: i32 = conn
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .map_err(unreadable)?;
-    let version: i32 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(unreadable)?;
-    let tables = tables(&conn).map_err(unreadable)?;
-    let fresh = app_id == 0 && version == 0 && tables.is_empty();
-    check_identity(path, fresh, app_id, version, tables)?;
+    let version = identity(&conn, path, true)?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
         .map_err(unreadable)?;
@@ -412,6 +404,26 @@ pub fn open(path: &Path, create: bool) -> Opened {
         })?;
     }
     Ok(conn)
+}
+
+/// Reads the file's application id, schema version and tables (where SQLite finds a
+/// foreign or broken file) and checks them; the schema version. A fresh, empty file
+/// passes only when `may_be_fresh` (a file being opened for writing, which migrates it).
+fn identity(conn: &Connection, path: &Path, may_be_fresh: bool) -> Result<i32, DbError> {
+    let unreadable = |cause| DbError::Unreadable {
+        path: path.to_path_buf(),
+        cause,
+    };
+    let app_id: i32 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    let version: i32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    let tables = tables(conn).map_err(unreadable)?;
+    let fresh = may_be_fresh && app_id == 0 && version == 0 && tables.is_empty();
+    check_identity(path, fresh, app_id, version, tables)?;
+    Ok(version)
 }
 
 /// A ttfx database (or a fresh file, when creating) at a version this build knows: a
@@ -462,14 +474,7 @@ pub fn open_read_only(path: &Path) -> Opened {
         path: path_buf(),
         cause,
     };
-    let app_id: i32 = conn
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .map_err(unreadable)?;
-    let version: i32 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(unreadable)?;
-    let tables = tables(&conn).map_err(unreadable)?;
-    check_identity(path, false, app_id, version, tables)?;
+    let version = identity(&conn, path, false)?;
     if version < SCHEMA_VERSION {
         return Err(DbError::Older {
             path: path_buf(),
