@@ -20,6 +20,7 @@ use ttfx_core::printable::cut;
 use ttfx_core::report::{ReportFile, Run};
 use ttfx_hostaudio::SpeechFile;
 use ttfx_hostaudio::pulse::PulseMicrophone;
+use ttfx_webdriver::sandbox::Sandbox;
 
 use super::driver::{self, Endpoint, EndpointError};
 use super::inject::REASON_SHOWN_CHARS;
@@ -105,9 +106,9 @@ pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns
         Some(url) => Endpoint::remote(url, args.browser),
         None => Endpoint::local(args.browser, args.driver.clone(), &browser_args),
     }?;
-    if let Some(sandbox) = &endpoint.sandbox
-        && !sandbox.is_on()
-    {
+    // A sandbox we turned off is worth a line on stderr; a remote server's own choice is
+    // in the report only, so that a failure to reach it stays one clear line.
+    if let Some(sandbox @ Sandbox::Off { .. }) = &endpoint.sandbox {
         eprintln!("ttfx run: {}", sandbox.describe());
     }
     if let (Some(user), Some(site)) = (endpoint.run_as(), &site) {

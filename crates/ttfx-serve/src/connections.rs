@@ -125,6 +125,21 @@ impl AsyncWrite for Counted {
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
+    // Forwarded so that hyper writes a body's bytes where they lie: without vectored
+    // writes it copies every body into its own buffer first (a 4 MiB buffered reply
+    // would be held twice; sim_limits measures it).
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.stream).poll_flush(cx)
     }
