@@ -756,3 +756,43 @@ async fn a_record_cannot_be_replaced_by_another_request_or_read_by_another_site(
         "http://localhost:5173"
     );
 }
+
+/// Record ids cannot be guessed from earlier ones: 1,000 requests get 1,000 distinct
+/// ids of 32 hex digits, not counted up, with their bits spread as random bits are.
+#[tokio::test]
+async fn record_ids_cannot_be_guessed_from_earlier_ones() {
+    let serve = Serve::start(&["--addr", "127.0.0.1:0"]);
+    let sim = format!(
+        "http://127.0.0.1:{}/sim/default/v1/chat/completions?ttft_ms=0&output_tokens=1",
+        serve.port
+    );
+    let mut ids: Vec<u128> = Vec::with_capacity(1_000);
+    for _ in 0..1_000 {
+        let c = post_with(&sim, "{}", &[]).await;
+        assert_eq!(c.status, 200, "{}", c.text());
+        let id = c.header("x-request-id").unwrap();
+        let hex = id.strip_prefix("ttfx-").unwrap();
+        assert!(
+            hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
+        ids.push(u128::from_str_radix(hex, 16).unwrap());
+    }
+    let distinct: std::collections::HashSet<u128> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), ids.len(), "an id came twice");
+    // Not a counter, nor a counter in the high bits: consecutive random ids differ by
+    // less than 2^64 with probability about 2^-63 per pair.
+    for pair in ids.windows(2) {
+        assert!(pair[0].abs_diff(pair[1]) > 1 << 64, "{:x?}", pair);
+    }
+    // 128,000 random bits: one bits number 64,000 ± 179 (one standard deviation); a
+    // bound of ±1 % is over 7 deviations, so a fair source never fails it, while a
+    // counter, a timestamp or a short random part padded with zeros does.
+    let ones: u32 = ids.iter().map(|id| id.count_ones()).sum();
+    let total = 128.0 * ids.len() as f64;
+    let share = f64::from(ones) / total;
+    assert!((0.49..=0.51).contains(&share), "share of one bits {share}");
+    // Every one of the 128 bits varies across the ids (none is fixed).
+    let varies = ids.iter().fold(0u128, |acc, id| acc | (id ^ ids[0]));
+    assert_eq!(varies, u128::MAX, "bits that never change: {:x}", !varies);
+}
