@@ -23,6 +23,7 @@ struct Outcome {
 }
 
 pub fn run() -> anyhow::Result<()> {
+    let free_at_start = disk_free(&paths::root());
     setup::ensure(setup::TEST_TOOLS)?;
     let stages: [(&str, TestStage); 9] = [
         ("fmt", fmt),
@@ -90,6 +91,12 @@ pub fn run() -> anyhow::Result<()> {
         folder_bytes(&target) as f64 / 1e9,
         target.display()
     );
+    let gb = |b: Option<u64>| b.map_or("?".to_owned(), |b| format!("{:.1} GB", b as f64 / 1e9));
+    println!(
+        "xtask test: disk free                        {} at the start, {} now",
+        gb(free_at_start),
+        gb(disk_free(&paths::root()))
+    );
     // The closing line CI reads: every test that ran, across all stages.
     println!("{passed} passed, {failed} failed");
     if broken > 0 {
@@ -113,10 +120,25 @@ fn folder_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
+/// Bytes free to us on the file system holding `dir`, as `df` reports them (None when
+/// it cannot say).
+fn disk_free(dir: &std::path::Path) -> Option<u64> {
+    let out = Command::new("df").arg("-Pk").arg(dir).output().ok()?;
+    parse_df_available(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `df -Pk`'s "Available" column (the fourth, in KiB) of its one data line, in bytes.
+fn parse_df_available(text: &str) -> Option<u64> {
+    let line = text.lines().nth(1)?;
+    let kib: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 fn cargo() -> Command {
     let mut c = Command::new("cargo");
     c.current_dir(paths::root())
         .env("PATH", path_with_cargo_bin());
+    crate::lab::without_incremental(&mut c);
     c
 }
 
@@ -239,7 +261,7 @@ fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
 
 #[cfg(test)]
 mod tests {
-    use super::folder_bytes;
+    use super::{disk_free, folder_bytes, parse_df_available};
 
     #[test]
     fn folder_bytes_sums_files_in_nested_folders() -> std::io::Result<()> {
@@ -252,5 +274,16 @@ mod tests {
         assert_eq!(bytes, 42);
         assert_eq!(folder_bytes(&dir), 0, "a missing folder counts as empty");
         Ok(())
+    }
+
+    #[test]
+    fn df_output_gives_the_available_bytes_and_nonsense_gives_none() {
+        let df = "Filesystem     1024-blocks     Used Available Capacity Mounted on\n\
+                  /dev/vda         263174212 83886080  12582912      88% /\n";
+        assert_eq!(parse_df_available(df), Some(12_582_912 * 1024));
+        assert_eq!(parse_df_available("Filesystem\n"), None);
+        assert_eq!(parse_df_available("h\n/dev/x 1 2 many 3% /\n"), None);
+        // And the real df answers for the folder this test runs in.
+        assert!(disk_free(std::path::Path::new(".")).is_some_and(|b| b > 0));
     }
 }
