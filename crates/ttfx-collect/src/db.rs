@@ -21,7 +21,13 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Migration `i` takes a database from version `i` to `i + 1`. Never edit one that has
 /// shipped: add the next.
-const MIGRATIONS: [&str; 4] = [MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+const MIGRATIONS: [&str; 5] = [
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_RECEIVED_INDEX,
+];
 
 /// Version 1: one row per run. Dimensions, the run's time, one column per metric, the
 /// field report itself.
@@ -128,6 +134,18 @@ CREATE TABLE benchmark_metrics (
     PRIMARY KEY (benchmark_id, metric)
 );
 ";
+
+/// Version 5 (#31): retention and `since` count from a run's arrival (the collector's
+/// clock), not from the client's: a page whose clock is months off must not have what
+/// arrived today removed, nor left out of "the last 24 h". Their index.
+const MIGRATION_RECEIVED_INDEX: &str = "
+CREATE INDEX runs_received ON runs (received_unix_ms);
+";
+
+/// The column the collector's time windows read (retention, `since`, series buckets):
+/// when the run arrived, by the collector's own clock. A run's own time (`at_unix_ms`,
+/// the client's clock) is kept and shown, never trusted to place it.
+pub const ARRIVAL: &str = "received_unix_ms";
 
 /// The metric columns, in the migrations' order: the per-request metrics of
 /// `ttfx_core::metrics::SCALARS` (a test checks that every one has its column, so a new
@@ -391,7 +409,10 @@ pub fn open(path: &Path, create: bool) -> Opened {
             mode,
         });
     }
-    conn.pragma_update(None, "synchronous", "NORMAL")
+    // FULL: a commit's WAL frames are on the disk before the COMMIT returns, so a 204
+    // survives a power loss too, not only the process being killed. It costs an fsync
+    // per commit (4 ms here, docs/field.md "Durability: what a 204 promises").
+    conn.pragma_update(None, "synchronous", "FULL")
         .map_err(unreadable)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(unreadable)?;
@@ -599,10 +620,14 @@ fn insert_in(tx: &Transaction<'_>, rows: &[Row]) -> Result<(), DbError> {
     Ok(())
 }
 
-/// Removes the runs whose time is before `cutoff_unix_ms`; how many went.
+/// Removes the runs that arrived before `cutoff_unix_ms` (the collector's clock, never
+/// the client's); how many went.
 pub fn remove_before(conn: &Connection, cutoff_unix_ms: f64) -> Result<usize, DbError> {
-    conn.execute("DELETE FROM runs WHERE at_unix_ms < ?1", [cutoff_unix_ms])
-        .map_err(DbError::Sql)
+    conn.execute(
+        &format!("DELETE FROM runs WHERE {ARRIVAL} < ?1"),
+        [cutoff_unix_ms],
+    )
+    .map_err(DbError::Sql)
 }
 
 #[cfg(test)]
@@ -681,6 +706,77 @@ mod tests {
             })
             .unwrap();
         assert_eq!((ttft, v2v), (412.5, None));
+    }
+
+    /// Retention counts from the arrival: a run whose client clock says 1970 but that
+    /// arrived now stays; one that arrived 40 days ago goes, whatever its clock says.
+    #[test]
+    fn retention_counts_from_arrival_not_the_clients_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("t.db"), true).unwrap();
+        let now = 1.8e12;
+        let day = 86_400_000.0;
+        let insert = |at: f64, received: f64, label: &str| {
+            conn.execute(
+                "INSERT INTO runs (at_unix_ms, received_unix_ms, source, outcome, hidden, \
+                 sample_rate, label, report) VALUES (?1, ?2, 'field', 'completed', 0, 1, ?3, '{}')",
+                rusqlite::params![at, received, label],
+            )
+            .unwrap();
+        };
+        insert(1.0, now, "clock-in-1970-arrived-now");
+        insert(now - 40.0 * day, now - 40.0 * day, "arrived-40-days-ago");
+        insert(now, now - 40.0 * day, "clock-now-arrived-40-days-ago");
+        assert_eq!(remove_before(&conn, now - 30.0 * day).unwrap(), 2);
+        let kept: String = conn
+            .query_row("SELECT label FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, "clock-in-1970-arrived-now");
+        // The removal walks the arrival's index, not the whole table.
+        let plan: String = conn
+            .query_row(
+                &format!("EXPLAIN QUERY PLAN DELETE FROM runs WHERE {ARRIVAL} < 1"),
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("runs_received"), "{plan}");
+    }
+
+    /// A version-4 file (before #31) keeps its rows and gains the arrival's index; every
+    /// writing connection commits with `synchronous = FULL`.
+    #[test]
+    fn a_version_4_database_gains_the_arrival_index_and_commits_are_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut conn = Connection::open(&path).unwrap();
+        for (i, sql) in MIGRATIONS[..4].iter().enumerate() {
+            migrate(&mut conn, sql, i as i32 + 1).unwrap();
+        }
+        conn.execute(
+            "INSERT INTO runs (at_unix_ms, received_unix_ms, source, outcome, hidden, \
+             sample_rate, report) VALUES (1, 2, 'field', 'completed', 0, 1, '{}')",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let conn = open(&path, false).unwrap();
+        let indexes: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_index_list('runs') ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(indexes, ["runs_at", "runs_received"]);
+        let rows: i64 = conn
+            .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1);
+        let synchronous: i64 = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(synchronous, 2, "FULL");
     }
 
     /// The file's bytes, to show a refused open changed nothing.

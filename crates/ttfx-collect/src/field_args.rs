@@ -20,7 +20,7 @@ pub struct FieldArgs {
     #[arg(long, value_name = "DIM")]
     pub by: Option<String>,
 
-    /// Only runs of the last DURATION (30m, 24h, 7d, 2w), by the run's time.
+    /// Only runs that arrived in the last DURATION (30m, 24h, 7d, 2w)
     #[arg(long, value_name = "DURATION")]
     pub since: Option<String>,
 

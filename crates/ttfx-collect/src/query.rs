@@ -17,7 +17,7 @@ use ttfx_core::Milestone;
 use ttfx_core::stats::Weighted;
 
 pub use super::db::Dimension;
-use super::db::{DIMENSIONS, DimKind, METRIC_COLUMNS, one_line};
+use super::db::{ARRIVAL, DIMENSIONS, DimKind, METRIC_COLUMNS, one_line};
 
 /// Groups listed at most; the rest are counted in `groups_left_off`.
 pub const MAX_GROUPS: usize = 100;
@@ -179,7 +179,8 @@ pub fn duration_ms(text: &str) -> Result<f64, Fail> {
     Ok(f64::from(n) * unit_ms)
 }
 
-/// Which runs a query looks at: since when (by the run's time) and which dimension
+/// Which runs a query looks at: since when (by the run's arrival, `db::ARRIVAL`: a
+/// client's clock that is off must not hide what arrived today) and which dimension
 /// values.
 #[derive(Debug, Clone, Default)]
 pub struct Slice {
@@ -217,7 +218,7 @@ impl Slice {
         let mut terms = vec!["1".to_owned()];
         let mut params = Vec::new();
         if let Some(cutoff) = self.cutoff() {
-            terms.push("at_unix_ms >= ?".into());
+            terms.push(format!("{ARRIVAL} >= ?"));
             params.push(Value::Real(cutoff));
         }
         for (d, v) in &self.filters {
@@ -309,7 +310,8 @@ impl Stats {
     }
 }
 
-/// One run's value of the metric, its weight and time. About 24 bytes: a query holds
+/// One run's value of the metric, its weight and arrival (series buckets place a run by
+/// it, as `since` selects it). About 24 bytes: a query holds
 /// every value of its slice (the percentiles are exact), grouped as it reads them.
 pub(crate) struct Sample {
     pub(crate) value: f64,
@@ -331,7 +333,7 @@ pub(crate) fn samples(
     let key = by.map_or("NULL".to_owned(), |d| format!("\"{}\"", d.name));
     let value = metric.sql();
     let sql = format!(
-        "SELECT {key}, {value}, sample_rate, at_unix_ms FROM runs \
+        "SELECT {key}, {value}, sample_rate, {ARRIVAL} FROM runs \
          WHERE {filter} AND {value} IS NOT NULL"
     );
     let mut stmt = conn.prepare(&sql)?;

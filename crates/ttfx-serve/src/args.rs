@@ -75,8 +75,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "HOST", requires = "collect")]
     pub collect_host: Vec<String>,
 
-    /// Remove collected runs older than this many days, at startup and hourly (0 keeps
-    /// them).
+    /// Remove collected runs that arrived more than this many days ago, at startup and
+    /// hourly (0 keeps them).
     #[arg(long, value_name = "DAYS", default_value_t = 30, requires = "collect")]
     pub collect_retention_days: u32,
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use common::ttfx;
+use common::{doc_run_report, ttfx};
 use serde_json::{Value, json};
 use ttfx_core::stats::percentile;
 use ttfx_e2e::ServeProcess;
@@ -64,14 +64,6 @@ fn field(label: &str, ttft_visible: f64, sample_rate: f64, start_unix_ms: f64) -
                                  "visible_tokens": 3, "reasoning_tokens": 0}]}
         }
     })
-}
-
-/// The run report of docs/report.md's example (a `kind: "run"` document).
-fn doc_run_report() -> String {
-    let doc = include_str!("../../../docs/report.md");
-    let start = doc.find("```json\n").unwrap() + "```json\n".len();
-    let len = doc[start..].find("```").unwrap();
-    doc[start..start + len].to_owned()
 }
 
 struct Collector {
@@ -211,25 +203,30 @@ async fn objects_arrays_ndjson_and_run_reports_are_stored_before_the_204() {
     let (status, summary) = get(&server, "field/summary?metric=ttft_visible_ms&by=label").await;
     assert_eq!(status, 200);
     assert_eq!(summary, by_label);
-    // A run's time is its request_start: the example's (2026-01-01) is not in the last
-    // day, the beacons' are.
+    // `since` counts from the arrival: the example's own clock says 2026-01-01, but it
+    // arrived now, so it is in the last day with the beacons (#31).
     let (_, recent) = get(
         &server,
         "field/summary?metric=ttft_visible_ms&by=label&since=24h",
     )
     .await;
     assert_eq!(recent["since"], "24h");
-    // (A clock before that day would date the example by its arrival instead.)
-    if now_ms() > 1_767_225_599_880.0 + DAY_MS {
-        assert_eq!(recent["runs"], 6);
-        let recent_labels: Vec<&Value> = recent["metrics"][0]["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| &g["key"])
-            .collect();
-        assert_eq!(recent_labels, [&json!("c"), &json!("a"), &json!("b")]);
-    }
+    assert_eq!(recent["runs"], 9);
+    let recent_labels: Vec<&Value> = recent["metrics"][0]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| &g["key"])
+        .collect();
+    assert_eq!(
+        recent_labels,
+        [
+            &json!("c"),
+            &json!("sim/reasoning"),
+            &json!("a"),
+            &json!("b")
+        ]
+    );
     // Filters by dimension: the runs that came as run reports.
     let from_runs = c.field(&["--where", "source=run", "--metric", "ttft_ms"]);
     assert_eq!(from_runs["runs"], 3);
@@ -575,6 +572,19 @@ async fn the_field_views_endpoints_answer_series_histogram_slowest_and_dimension
     .map(|(label, v, at)| field(label, *v, 1.0, *at))
     .collect();
     assert_eq!(post(&server, json!(body).to_string(), &[]).await.0, 204);
+    // A series places runs by their arrival: make the first two arrive 3 h ago, as if
+    // posted then (the file is shared with the running server, WAL).
+    let conn = rusqlite::Connection::open(&c.db).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    let moved = conn
+        .execute(
+            "UPDATE runs SET received_unix_ms = received_unix_ms - ?1 WHERE at_unix_ms < ?2",
+            rusqlite::params![3.0 * hour, now - hour],
+        )
+        .unwrap();
+    assert_eq!(moved, 2);
+    drop(conn);
 
     let (status, series) = get(
         &server,
@@ -678,7 +688,19 @@ async fn retention_removes_old_runs_and_a_restart_keeps_the_rest() {
     }
     // Stopped; kept whole (retention 0 keeps everything).
     assert_eq!(c.runs(), 2);
-    // The run's time is its request_start: the old one is only in a window that wide.
+    // Both arrived now, whatever their clocks say: both in the last day.
+    assert_eq!(c.field(&["--since", "1d"])["runs"], 2);
+    // Retention counts from the arrival (#31): make "old" have arrived 40 days ago, as if
+    // posted then.
+    let conn = rusqlite::Connection::open(&c.db).unwrap();
+    let moved = conn
+        .execute(
+            "UPDATE runs SET received_unix_ms = ?1 WHERE label = 'old'",
+            [now - 40.0 * DAY_MS],
+        )
+        .unwrap();
+    assert_eq!(moved, 1);
+    drop(conn);
     assert_eq!(c.field(&["--since", "7d"])["runs"], 1);
     {
         // Default retention, 30 days: the old run goes at startup; the schema is
@@ -695,9 +717,9 @@ async fn retention_removes_old_runs_and_a_restart_keeps_the_rest() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(
-        version, 4,
-        "the schema with the voice turn's and the submit delay's columns, and the imported \
-         benchmarks' tables"
+        version, 5,
+        "the schema with the voice turn's and the submit delay's columns, the imported \
+         benchmarks' tables and the arrival's index"
     );
 }
 

@@ -12,6 +12,15 @@ pub fn ttfx() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_BIN_EXE_ttfx"))
 }
 
+/// The run report of docs/report.md's example (a `kind: "run"` document), read from the
+/// doc itself so the doc and the tests cannot drift apart.
+pub fn doc_run_report() -> String {
+    let doc = include_str!("../../../../docs/report.md");
+    let start = doc.find("```json\n").unwrap() + "```json\n".len();
+    let len = doc[start..].find("```").unwrap();
+    doc[start..start + len].to_owned()
+}
+
 /// A response with each body chunk's arrival time (since the request was sent).
 pub struct Capture {
     pub status: u16,

@@ -1,7 +1,8 @@
 //! The collector's HTTP answers and `ttfx field` over one SQLite file, made here by
-//! posting fixed beacons (and a run report) to a real `ttfx serve --collect`. Runs are
-//! dated by their own `request_start_unix_ms` (January 2026), and retention is off, so
-//! every answer is fixed except when each row was received (masked, see `answers`).
+//! posting fixed beacons (and a run report) to a real `ttfx serve --collect`. Runs carry
+//! their own `request_start_unix_ms` (January 2026, `at_unix_ms`), retention is off, and
+//! every answer is fixed except what depends on when each row arrived: its
+//! `received_unix_ms` and a series bucket's start (masked, see `answers`).
 
 use std::fmt::Write as _;
 
@@ -60,8 +61,8 @@ fn header(response: &reqwest::Response, name: &str) -> String {
 }
 
 /// What the collector answers, in order. `received_unix_ms` (in `slowest`) is the
-/// collector's wall clock when the beacon came: masked, the only value that is a time
-/// by construction.
+/// collector's wall clock when the beacon came, and a series places runs by it
+/// (`start_unix_ms`): masked, the only values that are a time by construction.
 async fn answers(server: &ServeProcess) -> String {
     let mut out = String::new();
     let beacons = std::fs::read_to_string(check::input("field_beacons.ndjson")).unwrap();
@@ -75,7 +76,10 @@ async fn answers(server: &ServeProcess) -> String {
             .unwrap();
         let status = response.status().as_u16();
         let content_type = header(&response, "content-type");
-        let body = mask::json_values(&response.text().await.unwrap(), &["received_unix_ms"]);
+        let body = mask::json_values(
+            &response.text().await.unwrap(),
+            &["received_unix_ms", "start_unix_ms"],
+        );
         section(
             &mut out,
             &format!("GET /{query}"),
