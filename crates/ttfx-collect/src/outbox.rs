@@ -132,31 +132,31 @@ pub enum Outcome {
 /// Records `outcome` in one transaction.
 pub fn record(conn: &mut Connection, outcome: &Outcome, now_unix_ms: f64) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
-    let remove = |tx: &Transaction<'_>, runs: &[i64]| -> rusqlite::Result<()> {
+    // Counts only the rows still queued: a run the backlog's bound dropped while its
+    // batch was in flight is counted once, as dropped.
+    let remove = |tx: &Transaction<'_>, runs: &[i64]| -> rusqlite::Result<i64> {
         let mut stmt = tx.prepare_cached("DELETE FROM otlp_outbox WHERE run = ?1")?;
+        let mut removed = 0;
         for id in runs {
-            stmt.execute([id])?;
+            removed += stmt.execute([id])? as i64;
         }
-        Ok(())
+        Ok(removed)
     };
     match outcome {
         Outcome::Exported { runs, rejected } => {
-            remove(&tx, runs)?;
+            let n = remove(&tx, runs)?;
             tx.execute(
                 "UPDATE otlp_state SET exported = exported + ?1, rejected = rejected + ?2 \
                  WHERE id = 1",
-                params![
-                    runs.len() as i64,
-                    i64::try_from(*rejected).unwrap_or(i64::MAX)
-                ],
+                params![n, i64::try_from(*rejected).unwrap_or(i64::MAX)],
             )?;
         }
         Outcome::Refused { runs, error } => {
-            remove(&tx, runs)?;
+            let n = remove(&tx, runs)?;
             tx.execute(
                 "UPDATE otlp_state SET refused = refused + ?1, last_error = ?2, \
                  last_error_unix_ms = ?3 WHERE id = 1",
-                params![runs.len() as i64, error, now_unix_ms],
+                params![n, error, now_unix_ms],
             )?;
         }
         Outcome::Failing { error } => {
@@ -252,6 +252,27 @@ mod tests {
         // Without export on, nothing is queued.
         db::insert(&mut conn, &rows).unwrap();
         assert_eq!(health(&conn).unwrap()["pending"], 0);
+    }
+
+    #[test]
+    fn a_run_dropped_while_its_batch_was_in_flight_is_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = db::open(&dir.path().join("t.db"), true).unwrap();
+        db::insert_queued(&mut conn, &[row(1), row(2)], Some(2)).unwrap();
+        let (batch, _) = next_batch(&conn, 10).unwrap();
+        // Two more arrive meanwhile and push the batch's runs out.
+        db::insert_queued(&mut conn, &[row(3), row(4)], Some(2)).unwrap();
+        let runs = batch.iter().map(|r| r.row_id).collect();
+        record(&mut conn, &Outcome::Exported { runs, rejected: 0 }, 1.0).unwrap();
+        let h = health(&conn).unwrap();
+        assert_eq!(
+            (
+                h["exported"].as_i64(),
+                h["dropped"].as_i64(),
+                h["pending"].as_i64()
+            ),
+            (Some(0), Some(2), Some(2))
+        );
     }
 
     #[test]

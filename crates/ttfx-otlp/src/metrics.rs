@@ -247,6 +247,25 @@ pub fn request(runs: &[StoredRun], export: &Export) -> ExportMetricsServiceReque
 mod tests {
     use super::*;
 
+    /// docs/field.md's table names every instrument with its unit: the doc cannot fall
+    /// behind the code.
+    #[test]
+    fn the_field_doc_table_names_every_instrument_and_unit() {
+        let doc = include_str!("../../../docs/field.md");
+        let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with('|')).collect();
+        let names = INSTRUMENTS
+            .iter()
+            .map(|i| (i.name, i.unit))
+            .chain([(GAP_NAME, "s")]);
+        for (name, unit) in names {
+            let row = rows
+                .iter()
+                .find(|r| r.contains(&format!("| `{name}` |")))
+                .unwrap_or_else(|| panic!("docs/field.md has no row for {name}"));
+            assert!(row.ends_with(&format!("| `{unit}` |")), "{row}");
+        }
+    }
+
     #[test]
     fn one_value_lands_in_exactly_one_bucket() {
         let b = [1.0, 2.0];
