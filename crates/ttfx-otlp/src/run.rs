@@ -162,11 +162,18 @@ pub fn metric_attributes(run: &StoredRun) -> Vec<KeyValue> {
         text(semconv::OPERATION_NAME, semconv::OPERATION_CHAT),
         text(semconv::PROVIDER_NAME, &provider(&run.report)),
     ];
-    if let Some((host, port)) = r.target.as_deref().and_then(server_of) {
+    if let Some(target) = r.target.as_deref()
+        && let Some((host, port)) = server_of(target)
+    {
+        // The conventions want server.port whenever server.address is set: the scheme's
+        // own port when the URL names none.
+        let port = port.unwrap_or(if target.starts_with("https://") {
+            443
+        } else {
+            80
+        });
         a.push(text(semconv::SERVER_ADDRESS, &host));
-        if let Some(port) = port {
-            a.push(int(semconv::SERVER_PORT, i64::from(port)));
-        }
+        a.push(int(semconv::SERVER_PORT, i64::from(port)));
     }
     if let Some(e) = error_type(&run.report) {
         a.push(text(semconv::ERROR_TYPE, &e));

@@ -722,3 +722,97 @@ fn a_bad_otlp_flag_is_one_line_naming_it() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_standard_environment_variables_configure_the_export() {
+    let receiver = Receiver::start(200).await;
+    let db = Db::new();
+    let server = Logged::start(
+        &["--collect", db.path.to_str().unwrap()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ("OTEL_SERVICE_NAME", "chat-web"),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "deployment.environment.name=prod%2Deu",
+            ),
+            (
+                "OTEL_SEMCONV_STABILITY_OPT_IN",
+                "gen_ai_latest_experimental",
+            ),
+        ],
+    );
+    let r = reqwest::Client::new()
+        .post(format!("{}collect", server.url))
+        .body(field("a", 5.0, now_ms()).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    receiver
+        .wait_for(20, "the span", |r| !r.got("/v1/traces").is_empty())
+        .await;
+    let t = &receiver.got("/v1/traces")[0];
+    assert_eq!(t.headers["content-type"], "application/json");
+    let doc: ExportTraceServiceRequest = serde_json::from_slice(&t.body).unwrap();
+    let resource = doc.resource_spans[0].resource.as_ref().unwrap();
+    assert_eq!(
+        text_attr(&resource.attributes, "service.name"),
+        Some("chat-web")
+    );
+    assert_eq!(
+        text_attr(&resource.attributes, "deployment.environment.name"),
+        Some("prod-eu")
+    );
+    assert_eq!(
+        doc.resource_spans[0].schema_url,
+        "https://opentelemetry.io/schemas/1.41.0"
+    );
+    let logs = server.stop();
+    assert!(
+        logs.contains(&format!("to {}/v1/metrics", receiver.url)),
+        "export is never silent: {logs}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_receiver_keeps_the_runs_queued_and_says_why() {
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let db = Db::new();
+    let server = ServeProcess::start(
+        ttfx(),
+        &[
+            "--collect",
+            db.path.to_str().unwrap(),
+            "--otlp-endpoint",
+            &url,
+        ],
+    )
+    .unwrap();
+    post(&server, field("a", 5.0, now_ms()).to_string()).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let health = loop {
+        let h: Value = reqwest::get(format!("{}field/health", server.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if !h["otlp"]["last_error"].is_null() {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "no error recorded: {h}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(health["otlp"]["pending"], 1, "{health}");
+    assert_eq!(
+        health["otlp"]["refused"], 0,
+        "a network error is retried: {health}"
+    );
+    let error = health["otlp"]["last_error"].as_str().unwrap();
+    assert!(error.starts_with(&format!("{url}/v1/metrics: ")), "{error}");
+}
