@@ -66,6 +66,24 @@ enum Signal {
     Traces,
 }
 
+/// A transport error and its causes on one line (`error sending request: client error
+/// (Connect): tcp connect error: Connection refused (os error 111)`), without the URL:
+/// reqwest's text would repeat it whole, query included.
+fn cause_of(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text.replace(['\n', '\r'], " ")
+}
+
 /// The receiver's words, one short line (printable, no control characters).
 fn detail_of(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
@@ -143,11 +161,10 @@ impl Exporter {
             .await;
         let response = match sent {
             Ok(r) => r,
-            // Without the URL: reqwest's text would repeat it whole.
             Err(e) => {
                 return Attempt::Retry {
                     after: None,
-                    reason: e.without_url().to_string(),
+                    reason: cause_of(e),
                 };
             }
         };

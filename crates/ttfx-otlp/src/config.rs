@@ -34,6 +34,14 @@ impl Protocol {
         }
     }
 
+    /// The name the flag and the variable take.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::HttpProtobuf => "http/protobuf",
+            Protocol::HttpJson => "http/json",
+        }
+    }
+
     pub fn content_type(self) -> &'static str {
         match self {
             Protocol::HttpProtobuf => "application/x-protobuf",

@@ -84,8 +84,8 @@ fn otlp_settings(
     };
     // Never silent: where the runs go (no userinfo, query or header).
     eprintln!(
-        "ttfx serve: exporting every stored run over OTLP ({:?}) to {} and {}",
-        config.protocol,
+        "ttfx serve: exporting every stored run over OTLP ({}) to {} and {}",
+        config.protocol.as_str(),
         ttfx_otlp::config::redact(&config.metrics_url),
         ttfx_otlp::config::redact(&config.traces_url)
     );

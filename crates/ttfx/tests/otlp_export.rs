@@ -399,6 +399,22 @@ async fn a_restart_goes_on_where_the_export_stopped() {
     receiver
         .wait_for(10, "a first attempt", |r| !r.got("/v1/metrics").is_empty())
         .await;
+    // The failure is recorded by the writer after the 503 (not before the receiver
+    // sees the request): wait for it, as an operator reading the health would.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let h: Value = reqwest::get(format!("{}field/health", server.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if !h["otlp"]["last_error"].is_null() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{h}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     drop(server); // SIGKILL: no goodbye, the outbox is all there is.
     let h = db.health();
     assert_eq!(h["otlp"]["pending"], 2, "{h}");
@@ -815,4 +831,6 @@ async fn an_unreachable_receiver_keeps_the_runs_queued_and_says_why() {
     );
     let error = health["otlp"]["last_error"].as_str().unwrap();
     assert!(error.starts_with(&format!("{url}/v1/metrics: ")), "{error}");
+    // The cause, not only reqwest's "error sending request".
+    assert!(error.to_lowercase().contains("connect"), "{error}");
 }
