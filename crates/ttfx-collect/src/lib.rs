@@ -199,7 +199,8 @@ impl Collector {
         // thread takes the writing connection.
         let drainer = match &self.settings.otlp {
             Some(o) => {
-                let reader = db::open(&self.settings.path, false).map_err(CollectorError::Db)?;
+                // Read-only (SQLite's own mode): the writer thread stays the one writer.
+                let reader = db::open_read_only(&self.settings.path).map_err(CollectorError::Db)?;
                 let salt =
                     outbox::salt(&conn).map_err(|e| CollectorError::Db(db::DbError::Sql(e)))?;
                 Some((o.exporter.clone(), reader, salt))

@@ -4,7 +4,8 @@
 //! This crate only wires: it reads the config file, makes the one record store the
 //! simulator and the proxy share, mounts their routers, the collector's and the lab
 //! page's files, and listens. What each route does lives in its own crate (ttfx-sim,
-//! ttfx-proxy, ttfx-collect, ttfx-records, ttfx-edge); none of them depends on this one,
+//! ttfx-proxy, ttfx-collect, ttfx-records, ttfx-edge; ttfx-otlp for the collector's
+//! export, configured here from the flags); none of them depends on this one,
 //! and it must not depend on the runner (which serves its page with this crate).
 
 use std::net::SocketAddr;
