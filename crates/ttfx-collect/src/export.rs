@@ -74,6 +74,9 @@ pub(crate) async fn drain(
     jobs: mpsc::Sender<crate::Job>,
 ) {
     let reader = Arc::new(std::sync::Mutex::new(reader));
+    // Hands an outcome to the writer and waits for its COMMIT. Err: the writer is gone
+    // (the server is stopping). A failed COMMIT is said and the batch stays queued: it is
+    // sent again (a duplicate the span ids tell), never lost.
     let record = |outcome: Outcome| {
         let jobs = jobs.clone();
         async move {
@@ -83,15 +86,16 @@ pub(crate) async fn drain(
                 .await
                 .is_err()
             {
-                return false;
+                return Err(());
             }
             match result.await {
-                Ok(Ok(())) => true,
+                Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => {
                     eprintln!("ttfx serve: OTLP export: cannot record a batch: {e}");
-                    false
+                    tokio::time::sleep(IDLE).await;
+                    Ok(())
                 }
-                Err(_) => false,
+                Err(_) => Err(()),
             }
         }
     };
@@ -107,11 +111,15 @@ pub(crate) async fn drain(
         if !unreadable.is_empty() {
             let error = format!("{} stored run(s) could not be read", unreadable.len());
             eprintln!("ttfx serve: OTLP export: {error}; counted as refused");
-            record(Outcome::Refused {
+            if record(Outcome::Refused {
                 runs: unreadable,
                 error,
             })
-            .await;
+            .await
+            .is_err()
+            {
+                return;
+            }
         }
         if runs.is_empty() {
             let _ = tokio::time::timeout(IDLE, wake.notified()).await;
@@ -148,8 +156,7 @@ pub(crate) async fn drain(
                 }
             }
         };
-        if !record(outcome).await {
-            // The writer is gone: the server is stopping.
+        if record(outcome).await.is_err() {
             return;
         }
     }
