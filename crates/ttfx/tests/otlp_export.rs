@@ -543,10 +543,19 @@ impl Logged {
     fn stop(mut self) -> String {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The readers get the pipes' last bytes.
         std::thread::sleep(Duration::from_millis(100));
         let out = self.stdout.lock().unwrap().clone();
         let err = self.stderr.lock().unwrap().clone();
         format!("{out}{err}")
+    }
+}
+
+/// A failed assertion must not leave the server running.
+impl Drop for Logged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
