@@ -21,12 +21,13 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Migration `i` takes a database from version `i` to `i + 1`. Never edit one that has
 /// shipped: add the next.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     MIGRATION_1,
     MIGRATION_2,
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_RECEIVED_INDEX,
+    MIGRATION_OUTBOX,
 ];
 
 /// Version 1: one row per run. Dimensions, the run's time, one column per metric, the
@@ -146,6 +147,29 @@ CREATE INDEX runs_received ON runs (received_unix_ms);
 /// when the run arrived, by the collector's own clock. A run's own time (`at_unix_ms`,
 /// the client's clock) is kept and shown, never trusted to place it.
 pub const ARRIVAL: &str = "received_unix_ms";
+
+/// Version 6, OTLP export (#31): the outbox of runs stored but not yet exported (a row per run,
+/// written in the run's own transaction when `ttfx serve --otlp-endpoint` is on, deleted
+/// once a receiver accepted it), and the export's counters, kept across restarts. `salt`
+/// makes the span ids of this file's runs unlike any other file's (crates/ttfx-otlp's
+/// trace.rs). Self-contained (`IF NOT EXISTS`, `OR IGNORE`): it does not depend on the
+/// migrations around it.
+const MIGRATION_OUTBOX: &str = "
+CREATE TABLE IF NOT EXISTS otlp_outbox (
+    run INTEGER PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS otlp_state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    salt BLOB NOT NULL,
+    exported INTEGER NOT NULL DEFAULT 0,
+    dropped INTEGER NOT NULL DEFAULT 0,
+    refused INTEGER NOT NULL DEFAULT 0,
+    rejected INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    last_error_unix_ms REAL
+);
+INSERT OR IGNORE INTO otlp_state (id, salt) VALUES (1, randomblob(16));
+";
 
 /// The metric columns, in the migrations' order: the per-request metrics of
 /// `ttfx_core::metrics::SCALARS` (a test checks that every one has its column, so a new
@@ -605,29 +629,51 @@ fn values(row: &Row) -> Result<Vec<Value>, serde_json::Error> {
 
 /// Inserts every row in one transaction: all or none.
 pub fn insert(conn: &mut Connection, rows: &[Row]) -> Result<(), DbError> {
+    insert_queued(conn, rows, None)
+}
+
+/// Inserts every row in one transaction and, with `outbox` (the backlog's bound), queues
+/// each for OTLP export in that same transaction: a run stored is a run queued.
+pub fn insert_queued(
+    conn: &mut Connection,
+    rows: &[Row],
+    outbox: Option<u64>,
+) -> Result<(), DbError> {
     let tx = conn.transaction().map_err(DbError::Sql)?;
-    insert_in(&tx, rows)?;
+    let ids = insert_in(&tx, rows)?;
+    if let Some(max_backlog) = outbox {
+        crate::outbox::enqueue(&tx, &ids, max_backlog).map_err(DbError::Sql)?;
+    }
     tx.commit().map_err(DbError::Sql)
 }
 
-fn insert_in(tx: &Transaction<'_>, rows: &[Row]) -> Result<(), DbError> {
+/// The new rows' ids, in order.
+fn insert_in(tx: &Transaction<'_>, rows: &[Row]) -> Result<Vec<i64>, DbError> {
     let mut stmt = tx.prepare_cached(&insert_sql()).map_err(DbError::Sql)?;
+    let mut ids = Vec::with_capacity(rows.len());
     for row in rows {
         let v = values(row).map_err(DbError::Encode)?;
         stmt.execute(rusqlite::params_from_iter(v))
             .map_err(DbError::Sql)?;
+        ids.push(tx.last_insert_rowid());
     }
-    Ok(())
+    Ok(ids)
 }
 
 /// Removes the runs that arrived before `cutoff_unix_ms` (the collector's clock, never
-/// the client's); how many went.
-pub fn remove_before(conn: &Connection, cutoff_unix_ms: f64) -> Result<usize, DbError> {
-    conn.execute(
-        &format!("DELETE FROM runs WHERE {ARRIVAL} < ?1"),
-        [cutoff_unix_ms],
-    )
-    .map_err(DbError::Sql)
+/// the client's); how many went. Runs still queued for export go from the outbox too,
+/// counted as dropped (never silently).
+pub fn remove_before(conn: &mut Connection, cutoff_unix_ms: f64) -> Result<usize, DbError> {
+    let tx = conn.transaction().map_err(DbError::Sql)?;
+    let n = tx
+        .execute(
+            &format!("DELETE FROM runs WHERE {ARRIVAL} < ?1"),
+            [cutoff_unix_ms],
+        )
+        .map_err(DbError::Sql)?;
+    crate::outbox::forget_removed(&tx).map_err(DbError::Sql)?;
+    tx.commit().map_err(DbError::Sql)?;
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -713,7 +759,7 @@ mod tests {
     #[test]
     fn retention_counts_from_arrival_not_the_clients_clock() {
         let dir = tempfile::tempdir().unwrap();
-        let conn = open(&dir.path().join("t.db"), true).unwrap();
+        let mut conn = open(&dir.path().join("t.db"), true).unwrap();
         let now = 1.8e12;
         let day = 86_400_000.0;
         let insert = |at: f64, received: f64, label: &str| {
@@ -727,7 +773,7 @@ mod tests {
         insert(1.0, now, "clock-in-1970-arrived-now");
         insert(now - 40.0 * day, now - 40.0 * day, "arrived-40-days-ago");
         insert(now, now - 40.0 * day, "clock-now-arrived-40-days-ago");
-        assert_eq!(remove_before(&conn, now - 30.0 * day).unwrap(), 2);
+        assert_eq!(remove_before(&mut conn, now - 30.0 * day).unwrap(), 2);
         let kept: String = conn
             .query_row("SELECT label FROM runs", [], |r| r.get(0))
             .unwrap();

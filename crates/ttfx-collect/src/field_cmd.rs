@@ -25,10 +25,24 @@ pub enum FieldError {
     Query(Fail),
     #[error("cannot write the summary: {0}")]
     Write(serde_json::Error),
+    #[error(transparent)]
+    Otlp(ttfx_otlp::ConfigError),
+    #[error("--export-otlp: no endpoint")]
+    NoEndpoint,
+    #[error(transparent)]
+    Backfill(crate::export::BackfillError),
+    #[error("--export-otlp: cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
 }
 
 pub fn run(args: FieldArgs) -> Result<(), FieldError> {
     let conn = db::open_read_only(&args.file).map_err(FieldError::Db)?;
+    if args.health {
+        return health(&conn, &args);
+    }
+    if args.export_otlp.is_some() {
+        return export(&conn, &args);
+    }
     let filters = args
         .filters
         .iter()
@@ -82,6 +96,101 @@ pub fn run(args: FieldArgs) -> Result<(), FieldError> {
         );
     }
     Ok(())
+}
+
+/// `--health`: the store's counts and the OTLP export's state, from the file (the
+/// serving process's in-memory counts, such as posts refused full, are
+/// GET /field/health's).
+fn health(conn: &rusqlite::Connection, args: &FieldArgs) -> Result<(), FieldError> {
+    let doc = query::on_one_snapshot(conn, |c| {
+        let runs: i64 = c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))?;
+        let bytes = db::file_bytes(c).map_err(|e| Fail::Db(e.to_string()))?;
+        Ok(serde_json::json!({
+            "runs": runs,
+            "file_bytes": bytes,
+            "otlp": crate::outbox::health(c)?,
+        }))
+    })
+    .map_err(FieldError::Query)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&doc).map_err(FieldError::Write)?;
+        println!("{}", escape_json_controls(&text));
+        return Ok(());
+    }
+    let o = &doc["otlp"];
+    let mut out = format!(
+        "ttfx field: {} run(s) in {}, {} bytes\nOTLP export: {} exported, {} pending, {} \
+         dropped (backlog full), {} refused, {} rejected by the receiver\n",
+        doc["runs"],
+        args.file.display(),
+        doc["file_bytes"],
+        o["exported"],
+        o["pending"],
+        o["dropped"],
+        o["refused"],
+        o["rejected"],
+    );
+    if let Some(e) = o["last_error"].as_str() {
+        let _ = writeln!(out, "last error: {e}");
+    }
+    // The error's text came from a receiver.
+    print!("{}", escape_controls(&out));
+    Ok(())
+}
+
+/// `--export-otlp URL`: every stored run (or --since) to the endpoint, in batches.
+fn export(conn: &rusqlite::Connection, args: &FieldArgs) -> Result<(), FieldError> {
+    let flags = ttfx_otlp::Flags {
+        endpoint: args.export_otlp.clone(),
+        headers: args.otlp_header.iter().map(|s| s.0.clone()).collect(),
+        protocol: args.otlp_protocol.clone(),
+        service_name: args.otlp_service_name.clone(),
+    };
+    let config = ttfx_otlp::Config::resolve(&flags, &|k| std::env::var(k).ok())
+        .map_err(|e| FieldError::Otlp(rename_flag(e)))?
+        .ok_or(FieldError::NoEndpoint)?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|s| query::duration_ms(s).map(|ms| unix_ms(SystemTime::now()) - ms))
+        .transpose()
+        .map_err(FieldError::Query)?;
+    let exporter = ttfx_otlp::Exporter::new(config).map_err(FieldError::Otlp)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(FieldError::Runtime)?;
+    let done = runtime
+        .block_on(crate::export::backfill(conn, &exporter, since, &mut |_| {}))
+        .map_err(FieldError::Backfill)?;
+    let mut line = format!(
+        "ttfx field: exported {} run(s) to {}",
+        done.exported,
+        ttfx_otlp::config::redact(&exporter.config().metrics_url).trim_end_matches("v1/metrics")
+    );
+    if done.rejected > 0 {
+        let _ = write!(line, "; the receiver rejected {} item(s)", done.rejected);
+    }
+    if done.unreadable > 0 {
+        let _ = write!(
+            line,
+            "; {} stored run(s) could not be read",
+            done.unreadable
+        );
+    }
+    println!("{line}");
+    Ok(())
+}
+
+/// This command's flag is --export-otlp, not serve's --otlp-endpoint.
+fn rename_flag(e: ttfx_otlp::ConfigError) -> ttfx_otlp::ConfigError {
+    match e {
+        ttfx_otlp::ConfigError::Endpoint { value, .. } => ttfx_otlp::ConfigError::Endpoint {
+            from: "--export-otlp",
+            value,
+        },
+        other => other,
+    }
 }
 
 /// The slice an answer repeats (`since`, `where`) as ` (since 24h, where label=a)`, or

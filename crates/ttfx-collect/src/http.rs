@@ -450,20 +450,25 @@ async fn slowest(State(shared): State<Arc<Shared>>, Query(q): Q) -> Response {
     answer(&shared, parsed).await
 }
 
-/// The store's own state: runs, the file's size against its cap, posts refused full.
+/// The store's own state: runs, the file's size against its cap, posts refused full,
+/// and the OTLP export's (exported, pending, dropped, refused, rejected, last error).
 async fn health(State(shared): State<Arc<Shared>>) -> Response {
     let refused_full = shared
         .refused_full
         .load(std::sync::atomic::Ordering::Relaxed);
     let max_bytes = shared.settings.max_mb.map(|mb| mb * 1024 * 1024);
+    let exporting = shared.exporting();
     let parsed: Result<_, Fail> = Ok(move |c: &rusqlite::Connection| {
         let runs: i64 = c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))?;
         let bytes = super::db::file_bytes(c).map_err(|e| Fail::Db(e.to_string()))?;
+        let mut otlp = super::outbox::health(c)?;
+        otlp["enabled"] = json!(exporting);
         Ok(json!({
             "runs": runs,
             "file_bytes": bytes,
             "max_bytes": max_bytes,
             "refused_full": refused_full,
+            "otlp": otlp,
         }))
     });
     answer(&shared, parsed).await

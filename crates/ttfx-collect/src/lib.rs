@@ -13,9 +13,12 @@
 //! - bench_store.rs  imported benchmark runs: store once, list, select by name
 //! - gap.rs    a benchmark beside the field, metric by metric, and its sentence
 //! - import_cmd.rs  `ttfx import`: read benchmark files (ttfx-import), print, store
+//! - outbox.rs  the OTLP outbox and the export's counters, in the runs' own transactions
+//! - export.rs  OTLP export: the outbox's drainer while serving; `ttfx field --export-otlp`
 //!
 //! It depends on ttfx-core (the report schema, statistics), ttfx-import (benchmark
-//! files) and the shared HTTP edge;
+//! files), ttfx-otlp (runs as OTLP, and its client: this crate owns the database, so it
+//! hands that crate rows, never the other way) and the shared HTTP edge;
 //! it must not depend on the simulator, the proxy, the runner or `ttfx serve`, which
 //! merges [`http::router`] into its own.
 //!
@@ -35,6 +38,7 @@ use ttfx_edge::clock::unix_ms;
 
 pub mod bench_store;
 pub mod db;
+pub mod export;
 mod field_args;
 pub mod field_cmd;
 pub mod gap;
@@ -43,6 +47,7 @@ mod import_args;
 pub mod import_cmd;
 pub mod ingest;
 pub mod limits;
+pub mod outbox;
 pub mod plausible;
 pub mod query;
 pub mod read_access;
@@ -75,6 +80,8 @@ pub struct Settings {
 
     /// Who may read `/field/…` (decided from the listening address and the token).
     pub reads: read_access::ReadAccess,
+    /// OTLP export of every stored run (`--otlp-endpoint`); None: off.
+    pub otlp: Option<export::ExportSettings>,
 }
 
 /// An opened, migrated collector database, not yet serving.
@@ -87,6 +94,11 @@ pub struct Collector {
 enum Job {
     Insert(Vec<db::Row>, oneshot::Sender<Result<(), db::DbError>>),
     Retain(f64, oneshot::Sender<Result<usize, db::DbError>>),
+    /// What became of an exported batch (answered when the sender waits for it).
+    Export(
+        outbox::Outcome,
+        Option<oneshot::Sender<Result<(), db::DbError>>>,
+    ),
 }
 
 /// What the collector's handlers share.
@@ -97,6 +109,8 @@ pub struct Shared {
     reader: Arc<Mutex<Connection>>,
     buckets: limits::Buckets,
     settings: Settings,
+    /// Wakes the OTLP drainer after an insert queued runs.
+    export_wake: Arc<tokio::sync::Notify>,
 }
 
 /// Why the collector did not open or start; each text names the option at fault. The
@@ -161,13 +175,13 @@ impl Collector {
             }
         }
         let reader = db::open(&settings.path, false).map_err(CollectorError::Db)?;
-        let collector = Collector {
+        let mut collector = Collector {
             settings,
             writer,
             reader,
         };
         if let Some(cutoff) = collector.cutoff() {
-            db::remove_before(&collector.writer, cutoff).map_err(CollectorError::Retention)?;
+            db::remove_before(&mut collector.writer, cutoff).map_err(CollectorError::Retention)?;
         }
         Ok(collector)
     }
@@ -180,16 +194,38 @@ impl Collector {
     pub fn start(self) -> Result<Arc<Shared>, CollectorError> {
         let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
         let mut conn = self.writer;
+        let outbox = self.settings.otlp.as_ref().map(|o| o.max_backlog);
+        // The drainer's own read connection and the file's salt, before the writer
+        // thread takes the writing connection.
+        let drainer = match &self.settings.otlp {
+            Some(o) => {
+                // Read-only (SQLite's own mode): the writer thread stays the one writer.
+                let reader = db::open_read_only(&self.settings.path).map_err(CollectorError::Db)?;
+                let salt =
+                    outbox::salt(&conn).map_err(|e| CollectorError::Db(db::DbError::Sql(e)))?;
+                Some((o.exporter.clone(), reader, salt))
+            }
+            None => None,
+        };
         std::thread::Builder::new()
             .name("ttfx-collect-writer".into())
             .spawn(move || {
                 while let Some(job) = rx.blocking_recv() {
                     match job {
                         Job::Insert(rows, done) => {
-                            let _ = done.send(db::insert(&mut conn, &rows));
+                            let _ = done.send(db::insert_queued(&mut conn, &rows, outbox));
                         }
                         Job::Retain(cutoff, done) => {
-                            let _ = done.send(db::remove_before(&conn, cutoff));
+                            let _ = done.send(db::remove_before(&mut conn, cutoff));
+                        }
+                        Job::Export(outcome, done) => {
+                            let result = outbox::record(&mut conn, &outcome, export::now_unix_ms())
+                                .map_err(db::DbError::Sql);
+                            if let Some(done) = done {
+                                let _ = done.send(result);
+                            } else if let Err(e) = result {
+                                eprintln!("ttfx serve: OTLP export: cannot record: {e}");
+                            }
                         }
                     }
                 }
@@ -216,7 +252,18 @@ impl Collector {
                 }
             });
         }
+        let export_wake = Arc::new(tokio::sync::Notify::new());
+        if let Some((exporter, reader, salt)) = drainer {
+            tokio::spawn(export::drain(
+                exporter,
+                reader,
+                salt,
+                export_wake.clone(),
+                tx.clone(),
+            ));
+        }
         Ok(Arc::new(Shared {
+            export_wake,
             refused_full: std::sync::atomic::AtomicU64::new(0),
             jobs: tx,
             reader: Arc::new(Mutex::new(self.reader)),
@@ -252,7 +299,12 @@ impl Shared {
             .await
             .map_err(|_| StoreError::Closed)?;
         match result.await {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => {
+                if self.settings.otlp.is_some() {
+                    self.export_wake.notify_one();
+                }
+                Ok(())
+            }
             Ok(Err(e)) if e.is_full() => {
                 let before = self
                     .refused_full
@@ -270,6 +322,11 @@ impl Shared {
             Ok(Err(e)) => Err(StoreError::Db(e)),
             Err(_) => Err(StoreError::Closed),
         }
+    }
+
+    /// Whether stored runs are exported over OTLP.
+    pub fn exporting(&self) -> bool {
+        self.settings.otlp.is_some()
     }
 
     /// Runs a query on the reading connection, off the async threads, on one snapshot.

@@ -110,6 +110,34 @@ pub struct ServeArgs {
           conflicts_with = "collect_read_token_file",
           value_parser = |s: &str| Ok::<_, String>(Secret(s.to_owned())))]
     pub collect_read_token: Option<Secret>,
+
+    /// Export every stored run over OTLP/HTTP (metrics and a span per run) to this base
+    /// URL; `/v1/metrics` and `/v1/traces` are appended (docs/field.md, "OTLP export").
+    /// Without it, OTEL_EXPORTER_OTLP_ENDPOINT (or both signals' own variables) turns
+    /// export on.
+    #[arg(long, value_name = "URL", requires = "collect")]
+    pub otlp_endpoint: Option<String>,
+
+    /// A header sent with each export request, KEY=VALUE (repeatable), e.g. a vendor's
+    /// API key: a secret, never logged or printed. Added to OTEL_EXPORTER_OTLP_HEADERS.
+    #[arg(long, value_name = "KEY=VALUE", requires = "collect",
+          value_parser = |s: &str| Ok::<_, String>(Secret(s.to_owned())))]
+    pub otlp_header: Vec<Secret>,
+
+    /// http/protobuf (default) or http/json; else OTEL_EXPORTER_OTLP_PROTOCOL.
+    #[arg(long, value_name = "PROTOCOL", requires = "collect")]
+    pub otlp_protocol: Option<String>,
+
+    /// The resource's service.name (default: OTEL_SERVICE_NAME, else `ttfx`).
+    #[arg(long, value_name = "NAME", requires = "collect")]
+    pub otlp_service_name: Option<String>,
+
+    /// Runs waiting for export at most; past it the oldest are dropped from the backlog
+    /// (not from the database) and counted (GET /field/health, `ttfx field --health`).
+    #[arg(long, value_name = "N", requires = "collect",
+          default_value_t = ttfx_collect::export::DEFAULT_MAX_BACKLOG,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub otlp_max_backlog: u64,
 }
 
 impl ServeArgs {

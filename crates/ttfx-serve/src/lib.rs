@@ -4,7 +4,8 @@
 //! This crate only wires: it reads the config file, makes the one record store the
 //! simulator and the proxy share, mounts their routers, the collector's and the lab
 //! page's files, and listens. What each route does lives in its own crate (ttfx-sim,
-//! ttfx-proxy, ttfx-collect, ttfx-records, ttfx-edge); none of them depends on this one,
+//! ttfx-proxy, ttfx-collect, ttfx-records, ttfx-edge; ttfx-otlp for the collector's
+//! export, configured here from the flags); none of them depends on this one,
 //! and it must not depend on the runner (which serves its page with this crate).
 
 use std::net::SocketAddr;
@@ -43,6 +44,8 @@ pub enum ServeError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Collector(#[from] CollectorError),
+    #[error(transparent)]
+    Otlp(#[from] ttfx_otlp::ConfigError),
     #[error("--dist {}: no index.html there (build the lab page with `cargo xtask lab`)", dist.display())]
     NoLabPage { dist: PathBuf },
     #[error("cannot start the async runtime: {0}")]
@@ -65,6 +68,32 @@ pub enum ServeError {
     BadToken { path: PathBuf, problem: BadToken },
     #[error("cannot make the proxy token: {0}")]
     NoToken(NoRandomness),
+}
+
+/// The OTLP export's settings from the flags over the environment; None: off.
+fn otlp_settings(
+    args: &ServeArgs,
+) -> Result<Option<ttfx_collect::export::ExportSettings>, ServeError> {
+    let flags = ttfx_otlp::Flags {
+        endpoint: args.otlp_endpoint.clone(),
+        headers: args.otlp_header.iter().map(|s| s.0.clone()).collect(),
+        protocol: args.otlp_protocol.clone(),
+        service_name: args.otlp_service_name.clone(),
+    };
+    let Some(config) = ttfx_otlp::Config::resolve(&flags, &|k| std::env::var(k).ok())? else {
+        return Ok(None);
+    };
+    // Never silent: where the runs go (no userinfo, query or header).
+    eprintln!(
+        "ttfx serve: exporting every stored run over OTLP ({}) to {} and {}",
+        config.protocol.as_str(),
+        ttfx_otlp::config::redact(&config.metrics_url),
+        ttfx_otlp::config::redact(&config.traces_url)
+    );
+    Ok(Some(ttfx_collect::export::ExportSettings {
+        exporter: ttfx_otlp::Exporter::new(config)?,
+        max_backlog: args.otlp_max_backlog,
+    }))
 }
 
 /// What to do about a port that cannot be had.
@@ -97,6 +126,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             rate_per_s: args.collect_rate,
             burst: args.collect_burst,
             max_mb: args.collect_max_mb,
+            otlp: otlp_settings(&args)?,
         })?),
         None => None,
     };

@@ -1,9 +1,10 @@
 //! Nothing the collector acknowledged is lost (#31 point 3). A real `ttfx serve --collect
 //! FILE.db` is killed with SIGKILL at random moments while a separate process posts
 //! beacons at a steady rate and readers query; after every restart each beacon that got
-//! a 204 is stored exactly once and the file passes `PRAGMA integrity_check`. And
-//! retention counts from a run's arrival, not from the client's clock: a new user's 20
-//! runs of docs/report.md's example (its clock says 2026-01-01) stay after a restart.
+//! a 204 is stored exactly once, the file passes `PRAGMA integrity_check` and the OTLP
+//! outbox holds every run its receiver has not accepted. And retention counts from a
+//! run's arrival, not from the client's clock: a new user's 20 runs of docs/report.md's
+//! example (its clock says 2026-01-01) stay after a restart.
 
 // Test code: a failure here is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -19,9 +20,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{doc_run_report, ttfx};
+use prost::Message as _;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Value, json};
 use ttfx_e2e::ServeProcess;
+use ttfx_otlp::proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use ttfx_otlp::proto::tonic::common::v1::any_value::Value as AnyValue;
 
 const DAY_MS: f64 = 86_400_000.0;
 
@@ -283,25 +287,92 @@ impl Drop for Poster {
     }
 }
 
-/// TODO(#31, the OTLP outbox): "the outbox still holds every unexported run". The
-/// outbox table is being added by another change; until it exists this checks nothing
-/// and says so (false), and the lead adds the assertion (every run not yet exported has
-/// its outbox row) where the TODO below stands.
-fn outbox_check(conn: &Connection) -> bool {
-    let has_outbox: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox')",
-            [],
-            |r| r.get(0),
+/// The OTLP receiver the killed collector exports to: it accepts everything and keeps
+/// the `ttfx.run.id` of every span it accepted (decoded with the official definitions).
+struct Exported {
+    url: String,
+    runs: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Exported {
+    async fn start() -> Exported {
+        let runs: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let kept = runs.clone();
+        let app = axum::Router::new()
+            .route(
+                "/v1/traces",
+                axum::routing::post(move |body: axum::body::Bytes| async move {
+                    let req = ExportTraceServiceRequest::decode(body).unwrap();
+                    let spans = req
+                        .resource_spans
+                        .into_iter()
+                        .flat_map(|r| r.scope_spans)
+                        .flat_map(|s| s.spans);
+                    let mut kept = kept.lock().unwrap();
+                    for span in spans {
+                        let id = span.attributes.iter().find(|a| a.key == "ttfx.run.id");
+                        if let Some(AnyValue::StringValue(id)) = id
+                            .and_then(|a| a.value.as_ref())
+                            .and_then(|v| v.value.as_ref())
+                        {
+                            kept.insert(id.clone());
+                        }
+                    }
+                    axum::http::StatusCode::OK
+                }),
+            )
+            .route(
+                "/v1/metrics",
+                axum::routing::post(|| async { axum::http::StatusCode::OK }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Exported { url, runs }
+    }
+}
+
+/// The outbox holds every stored run the receiver has not accepted (a run leaves the
+/// outbox only after its export was accepted; a kill between the two exports it again,
+/// which is allowed). The receiver's set is read after the file's, so a run that left
+/// the outbox before the file was read is in it. Returns the runs still queued.
+fn check_outbox(conn: &Connection, exported: &Exported, cycle: usize, seed: u64) -> usize {
+    let mut stmt = conn
+        .prepare(
+            "SELECT runs.run_id, otlp_outbox.run IS NOT NULL FROM runs \
+             LEFT JOIN otlp_outbox ON otlp_outbox.run = runs.id",
         )
         .unwrap();
-    // TODO(#31): when `has_outbox`, assert that the outbox holds every unexported run.
-    has_outbox
+    let rows: Vec<(String, bool)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let received = exported.runs.lock().unwrap().clone();
+    let lost: Vec<&String> = rows
+        .iter()
+        .filter(|(id, queued)| !queued && !received.contains(id))
+        .map(|(id, _)| id)
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "after kill {cycle} (seed {seed}): {} stored runs are neither queued for export nor \
+         exported, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    rows.iter().filter(|(_, queued)| *queued).count()
 }
 
 /// After a restart: the file is whole, every acknowledged run is stored exactly once,
 /// and no run is stored twice (a failed post's runs at most once). Returns the rows.
-fn check_after_restart(db: &Path, acked: &[String], cycle: usize, seed: u64) -> usize {
+fn check_after_restart(
+    db: &Path,
+    acked: &[String],
+    exported: &Exported,
+    cycle: usize,
+    seed: u64,
+) -> usize {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(db, flags).unwrap();
     conn.busy_timeout(Duration::from_secs(5)).unwrap();
@@ -337,9 +408,11 @@ fn check_after_restart(db: &Path, acked: &[String], cycle: usize, seed: u64) -> 
     );
     let unique: HashSet<&String> = acked.iter().collect();
     assert_eq!(unique.len(), acked.len(), "the poster reused a run id");
-    if !outbox_check(&conn) && cycle == 1 {
-        eprintln!("acknowledged_beacons_survive_sigkill: no outbox table yet: not checked (TODO)");
-    }
+    let queued = check_outbox(&conn, exported, cycle, seed);
+    eprintln!(
+        "after kill {cycle}: {} runs stored, {queued} queued for export",
+        stored.len()
+    );
     stored.len()
 }
 
@@ -438,6 +511,9 @@ async fn acknowledged_beacons_survive_sigkill() {
     let poster_dir = dir.path().join("poster");
     std::fs::create_dir(&poster_dir).unwrap();
     let db_arg = db.to_str().unwrap().to_owned();
+    // Every stored run is exported to a receiver on loopback (the outbox's promise is
+    // checked after each restart).
+    let exported = Exported::start().await;
     // The poster is one client at 120 posts/s: past the default rate limit on purpose.
     let args = [
         "--collect",
@@ -446,6 +522,8 @@ async fn acknowledged_beacons_survive_sigkill() {
         "100000",
         "--collect-burst",
         "100000",
+        "--otlp-endpoint",
+        &exported.url,
     ];
     let mut server = ServeProcess::start(ttfx(), &args).unwrap();
     publish_url(&poster_dir, &server.url);
@@ -470,7 +548,7 @@ async fn acknowledged_beacons_survive_sigkill() {
         publish_url(&poster_dir, &server.url);
         *url.lock().unwrap() = server.url.clone();
         let acked = acked(&poster_dir);
-        stored = check_after_restart(&db, &acked, kill, seed);
+        stored = check_after_restart(&db, &acked, &exported, kill, seed);
         // Each kill lands while beacons are being posted (the test cannot pass idle).
         assert!(
             acked.len() > acked_before,
@@ -480,7 +558,7 @@ async fn acknowledged_beacons_survive_sigkill() {
     }
     let tally = poster.stop(&poster_dir);
     let acked = acked(&poster_dir);
-    stored = stored.max(check_after_restart(&db, &acked, KILLS, seed));
+    stored = stored.max(check_after_restart(&db, &acked, &exported, KILLS, seed));
     drop(server);
     let bad = readers.bad.lock().unwrap().clone();
     let (reads, cut) = (

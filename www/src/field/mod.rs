@@ -9,7 +9,8 @@
 //!
 //! `api.rs` reads the answers, `chart.rs` draws the series, `histogram.rs` the
 //! distribution, `summary.rs` the table and `slowest.rs` the runs and their drill-down;
-//! `gap.rs` reads the benchmark answers and `bench.rs` shows them.
+//! `gap.rs` reads the benchmark answers and `bench.rs` shows them; `export_health.rs`
+//! says when the collector's OTLP export dropped or was refused runs.
 //! Every string from the server is a text node or an attribute value, never markup.
 
 use leptos::prelude::*;
@@ -17,6 +18,7 @@ use leptos::prelude::*;
 pub mod api;
 pub mod bench;
 pub mod chart;
+pub mod export_health;
 pub mod gap;
 pub mod histogram;
 pub mod slowest;
@@ -108,6 +110,15 @@ pub fn FieldView() -> impl IntoView {
         gap::url(&which, Some(&q.metric), &q.since, q.filter.as_ref())
     });
     let marks = bench::marks(marks_url, refresh);
+    // Runs the OTLP export lost (a full backlog, a refusing receiver): said, never silent.
+    let health_answer = load(Memo::new(|_| "/field/health".to_owned()), refresh);
+    let export_line = move || {
+        read::<export_health::Health>(&health_answer, "health")
+            .and_then(Result::ok)
+            .as_ref()
+            .and_then(export_health::warning)
+            .map(|w| view! { <p class="error" id="field-export">{w}</p> })
+    };
     let head = move || match dims.get() {
         None => view! { <p class="note" id="field-status">"asking the collector"</p> }.into_any(),
         Some(Err(e)) => {
@@ -137,6 +148,7 @@ pub fn FieldView() -> impl IntoView {
                 <bench::BenchHead list=benches chosen=bench_chosen gap_url refresh/>
                 <Controls dims=d chosen metric since by filter refresh/>
                 <p class="legend" id="field-status">{status}</p>
+                {export_line}
             }
             .into_any()
         }

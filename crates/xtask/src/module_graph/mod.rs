@@ -32,6 +32,7 @@ pub const CRATES: &[&str] = &[
     "crates/ttfx-sim",
     "crates/ttfx-proxy",
     "crates/ttfx-serve",
+    "crates/ttfx-otlp",
     "crates/ttfx-collect",
     "crates/ttfx-report",
     "crates/ttfx-run",
