@@ -3,6 +3,7 @@
 //! endpoints and `ttfx field` query them.
 //!
 //! - db.rs     open (refusing corrupt or foreign files), migrations, insert, retention
+//! - writer.rs the writer thread: group commit of the waiting inserts, each answered after it
 //! - ingest.rs a body (object, array or NDJSON) → checked rows, or one 400
 //! - plausible.rs  the bounds of a stored run's numbers (sample rate, durations, counts)
 //! - limits.rs body size, token bucket per client
@@ -20,7 +21,8 @@
 //! merges [`http::router`] into its own.
 //!
 //! SQLite is blocking, so one writer thread owns the writing connection and takes jobs
-//! from a bounded channel (an insert is answered after its COMMIT); queries run on
+//! from a bounded channel (an insert is answered after the COMMIT that holds it;
+//! the inserts waiting together share one, writer.rs); queries run on
 //! tokio's blocking pool over a second connection (WAL lets it read while the writer
 //! writes).
 
@@ -32,6 +34,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use ttfx_edge::clock::unix_ms;
+use writer::Job;
 
 pub mod bench_store;
 pub mod db;
@@ -46,6 +49,7 @@ pub mod limits;
 pub mod plausible;
 pub mod query;
 pub mod read_access;
+mod writer;
 
 pub use field_args::FieldArgs;
 pub use import_args::ImportArgs;
@@ -82,11 +86,6 @@ pub struct Collector {
     settings: Settings,
     writer: Connection,
     reader: Connection,
-}
-
-enum Job {
-    Insert(Vec<db::Row>, oneshot::Sender<Result<(), db::DbError>>),
-    Retain(f64, oneshot::Sender<Result<usize, db::DbError>>),
 }
 
 /// What the collector's handlers share.
@@ -182,18 +181,7 @@ impl Collector {
         let mut conn = self.writer;
         std::thread::Builder::new()
             .name("ttfx-collect-writer".into())
-            .spawn(move || {
-                while let Some(job) = rx.blocking_recv() {
-                    match job {
-                        Job::Insert(rows, done) => {
-                            let _ = done.send(db::insert(&mut conn, &rows));
-                        }
-                        Job::Retain(cutoff, done) => {
-                            let _ = done.send(db::remove_before(&conn, cutoff));
-                        }
-                    }
-                }
-            })
+            .spawn(move || writer::run(&mut conn, &mut rx))
             .map_err(CollectorError::WriterThread)?;
         let days = self.settings.retention_days;
         if days > 0 {
