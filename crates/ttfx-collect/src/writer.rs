@@ -96,12 +96,14 @@ mod tests {
     fn row(ttft: f64, sample_rate: f64) -> db::Row {
         let doc = serde_json::json!({
             "schema_version": 1, "kind": "field", "generator": "test",
-            "run": {"outcome": "completed", "hidden": false, "sample_rate": sample_rate,
+            "run": {"outcome": "completed", "hidden": false, "sample_rate": 1.0,
                     "milestones": {"request_start": 0.0, "first_token": ttft},
                     "metrics": {"ttft_ms": ttft}, "chunks": {"count": 0, "bytes": 0,
                     "visible_tokens": 0, "reasoning_tokens": 0}}
         });
-        let report: FieldReport = serde_json::from_value(doc).unwrap_or_else(|e| panic!("{e}"));
+        let mut report: FieldReport = serde_json::from_value(doc).unwrap_or_else(|e| panic!("{e}"));
+        // Set after parsing: JSON has no NaN.
+        report.run.sample_rate = sample_rate;
         db::Row {
             report,
             source: db::Source::Field,
