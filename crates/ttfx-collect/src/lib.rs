@@ -177,12 +177,9 @@ impl Collector {
 
     /// Starts the writer thread and the hourly retention; inside the runtime.
     pub fn start(self) -> Result<Arc<Shared>, CollectorError> {
-        let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
-        let mut conn = self.writer;
-        std::thread::Builder::new()
-            .name("ttfx-collect-writer".into())
-            .spawn(move || writer::run(&mut conn, &mut rx))
-            .map_err(CollectorError::WriterThread)?;
+        let (tx, rx) = mpsc::channel::<Job>(QUEUE);
+        let checkpoints = db::open(&self.settings.path, false).map_err(CollectorError::Db)?;
+        writer::start(self.writer, checkpoints, rx).map_err(CollectorError::WriterThread)?;
         let days = self.settings.retention_days;
         if days > 0 {
             let jobs = tx.clone();

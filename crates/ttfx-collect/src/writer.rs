@@ -6,15 +6,68 @@
 //! commit record) is then shared by every post of the group, so the writer keeps up with
 //! more beacons per second (#31). A 204 still means the post's runs are committed.
 //!
+//! The WAL is copied back into the file by a checkpointer thread of its own, never
+//! inside a post's COMMIT ([`start`]).
+//!
 //! One post's rows must not fail its neighbours': when a group's transaction fails, it
 //! is rolled back whole and each post is retried alone, so only the post at fault gets
 //! the error (a file at its `--collect-max-mb` cap fails only the posts that do not
 //! fit).
 
+use std::time::Duration;
+
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::db;
+
+/// How often the checkpointer copies the WAL back into the database file: often, so
+/// that the writer's backstop checkpoint finds at most this much left to copy and sync
+/// (at 1 s it stalled posts for about 100 ms every few seconds at 2,000/s).
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// WAL pages (4 KiB) past which the writer checkpoints itself: 40 MiB, about four
+/// seconds of beacons at 2,000/s (SQLite's default is 1,000).
+pub const WRITER_CHECKPOINT_PAGES: i64 = 10_000;
+
+/// Starts the writer thread on `conn` and, beside it, the checkpointer on `checkpoints`
+/// (a connection of its own), which ends when the writer does.
+///
+/// The writer does not checkpoint at SQLite's default: its automatic checkpoint (at 1,000 pages of WAL)
+/// ran inside the COMMIT that crossed it, copying the pages back and syncing the file
+/// there, and every post queued behind that COMMIT waited for the sync (the p99 at
+/// 2,000 beacons/s, #31). A PASSIVE checkpoint from another connection does the same
+/// work while the writer goes on appending to the WAL. The writer keeps a far larger
+/// automatic checkpoint ([`WRITER_CHECKPOINT_PAGES`]) as a backstop: a PASSIVE
+/// checkpoint never restarts the WAL while posts keep coming (the bench's 60 s at
+/// 2,000/s left a 3 GB WAL without it); the writer's own one, finding nearly every page
+/// copied already, completes, and its next transaction writes the WAL from the start.
+pub(crate) fn start(
+    mut conn: Connection,
+    checkpoints: Connection,
+    mut rx: mpsc::Receiver<Job>,
+) -> std::io::Result<()> {
+    conn.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES)
+        .map_err(std::io::Error::other)?;
+    let (alive, gone) = std::sync::mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("ttfx-collect-writer".into())
+        .spawn(move || {
+            let _alive = alive;
+            run(&mut conn, &mut rx);
+        })?;
+    std::thread::Builder::new()
+        .name("ttfx-collect-checkpoint".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                gone.recv_timeout(CHECKPOINT_EVERY)
+            {
+                // A failed checkpoint leaves the WAL longer; the next one retries.
+                let _ = checkpoints.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            }
+        })?;
+    Ok(())
+}
 
 /// Posts stored in one transaction at most: a group of beacons is a few hundred KB of
 /// WAL, and the first post of a group waits for the whole group's COMMIT.

@@ -215,9 +215,10 @@ async fn ingest(ttfx: &Path, dir: &Path, quick: bool) -> anyhow::Result<()> {
     println!("decided on {full} s windows:");
     let mut best: Option<f64> = None;
     let mut hi = not_held.unwrap_or(held * 2.0);
-    let mut lo = held;
+    // Nothing held: look below the first rate tried.
+    let mut lo = if held > 0.0 { held } else { 250.0 };
     // The last held short window must hold a full one too, else step down from it.
-    while lo >= 250.0 {
+    while lo >= 125.0 {
         let m = ingest_window(ttfx, dir, &client, &bodies, lo, full).await?;
         print_window(&m);
         if m.window.held(P99_LIMIT_MS) {
