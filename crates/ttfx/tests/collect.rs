@@ -695,9 +695,9 @@ async fn retention_removes_old_runs_and_a_restart_keeps_the_rest() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(
-        version, 4,
-        "the schema with the voice turn's and the submit delay's columns, and the imported \
-         benchmarks' tables"
+        version, 5,
+        "the schema with the voice turn's and the submit delay's columns, the imported \
+         benchmarks' tables and the queries' narrow index"
     );
 }
 
