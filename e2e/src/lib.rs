@@ -15,6 +15,8 @@ pub mod byte_server;
 pub mod chat_uis;
 
 pub mod engines;
+pub mod load;
+pub mod load_report;
 pub mod net_truth;
 pub mod page;
 pub mod paint_truth;

@@ -3,6 +3,7 @@
 //! endpoints and `ttfx field` query them.
 //!
 //! - db.rs     open (refusing corrupt or foreign files), migrations, insert, retention
+//! - writer.rs the writer thread: group commit of the waiting inserts, each answered after it
 //! - ingest.rs a body (object, array or NDJSON) → checked rows, or one 400
 //! - plausible.rs  the bounds of a stored run's numbers (sample rate, durations, counts)
 //! - limits.rs body size, token bucket per client
@@ -23,7 +24,8 @@
 //! merges [`http::router`] into its own.
 //!
 //! SQLite is blocking, so one writer thread owns the writing connection and takes jobs
-//! from a bounded channel (an insert is answered after its COMMIT); queries run on
+//! from a bounded channel (an insert is answered after the COMMIT that holds it;
+//! the inserts waiting together share one, writer.rs); queries run on
 //! tokio's blocking pool over a second connection (WAL lets it read while the writer
 //! writes).
 
@@ -35,6 +37,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use ttfx_edge::clock::unix_ms;
+pub(crate) use writer::Job;
 
 pub mod bench_store;
 pub mod db;
@@ -51,6 +54,7 @@ pub mod outbox;
 pub mod plausible;
 pub mod query;
 pub mod read_access;
+mod writer;
 
 pub use field_args::FieldArgs;
 pub use import_args::ImportArgs;
@@ -89,16 +93,6 @@ pub struct Collector {
     settings: Settings,
     writer: Connection,
     reader: Connection,
-}
-
-enum Job {
-    Insert(Vec<db::Row>, oneshot::Sender<Result<(), db::DbError>>),
-    Retain(f64, oneshot::Sender<Result<usize, db::DbError>>),
-    /// What became of an exported batch (answered when the sender waits for it).
-    Export(
-        outbox::Outcome,
-        Option<oneshot::Sender<Result<(), db::DbError>>>,
-    ),
 }
 
 /// What the collector's handlers share.
@@ -192,8 +186,7 @@ impl Collector {
 
     /// Starts the writer thread and the hourly retention; inside the runtime.
     pub fn start(self) -> Result<Arc<Shared>, CollectorError> {
-        let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
-        let mut conn = self.writer;
+        let (tx, rx) = mpsc::channel::<Job>(QUEUE);
         let outbox = self.settings.otlp.as_ref().map(|o| o.max_backlog);
         // The drainer's own read connection and the file's salt, before the writer
         // thread takes the writing connection.
@@ -201,35 +194,14 @@ impl Collector {
             Some(o) => {
                 // Read-only (SQLite's own mode): the writer thread stays the one writer.
                 let reader = db::open_read_only(&self.settings.path).map_err(CollectorError::Db)?;
-                let salt =
-                    outbox::salt(&conn).map_err(|e| CollectorError::Db(db::DbError::Sql(e)))?;
+                let salt = outbox::salt(&self.writer)
+                    .map_err(|e| CollectorError::Db(db::DbError::Sql(e)))?;
                 Some((o.exporter.clone(), reader, salt))
             }
             None => None,
         };
-        std::thread::Builder::new()
-            .name("ttfx-collect-writer".into())
-            .spawn(move || {
-                while let Some(job) = rx.blocking_recv() {
-                    match job {
-                        Job::Insert(rows, done) => {
-                            let _ = done.send(db::insert_queued(&mut conn, &rows, outbox));
-                        }
-                        Job::Retain(cutoff, done) => {
-                            let _ = done.send(db::remove_before(&mut conn, cutoff));
-                        }
-                        Job::Export(outcome, done) => {
-                            let result = outbox::record(&mut conn, &outcome, export::now_unix_ms())
-                                .map_err(db::DbError::Sql);
-                            if let Some(done) = done {
-                                let _ = done.send(result);
-                            } else if let Err(e) = result {
-                                eprintln!("ttfx serve: OTLP export: cannot record: {e}");
-                            }
-                        }
-                    }
-                }
-            })
+        let checkpoints = db::open(&self.settings.path, false).map_err(CollectorError::Db)?;
+        writer::start(self.writer, checkpoints, rx, outbox)
             .map_err(CollectorError::WriterThread)?;
         let days = self.settings.retention_days;
         if days > 0 {

@@ -338,29 +338,57 @@ pub(crate) fn samples(
     );
     let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
-    // Keyed by the value's Debug text (`Text("a")`, `Null`): rusqlite's Value holds
-    // f64 and so is not Hash.
-    let mut index: HashMap<String, usize> = HashMap::new();
+    // Keyed by the value's bytes with its type (rusqlite's Value holds f64 and so is
+    // not Hash), written into one reused buffer: a million rows cost no allocation
+    // each (a formatted key per row was a tenth of a summary's time, #31).
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
+    let mut key_bytes = Vec::new();
     while let Some(r) = rows.next()? {
-        let key: Value = r.get(0)?;
         let rate: f64 = r.get(2)?;
         let sample = Sample {
             value: r.get(1)?,
             weight: 1.0 / rate,
             at: r.get(3)?,
         };
-        let text = format!("{key:?}");
-        match index.get(&text) {
+        let key = r.get_ref(0)?;
+        group_key(key, &mut key_bytes);
+        match index.get(key_bytes.as_slice()) {
             Some(&i) => groups[i].1.push(sample),
             None => {
+                let key: Value = r.get(0)?;
                 let json = by.map_or(serde_json::Value::Null, |d| key_json(d, &key));
-                index.insert(text, groups.len());
+                index.insert(key_bytes.clone(), groups.len());
                 groups.push((json, vec![sample]));
             }
         }
     }
     Ok(groups)
+}
+
+/// A group's key as bytes: its SQLite type, then its value's bytes (a REAL's bits).
+fn group_key(key: rusqlite::types::ValueRef<'_>, out: &mut Vec<u8>) {
+    use rusqlite::types::ValueRef;
+    out.clear();
+    match key {
+        ValueRef::Null => out.push(0),
+        ValueRef::Integer(i) => {
+            out.push(1);
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        ValueRef::Real(f) => {
+            out.push(2);
+            out.extend_from_slice(&f.to_bits().to_le_bytes());
+        }
+        ValueRef::Text(t) => {
+            out.push(3);
+            out.extend_from_slice(t);
+        }
+        ValueRef::Blob(b) => {
+            out.push(4);
+            out.extend_from_slice(b);
+        }
+    }
 }
 
 /// The largest groups first (then by key), at most [`MAX_GROUPS`]; the number left off.
@@ -583,9 +611,13 @@ pub fn slowest(
         .map(|d| format!("\"{}\"", d.name))
         .collect();
     let value = metric.sql();
+    // The page's ids first, then their rows: sorting the whole rows carried every run's
+    // report through the sort (a million reports read for ten, #31); the ids come from
+    // the narrow index (MIGRATION_QUERY_INDEXES) when the metric is a column.
     let sql = format!(
         "SELECT {value}, at_unix_ms, received_unix_ms, run_id, report, {} FROM runs \
-         WHERE {filter} AND {value} IS NOT NULL ORDER BY {value} DESC, id LIMIT ? OFFSET ?",
+         WHERE id IN (SELECT id FROM runs WHERE {filter} AND {value} IS NOT NULL \
+         ORDER BY {value} DESC, id LIMIT ? OFFSET ?) ORDER BY {value} DESC, id",
         dims.join(", ")
     );
     // One row past the page says whether another page follows.

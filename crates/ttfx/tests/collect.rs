@@ -717,9 +717,10 @@ async fn retention_removes_old_runs_and_a_restart_keeps_the_rest() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(
-        version, 6,
+        version, 7,
         "the schema with the voice turn's and the submit delay's columns, the imported \
-         benchmarks' tables, the arrival's index and the OTLP outbox"
+         benchmarks' tables, the arrival's index, the OTLP outbox and the queries' narrow \
+         index"
     );
 }
 

@@ -30,12 +30,22 @@ enum Section {
     /// (GuideLLM and vLLM layouts): MB/s and peak memory (#29: ≥ 100 MB/s, peak well
     /// under the file's size).
     Import,
+    /// `ttfx serve --collect` under open-loop load (#31): the highest beacon rate at
+    /// p99 ≤ 20 ms for 60 s, p50/p99 at 2,000/s, CPU per beacon, bytes per run; with a
+    /// million runs stored, the reads and `ttfx field` timed, and ingest while they run.
+    /// Release builds; about 12 minutes.
+    Collect {
+        /// Short windows, for development: the figures are not the headline.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     match args.section {
         Some(Section::Fidelity { runs }) => fidelity(runs),
         Some(Section::Import) => import(),
+        Some(Section::Collect { quick }) => collect_load(quick),
         None => all(),
     }
 }
@@ -277,6 +287,36 @@ fn import() -> anyhow::Result<()> {
         Command::new(release.join("examples").join("import_bench"))
             .arg(paths::target().join("bench-import")),
     )
+}
+
+/// The collector's load bench (`e2e/src/bin/collect_load.rs`): `ttfx` and the
+/// generator built in release together (one feature set, so neither rebuilds the
+/// other's dependencies), the generator in its own process, the databases in the target
+/// folder (on disk, as a collector's would be; removed at the end).
+fn collect_load(quick: bool) -> anyhow::Result<()> {
+    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
+        "build",
+        "--quiet",
+        "--locked",
+        "--release",
+        "-p",
+        "ttfx",
+        "-p",
+        "ttfx-e2e",
+        "--bin",
+        "ttfx",
+        "--bin",
+        "collect_load",
+    ]))?;
+    let release = paths::target().join("release");
+    let mut load = Command::new(release.join("collect_load"));
+    load.arg("--dir")
+        .arg(paths::target().join("bench-collect"))
+        .env("TTFX_BIN", release.join("ttfx"));
+    if quick {
+        load.arg("--quick");
+    }
+    cmd::run(&mut load)
 }
 
 /// `ttfx serve` under concurrent SSE streams: the injected TTFT's lateness at 100 and
