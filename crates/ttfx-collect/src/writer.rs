@@ -96,8 +96,8 @@ pub(crate) fn run(conn: &mut Connection, rx: &mut mpsc::Receiver<Job>, outbox: O
                 let _ = done.send(db::remove_before(conn, cutoff));
             }
             Job::Export(outcome, done) => {
-                let result = crate::outbox::record(conn, &outcome, crate::export::now_unix_ms())
-                    .map_err(db::DbError::Sql);
+                let now = ttfx_edge::clock::unix_ms(std::time::SystemTime::now());
+                let result = crate::outbox::record(conn, &outcome, now).map_err(db::DbError::Sql);
                 if let Some(done) = done {
                     let _ = done.send(result);
                 } else if let Err(e) = result {
