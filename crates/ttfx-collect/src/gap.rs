@@ -88,7 +88,7 @@ pub fn gap(conn: &Connection, bench: &StoredBench, pairs: &[Pair], slice: &Slice
             .into_iter()
             .flat_map(|g| g.1)
             .collect();
-        let weighted = ttfx_core::percentile::Weighted::new(&query::pairs(&samples));
+        let weighted = query::weighted(query::pairs(&samples));
         let figures = bench.run.metric(pair.bench);
         let at: Vec<serde_json::Value> = PERCENTILES
             .iter()

@@ -128,7 +128,7 @@ impl Metric {
     fn sql(&self) -> String {
         match self {
             Metric::Column(c) => format!("\"{c}\""),
-            Metric::Gap(m) => format!("json_extract(report, '$.run.gaps.{}')", m.as_str()),
+            Metric::Gap(m) => format!("\"{}\"", super::db::gap_column(*m)),
             Metric::At(m) => format!("json_extract(report, '$.run.milestones.{}')", m.as_str()),
             Metric::ChunkGap => "(CASE WHEN json_extract(report, '$.run.chunks.count') > 1 \
                  THEN (json_extract(report, '$.run.chunks.bins[#-1].to_ms') - \
@@ -293,8 +293,8 @@ pub struct Stats {
 
 impl Stats {
     /// Over `(value, weight)` pairs; `None` when there are none.
-    pub fn of(pairs: &[(f64, f64)]) -> Option<Stats> {
-        let w = Weighted::new(pairs);
+    pub fn of(pairs: Vec<(f64, f64)>) -> Option<Stats> {
+        let w = weighted(pairs);
         Some(Stats {
             count: w.count(),
             weighted_count: w.total_weight(),
@@ -308,6 +308,14 @@ impl Stats {
             p99: w.percentile(99.0)?,
         })
     }
+}
+
+/// The pairs as `Weighted`, sorted by std's sort (pdqsort, in place): ttfx-core's own
+/// sort is chosen for the probe's wasm size and took most of a summary's time at a
+/// million runs (#31).
+pub(crate) fn weighted(mut pairs: Vec<(f64, f64)>) -> Weighted {
+    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    Weighted::from_ascending(pairs)
 }
 
 /// One run's value of the metric, its weight and arrival (series buckets place a run by
@@ -329,12 +337,32 @@ pub(crate) fn samples(
     by: Option<Dimension>,
     slice: &Slice,
 ) -> Result<Vec<Group>, Fail> {
+    let mut found = samples_of(conn, &[metric], by, slice)?;
+    Ok(found.pop().unwrap_or_default())
+}
+
+/// The slice's values of each of `metrics`, grouped by `by`, read in one pass over the
+/// rows (or over the index that holds them all: a summary of every column is one pass
+/// over `runs_narrow`, not one per metric). Per metric, the groups that have values,
+/// in the order they first appear.
+pub(crate) fn samples_of(
+    conn: &Connection,
+    metrics: &[Metric],
+    by: Option<Dimension>,
+    slice: &Slice,
+) -> Result<Vec<Vec<Group>>, Fail> {
     let (filter, params) = slice.where_sql();
     let key = by.map_or("NULL".to_owned(), |d| format!("\"{}\"", d.name));
-    let value = metric.sql();
+    let values: Vec<String> = metrics.iter().map(Metric::sql).collect();
+    // One metric: its rows only. Several: every row of the slice, each metric taking
+    // the values it has.
+    let only = match values.as_slice() {
+        [one] => format!(" AND {one} IS NOT NULL"),
+        _ => String::new(),
+    };
     let sql = format!(
-        "SELECT {key}, {value}, sample_rate, {ARRIVAL} FROM runs \
-         WHERE {filter} AND {value} IS NOT NULL"
+        "SELECT {key}, sample_rate, {ARRIVAL}, {} FROM runs WHERE {filter}{only}",
+        values.join(", ")
     );
     let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
@@ -342,28 +370,48 @@ pub(crate) fn samples(
     // not Hash), written into one reused buffer: a million rows cost no allocation
     // each (a formatted key per row was a tenth of a summary's time, #31).
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut groups: Vec<Group> = Vec::new();
+    let mut keys: Vec<serde_json::Value> = Vec::new();
+    // [metric][group] → samples.
+    let mut per_metric: Vec<Vec<Vec<Sample>>> = metrics.iter().map(|_| Vec::new()).collect();
     let mut key_bytes = Vec::new();
     while let Some(r) = rows.next()? {
-        let rate: f64 = r.get(2)?;
-        let sample = Sample {
-            value: r.get(1)?,
-            weight: 1.0 / rate,
-            at: r.get(3)?,
-        };
-        let key = r.get_ref(0)?;
-        group_key(key, &mut key_bytes);
-        match index.get(key_bytes.as_slice()) {
-            Some(&i) => groups[i].1.push(sample),
+        let rate: f64 = r.get(1)?;
+        let at: f64 = r.get(2)?;
+        group_key(r.get_ref(0)?, &mut key_bytes);
+        let group = match index.get(key_bytes.as_slice()) {
+            Some(&i) => i,
             None => {
                 let key: Value = r.get(0)?;
-                let json = by.map_or(serde_json::Value::Null, |d| key_json(d, &key));
-                index.insert(key_bytes.clone(), groups.len());
-                groups.push((json, vec![sample]));
+                keys.push(by.map_or(serde_json::Value::Null, |d| key_json(d, &key)));
+                index.insert(key_bytes.clone(), keys.len() - 1);
+                keys.len() - 1
             }
+        };
+        for (m, groups) in per_metric.iter_mut().enumerate() {
+            let Some(value) = r.get::<_, Option<f64>>(3 + m)? else {
+                continue;
+            };
+            if groups.len() <= group {
+                groups.resize_with(group + 1, Vec::new);
+            }
+            groups[group].push(Sample {
+                value,
+                weight: 1.0 / rate,
+                at,
+            });
         }
     }
-    Ok(groups)
+    Ok(per_metric
+        .into_iter()
+        .map(|groups| {
+            groups
+                .into_iter()
+                .enumerate()
+                .filter(|(_, s)| !s.is_empty())
+                .map(|(g, s)| (keys[g].clone(), s))
+                .collect()
+        })
+        .collect())
 }
 
 /// A group's key as bytes: its SQLite type, then its value's bytes (a REAL's bits).
@@ -413,7 +461,46 @@ pub(crate) fn pairs(samples: &[Sample]) -> Vec<(f64, f64)> {
 }
 
 fn stats_json(samples: &[Sample]) -> serde_json::Value {
-    Stats::of(&pairs(samples)).map_or(serde_json::Value::Null, |s| json!(s))
+    Stats::of(pairs(samples)).map_or(serde_json::Value::Null, |s| json!(s))
+}
+
+/// The stats of every group of every metric, on as many threads as the machine has:
+/// sorting is most of a summary's time, and each group sorts alone.
+fn stats_of_all(per_metric: &[Vec<Group>]) -> Vec<Vec<serde_json::Value>> {
+    let jobs: Vec<(usize, usize)> = per_metric
+        .iter()
+        .enumerate()
+        .flat_map(|(m, groups)| (0..groups.len()).map(move |g| (m, g)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let done: Vec<Vec<(usize, usize, serde_json::Value)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.min(jobs.len()).max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(m, g)) = jobs.get(i) else { break };
+                        out.push((m, g, stats_json(&per_metric[m][g].1)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    let mut out: Vec<Vec<serde_json::Value>> = per_metric
+        .iter()
+        .map(|groups| vec![serde_json::Value::Null; groups.len()])
+        .collect();
+    for (m, g, stats) in done.into_iter().flatten() {
+        out[m][g] = stats;
+    }
+    out
 }
 
 pub(crate) fn runs_in(conn: &Connection, slice: &Slice) -> Result<u64, Fail> {
@@ -433,28 +520,48 @@ fn with_group(key: serde_json::Value, rest: serde_json::Value) -> serde_json::Va
 }
 
 /// Percentiles per group of `metric` (every metric with values when `None`).
+///
+/// Every metric: one pass over the metric columns, one over the gap columns (each an
+/// index of its own, migrations 7 and 8), not one pass per metric; each pass's groups
+/// are summarised (in parallel) and dropped before the next is read, so a summary holds
+/// one pass's values at a time (16 B per value: 176 MB for eleven metrics of a million
+/// runs).
 pub fn summary(
     conn: &Connection,
     metric: Option<Metric>,
     by: Option<Dimension>,
     slice: &Slice,
 ) -> Answer {
-    let metrics = match metric {
-        Some(m) => vec![m],
-        None => Metric::all(),
+    let passes: Vec<Vec<Metric>> = match metric {
+        Some(m) => vec![vec![m]],
+        None => {
+            let (columns, gaps): (Vec<Metric>, Vec<Metric>) = Metric::all()
+                .into_iter()
+                .partition(|m| matches!(m, Metric::Column(_)));
+            vec![columns, gaps]
+        }
     };
     let mut out = Vec::new();
-    for m in metrics {
-        let found = samples(conn, m, by, slice)?;
-        if found.is_empty() && metric.is_none() {
-            continue;
+    for metrics in passes {
+        let found = samples_of(conn, &metrics, by, slice)?;
+        let (kept, left_off): (Vec<Vec<Group>>, Vec<usize>) =
+            found.into_iter().map(largest).unzip();
+        let stats = stats_of_all(&kept);
+        for ((m, groups), (stats, left_off)) in
+            metrics.iter().zip(kept).zip(stats.into_iter().zip(left_off))
+        {
+            if groups.is_empty() && metric.is_none() {
+                continue;
+            }
+            let groups: Vec<serde_json::Value> = groups
+                .into_iter()
+                .zip(stats)
+                .map(|((key, _), s)| with_group(key, s))
+                .collect();
+            out.push(
+                json!({ "metric": m.name(), "groups": groups, "groups_left_off": left_off }),
+            );
         }
-        let (groups, left_off) = largest(found);
-        let groups: Vec<serde_json::Value> = groups
-            .into_iter()
-            .map(|(key, s)| with_group(key, stats_json(&s)))
-            .collect();
-        out.push(json!({ "metric": m.name(), "groups": groups, "groups_left_off": left_off }));
     }
     let mut doc = slice.echo();
     doc.insert("by".into(), json!(by.map(|d| d.name)));
@@ -681,14 +788,17 @@ pub fn dimensions(conn: &Connection, slice: &Slice) -> Answer {
             metrics.push(json!({ "metric": c, "count": n }));
         }
     }
-    let gap_sql = format!(
-        "SELECT g.key, COUNT(*) FROM runs, json_each(runs.report, '$.run.gaps') AS g \
-         WHERE {filter} GROUP BY g.key"
-    );
-    let gaps = run(&gap_sql)?;
-    for m in Milestone::ALL {
-        let name = Value::Text(m.as_str().to_owned());
-        if let Some((_, n)) = gaps.iter().find(|(k, _)| *k == name) {
+    // The gaps' columns (migration 8), counted from their own index.
+    let gap_counts: Vec<String> = Milestone::ALL
+        .iter()
+        .map(|m| format!("COUNT(\"{}\")", super::db::gap_column(*m)))
+        .collect();
+    let sql = format!("SELECT {} FROM runs WHERE {filter}", gap_counts.join(", "));
+    let gaps: Vec<i64> = conn.query_row(&sql, rusqlite::params_from_iter(params.clone()), |r| {
+        (0..Milestone::ALL.len()).map(|i| r.get(i)).collect()
+    })?;
+    for (m, n) in Milestone::ALL.into_iter().zip(gaps) {
+        if n > 0 {
             metrics.push(json!({ "metric": Metric::Gap(m).name(), "count": n }));
         }
     }

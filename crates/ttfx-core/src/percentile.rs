@@ -28,10 +28,15 @@ fn percentile_of_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
         return None;
     }
-    let h = (sorted.len() - 1) as f64 * p / 100.0;
+    Some(linear_at(sorted.len(), p, |i| sorted[i]))
+}
+
+/// numpy's linear rule over `n` (≥ 1) ascending values read by `at`, `p` in 0–100.
+fn linear_at(n: usize, p: f64, at: impl Fn(usize) -> f64) -> f64 {
+    let h = (n - 1) as f64 * p / 100.0;
     let lo = h.floor() as usize;
-    let hi = (lo + 1).min(sorted.len() - 1);
-    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+    let hi = (lo + 1).min(n - 1);
+    at(lo) + (h - lo as f64) * (at(hi) - at(lo))
 }
 
 /// Values that each stand for `weight` runs, for percentiles of a sampled population
@@ -49,6 +54,8 @@ fn percentile_of_sorted(sorted: &[f64], p: f64) -> Option<f64> {
 pub struct Weighted {
     /// (value, weight), ascending by value; finite values, finite positive weights.
     sorted: Vec<(f64, f64)>,
+    /// Every weight is the same: the plain rule applies (found once, not per percentile).
+    equal: bool,
 }
 
 impl Weighted {
@@ -61,12 +68,31 @@ impl Weighted {
             .filter(|&(v, w)| v.is_finite() && w.is_finite() && w > 0.0)
             .collect();
         let keys: Vec<f64> = kept.iter().map(|p| p.0).collect();
-        Weighted {
-            sorted: ascending_order(&keys)
+        Weighted::of_sorted(
+            ascending_order(&keys)
                 .into_iter()
                 .map(|i| kept[i])
                 .collect(),
+        )
+    }
+
+    /// As [`Weighted::new`], for a caller that sorted `pairs` by value already (f64's
+    /// total order), with its own sort: ttfx-core's is a merge sort of indices chosen for
+    /// the probe's wasm size (order.rs), several times slower than std's on the million
+    /// values a collector's summary may hold. Pairs found out of order are sorted here,
+    /// so a caller's mistake costs time, never a wrong percentile.
+    pub fn from_ascending(mut pairs: Vec<(f64, f64)>) -> Weighted {
+        pairs.retain(|&(v, w)| v.is_finite() && w.is_finite() && w > 0.0);
+        if pairs.windows(2).all(|w| w[0].0.total_cmp(&w[1].0).is_le()) {
+            Weighted::of_sorted(pairs)
+        } else {
+            Weighted::new(&pairs)
         }
+    }
+
+    fn of_sorted(sorted: Vec<(f64, f64)>) -> Weighted {
+        let equal = sorted.windows(2).all(|w| w[0].1 == w[1].1);
+        Weighted { sorted, equal }
     }
 
     /// How many values (runs) there are.
@@ -79,21 +105,14 @@ impl Weighted {
         self.sorted.iter().map(|p| p.1).sum()
     }
 
-    fn equal_weights(&self) -> Option<Vec<f64>> {
-        let first = self.sorted.first()?.1;
-        self.sorted
-            .iter()
-            .all(|p| p.1 == first)
-            .then(|| self.sorted.iter().map(|p| p.0).collect())
-    }
-
     /// Σ weight·value / Σ weight; with equal weights the plain mean, as [`Summary`]'s.
     pub fn mean(&self) -> Option<f64> {
-        if let Some(values) = self.equal_weights() {
-            return Some(values.iter().sum::<f64>() / values.len() as f64);
-        }
         if self.sorted.is_empty() {
             return None;
+        }
+        if self.equal {
+            let sum: f64 = self.sorted.iter().map(|p| p.0).sum();
+            return Some(sum / self.sorted.len() as f64);
         }
         let sum: f64 = self.sorted.iter().map(|&(v, w)| v * w).sum();
         Some(sum / self.total_weight())
@@ -110,11 +129,11 @@ impl Weighted {
     /// The `p`-th percentile (0–100) by the rule above; `None` for no values or `p`
     /// outside 0–100.
     pub fn percentile(&self, p: f64) -> Option<f64> {
-        if let Some(values) = self.equal_weights() {
-            return percentile_of_sorted(&values, p);
-        }
         if self.sorted.is_empty() || !(0.0..=100.0).contains(&p) {
             return None;
+        }
+        if self.equal {
+            return Some(linear_at(self.sorted.len(), p, |i| self.sorted[i].0));
         }
         let w_min = self
             .sorted
@@ -303,5 +322,33 @@ mod tests {
         assert_eq!(w.percentile(0.0), Some(1.0));
         assert_eq!(w.percentile(100.0), Some(3.0));
         assert_eq!(w.percentile(50.0), Some(2.0));
+    }
+
+    /// A caller's own sort gives the same answers; pairs handed over out of order are
+    /// sorted, never read as if they were in order.
+    #[test]
+    fn from_ascending_agrees_with_new_sorted_or_not() {
+        let unequal = vec![
+            (3.0, 1.0),
+            (1.0, 4.0),
+            (2.0, 1.0),
+            (f64::NAN, 1.0),
+            (5.0, 0.0),
+            (4.0, 2.0),
+        ];
+        let equal: Vec<(f64, f64)> = unequal.iter().map(|&(v, _)| (v, 2.0)).collect();
+        for pairs in [unequal, equal] {
+            let mut sorted = pairs.clone();
+            sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let reference = Weighted::new(&pairs);
+            for given in [sorted, pairs.clone()] {
+                let w = Weighted::from_ascending(given);
+                assert_eq!(w.count(), reference.count());
+                assert_eq!(w.mean(), reference.mean());
+                for p in [0.0, 10.0, 37.5, 50.0, 90.0, 99.0, 100.0] {
+                    assert_eq!(w.percentile(p), reference.percentile(p), "p{p}");
+                }
+            }
+        }
     }
 }
