@@ -200,6 +200,12 @@ CREATE INDEX runs_narrow ON runs (
 /// field FILE.db`) read each gap with `json_extract` over every stored report: 22 passes
 /// over about 5 GB at a million runs, minutes; the columns make it one pass over an index.
 /// The backfill reads each report once; at a million runs it takes a while, once.
+///
+/// And `metrics_seen`: the metric columns (and gap columns) at least one stored run has a
+/// value in, kept by every insert. A summary of every metric reads only those: most of
+/// the 50 are a voice turn's or a barge-in's, empty in a chat product's file, and each
+/// column read costs the same per row whether it holds a value or not. A name stays when
+/// retention removes the runs that had it (reading an empty column is only slower).
 const MIGRATION_GAP_COLUMNS: &str = "
 ALTER TABLE runs ADD COLUMN gap_speech_start_ms REAL;
 ALTER TABLE runs ADD COLUMN gap_speech_end_ms REAL;
@@ -256,6 +262,107 @@ CREATE INDEX runs_gaps ON runs (
     gap_first_audio_scheduled_ms, gap_first_audio_out_ms, gap_last_token_ms, gap_done_ms,
     gap_aborted_ms, gap_error_ms
 );
+CREATE TABLE metrics_seen (name TEXT PRIMARY KEY) WITHOUT ROWID;
+INSERT INTO metrics_seen (name)
+    SELECT 'ttft_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE ttft_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'ttft_visible_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE ttft_visible_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'e2e_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE e2e_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'tpot_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE tpot_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'output_tokens' WHERE EXISTS (SELECT 1 FROM runs WHERE output_tokens IS NOT NULL)
+    UNION ALL
+    SELECT 'output_tokens_per_s' WHERE EXISTS (SELECT 1 FROM runs WHERE output_tokens_per_s IS NOT NULL)
+    UNION ALL
+    SELECT 'decode_tokens_per_s' WHERE EXISTS (SELECT 1 FROM runs WHERE decode_tokens_per_s IS NOT NULL)
+    UNION ALL
+    SELECT 'dom_lag_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE dom_lag_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'render_lag_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE render_lag_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'ttfa_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE ttfa_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'ttfa_from_tts_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE ttfa_from_tts_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'rtf' WHERE EXISTS (SELECT 1 FROM runs WHERE rtf IS NOT NULL)
+    UNION ALL
+    SELECT 'audio_arrival_rate' WHERE EXISTS (SELECT 1 FROM runs WHERE audio_arrival_rate IS NOT NULL)
+    UNION ALL
+    SELECT 'audio_behind_text_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE audio_behind_text_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'underrun_count' WHERE EXISTS (SELECT 1 FROM runs WHERE underrun_count IS NOT NULL)
+    UNION ALL
+    SELECT 'underrun_silence_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE underrun_silence_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'handoff_time_lost_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE handoff_time_lost_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'stall_count' WHERE EXISTS (SELECT 1 FROM runs WHERE stall_count IS NOT NULL)
+    UNION ALL
+    SELECT 'voice_to_voice_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE voice_to_voice_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'stage_endpointing_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE stage_endpointing_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'stage_transcription_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE stage_transcription_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'stage_llm_request_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE stage_llm_request_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'stage_llm_first_token_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE stage_llm_first_token_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'stage_first_sentence_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE stage_first_sentence_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'stage_tts_first_byte_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE stage_tts_first_byte_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'stage_playout_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE stage_playout_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'interrupt_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE interrupt_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'submit_delay_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE submit_delay_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_speech_start_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_speech_start_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_speech_end_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_speech_end_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_stt_first_partial_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_stt_first_partial_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_stt_final_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_stt_final_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_submit_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_submit_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_request_start_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_request_start_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_headers_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_headers_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_byte_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_byte_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_event_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_event_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_token_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_token_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_visible_token_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_visible_token_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_dom_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_dom_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_paint_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_paint_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_sentence_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_sentence_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_tts_request_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_tts_request_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_audio_byte_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_audio_byte_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_audio_scheduled_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_audio_scheduled_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_first_audio_out_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_first_audio_out_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_last_token_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_last_token_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_done_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_done_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_aborted_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_aborted_ms IS NOT NULL)
+    UNION ALL
+    SELECT 'gap_error_ms' WHERE EXISTS (SELECT 1 FROM runs WHERE gap_error_ms IS NOT NULL);
 ";
 
 /// The column of a milestone's client − server gap (migration 8): `gap_<milestone>_ms`.
@@ -667,8 +774,8 @@ fn real(value: Option<f64>) -> Value {
         .map_or(Value::Null, Value::Real)
 }
 
-/// The columns an insert fills, in order.
-fn insert_sql() -> String {
+/// The columns an insert fills, in [`values`]' order: the metrics and gaps last.
+fn value_columns() -> Vec<String> {
     let mut columns = vec![
         "at_unix_ms",
         "received_unix_ms",
@@ -680,6 +787,11 @@ fn insert_sql() -> String {
     columns.extend(METRIC_COLUMNS);
     let mut columns: Vec<String> = columns.into_iter().map(str::to_owned).collect();
     columns.extend(ttfx_core::Milestone::ALL.into_iter().map(gap_column));
+    columns
+}
+
+fn insert_sql() -> String {
+    let columns = value_columns();
     let marks = vec!["?"; columns.len()].join(", ");
     format!("INSERT INTO runs ({}) VALUES ({marks})", columns.join(", "))
 }
@@ -746,17 +858,41 @@ pub fn insert_queued(
     tx.commit().map_err(DbError::Sql)
 }
 
-/// The new rows' ids, in order.
+/// The new rows' ids, in order. The metric and gap columns the rows have values in are
+/// recorded in `metrics_seen` (a lookup each when already there).
 fn insert_in(tx: &Transaction<'_>, rows: &[Row]) -> Result<Vec<i64>, DbError> {
+    let columns = value_columns();
+    let first_metric = columns.len() - METRIC_COLUMNS.len() - ttfx_core::Milestone::ALL.len();
+    let mut seen = vec![false; columns.len() - first_metric];
     let mut stmt = tx.prepare_cached(&insert_sql()).map_err(DbError::Sql)?;
     let mut ids = Vec::with_capacity(rows.len());
     for row in rows {
         let v = values(row).map_err(DbError::Encode)?;
+        for (s, value) in seen.iter_mut().zip(&v[first_metric..]) {
+            *s |= *value != Value::Null;
+        }
         stmt.execute(rusqlite::params_from_iter(v))
             .map_err(DbError::Sql)?;
         ids.push(tx.last_insert_rowid());
     }
+    let mut mark = tx
+        .prepare_cached("INSERT OR IGNORE INTO metrics_seen (name) VALUES (?1)")
+        .map_err(DbError::Sql)?;
+    for (name, _) in columns[first_metric..]
+        .iter()
+        .zip(&seen)
+        .filter(|(_, s)| **s)
+    {
+        mark.execute([name]).map_err(DbError::Sql)?;
+    }
     Ok(ids)
+}
+
+/// The metric and gap columns that have a value in at least one stored run.
+pub fn metrics_seen(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached("SELECT name FROM metrics_seen")?;
+    let names = stmt.query_map([], |r| r.get(0))?;
+    names.collect()
 }
 
 /// Removes the runs that arrived before `cutoff_unix_ms` (the collector's clock, never
@@ -957,7 +1093,10 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        let want: Vec<String> = ttfx_core::Milestone::ALL.into_iter().map(gap_column).collect();
+        let want: Vec<String> = ttfx_core::Milestone::ALL
+            .into_iter()
+            .map(gap_column)
+            .collect();
         assert_eq!(columns, want);
         let read = |sql: &str| -> Vec<Option<f64>> {
             conn.prepare(sql)
@@ -967,13 +1106,22 @@ mod tests {
                 .collect::<Result<_, _>>()
                 .unwrap()
         };
-        assert_eq!(read("SELECT gap_headers_ms FROM runs ORDER BY id"), [Some(4.5), None]);
+        assert_eq!(
+            read("SELECT gap_headers_ms FROM runs ORDER BY id"),
+            [Some(4.5), None]
+        );
         assert_eq!(
             read("SELECT gap_first_token_ms FROM runs ORDER BY id"),
             [Some(-12.25), None]
         );
-        assert_eq!(read("SELECT gap_done_ms FROM runs ORDER BY id"), [Some(0.0), None]);
-        assert_eq!(read("SELECT gap_first_byte_ms FROM runs ORDER BY id"), [None, None]);
+        assert_eq!(
+            read("SELECT gap_done_ms FROM runs ORDER BY id"),
+            [Some(0.0), None]
+        );
+        assert_eq!(
+            read("SELECT gap_first_byte_ms FROM runs ORDER BY id"),
+            [None, None]
+        );
     }
 
     /// An insert fills each gap column with the report's gap, as the migration's
@@ -990,7 +1138,11 @@ mod tests {
         }))
         .unwrap();
         for (i, m) in ttfx_core::Milestone::ALL.iter().enumerate() {
-            report.run.gaps.0.push((m.as_str().to_owned(), i as f64 * 1.5 - 7.0));
+            report
+                .run
+                .gaps
+                .0
+                .push((m.as_str().to_owned(), i as f64 * 1.5 - 7.0));
         }
         let row = Row {
             report,

@@ -27,6 +27,13 @@ pub const BATCH: usize = 512;
 pub const DEFAULT_MAX_BACKLOG: u64 = 100_000;
 /// How often an idle drainer looks at the outbox even without a wake-up.
 const IDLE: Duration = Duration::from_secs(5);
+/// The least time between two sends of a batch that is not full: runs that arrive in
+/// the meantime join the next batch, so a steady stream of beacons goes out as about
+/// one request per signal a second, not one per run (measured before: 102,050 requests
+/// for 124,000 runs at 2,000 beacons/s). A full batch goes at once: a backlog drains at
+/// full speed. (OpenTelemetry's batch span processor waits 5 s by default; a second
+/// keeps a backend's view of the last minute whole.)
+pub const BATCH_WAIT: Duration = Duration::from_secs(1);
 /// A failing export is logged at its first retry and then every this many.
 const LOG_EVERY: u32 = 20;
 
@@ -99,6 +106,7 @@ pub(crate) async fn drain(
             }
         }
     };
+    let mut last_send: Option<tokio::time::Instant> = None;
     loop {
         let (runs, unreadable) = match next_batch(&reader).await {
             Ok(b) => b,
@@ -125,6 +133,11 @@ pub(crate) async fn drain(
             let _ = tokio::time::timeout(IDLE, wake.notified()).await;
             continue;
         }
+        if let Some(wait) = batch_wait(runs.len(), last_send) {
+            tokio::time::sleep(wait).await;
+            continue;
+        }
+        last_send = Some(tokio::time::Instant::now());
         let ids: Vec<i64> = runs.iter().map(|r| r.row_id).collect();
         let jobs_for_retry = jobs.clone();
         let mut on_retry = move |r: Retrying<'_>| {
@@ -160,6 +173,16 @@ pub(crate) async fn drain(
             return;
         }
     }
+}
+
+/// How long a batch of `len` runs waits before it is sent: a full batch never, a
+/// partial one until [`BATCH_WAIT`] has passed since the last send.
+fn batch_wait(len: usize, last_send: Option<tokio::time::Instant>) -> Option<Duration> {
+    if len >= BATCH {
+        return None;
+    }
+    let since = last_send?.elapsed();
+    (since < BATCH_WAIT).then(|| BATCH_WAIT - since)
 }
 
 /// What a backfill did.
@@ -235,4 +258,22 @@ pub enum BackfillError {
 /// Now, for an outcome's time.
 pub fn now_unix_ms() -> f64 {
     unix_ms(SystemTime::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full batch and the first batch go at once; a partial batch right after a send
+    /// waits out the rest of the second, and not longer.
+    #[test]
+    fn only_a_partial_batch_soon_after_a_send_waits() {
+        let now = tokio::time::Instant::now();
+        assert_eq!(batch_wait(BATCH, Some(now)), None);
+        assert_eq!(batch_wait(1, None), None);
+        let wait = batch_wait(1, Some(now)).unwrap();
+        assert!(wait <= BATCH_WAIT && wait > BATCH_WAIT / 2, "{wait:?}");
+        let long_ago = now.checked_sub(BATCH_WAIT * 2).unwrap();
+        assert_eq!(batch_wait(1, Some(long_ago)), None);
+    }
 }

@@ -83,8 +83,19 @@ pub fn run(args: FieldArgs) -> Result<(), FieldError> {
         }
         return Ok(());
     }
-    let doc = query::on_one_snapshot(&conn, |c| query::summary(c, metric, by, &slice))
-        .map_err(FieldError::Query)?;
+    // Every metric reads two indexes: a second connection reads the other at once.
+    let helper = metric
+        .is_none()
+        .then(|| {
+            db::open_read_only(&args.file)
+                .ok()
+                .map(std::sync::Mutex::new)
+        })
+        .flatten();
+    let doc = query::on_one_snapshot(&conn, |c| {
+        query::summary_with(c, helper.as_ref(), metric, by, &slice)
+    })
+    .map_err(FieldError::Query)?;
     if args.json {
         let text = serde_json::to_string_pretty(&doc).map_err(FieldError::Write)?;
         println!("{}", escape_json_controls(&text));

@@ -84,11 +84,11 @@ pub fn gap(conn: &Connection, bench: &StoredBench, pairs: &[Pair], slice: &Slice
     let mut rows = Vec::new();
     for pair in pairs {
         let field_metric = Metric::parse(pair.field)?;
-        let samples: Vec<query::Sample> = query::samples(conn, field_metric, None, slice)?
+        let samples: Vec<query::Sample> = query::samples(conn, field_metric, None, slice, false)?
             .into_iter()
             .flat_map(|g| g.1)
             .collect();
-        let weighted = query::weighted(query::pairs(&samples));
+        let weighted = query::weighted(samples);
         let figures = bench.run.metric(pair.bench);
         let at: Vec<serde_json::Value> = PERCENTILES
             .iter()

@@ -406,7 +406,10 @@ async fn summary(State(shared): State<Arc<Shared>>, Query(q): Q) -> Response {
         let metric = p.take("metric")?.map(|m| Metric::parse(&m)).transpose()?;
         let by = p.by()?;
         let slice = p.slice("metric, by, ", now)?;
-        Ok(move |c: &rusqlite::Connection| query::summary(c, metric, by, &slice))
+        let helper = shared.helper();
+        Ok(move |c: &rusqlite::Connection| {
+            query::summary_with(c, Some(&helper), metric, by, &slice)
+        })
     })();
     answer(&shared, parsed).await
 }

@@ -101,6 +101,9 @@ pub struct Shared {
     pub refused_full: std::sync::atomic::AtomicU64,
     jobs: mpsc::Sender<Job>,
     reader: Arc<Mutex<Connection>>,
+    /// A second read connection, for the summary of every metric to read its two
+    /// indexes at once (`query::summary_with`); read-only.
+    helper: Arc<Mutex<Connection>>,
     buckets: limits::Buckets,
     settings: Settings,
     /// Wakes the OTLP drainer after an insert queued runs.
@@ -201,6 +204,7 @@ impl Collector {
             None => None,
         };
         let checkpoints = db::open(&self.settings.path, false).map_err(CollectorError::Db)?;
+        let helper = db::open_read_only(&self.settings.path).map_err(CollectorError::Db)?;
         writer::start(self.writer, checkpoints, rx, outbox)
             .map_err(CollectorError::WriterThread)?;
         let days = self.settings.retention_days;
@@ -239,6 +243,7 @@ impl Collector {
             refused_full: std::sync::atomic::AtomicU64::new(0),
             jobs: tx,
             reader: Arc::new(Mutex::new(self.reader)),
+            helper: Arc::new(Mutex::new(helper)),
             buckets: limits::Buckets::new(self.settings.rate_per_s, self.settings.burst),
             settings: self.settings,
         }))
@@ -294,6 +299,11 @@ impl Shared {
             Ok(Err(e)) => Err(StoreError::Db(e)),
             Err(_) => Err(StoreError::Closed),
         }
+    }
+
+    /// The second read connection (`query::summary_with`).
+    pub(crate) fn helper(&self) -> Arc<Mutex<Connection>> {
+        self.helper.clone()
     }
 
     /// Whether stored runs are exported over OTLP.

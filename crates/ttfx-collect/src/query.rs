@@ -8,6 +8,7 @@
 //! by weight; with equal weights exactly `stats::percentile`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
 use rusqlite::Connection;
 use rusqlite::types::Value;
@@ -122,6 +123,15 @@ impl Metric {
                     choices.join(", ")
                 ))
             })
+    }
+
+    /// The column that holds it, for the metrics that have one (`metrics_seen` names).
+    fn column(&self) -> Option<String> {
+        match self {
+            Metric::Column(c) => Some((*c).to_owned()),
+            Metric::Gap(m) => Some(super::db::gap_column(*m)),
+            Metric::At(_) | Metric::ChunkGap => None,
+        }
     }
 
     /// The SQL expression of its value (names from the fixed lists above, never input).
@@ -310,58 +320,109 @@ impl Stats {
     }
 }
 
-/// The pairs as `Weighted`, sorted by std's sort (pdqsort, in place): ttfx-core's own
-/// sort is chosen for the probe's wasm size and took most of a summary's time at a
-/// million runs (#31).
+/// The pairs as `Weighted`, sorted here by std's sort: ttfx-core's own sort is chosen
+/// for the probe's wasm size and took most of a summary's time at a million runs (#31).
+/// The key is the value's bits mapped so that integer order is `f64::total_cmp`'s (as
+/// `total_cmp` itself does, once per value rather than twice per comparison). (A radix
+/// sort, radsort, was slower on these 16-byte pairs: 24 % of a summary against 10 %.)
 pub(crate) fn weighted(mut pairs: Vec<(f64, f64)>) -> Weighted {
-    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    pairs.sort_unstable_by_key(|p| total_order_key(p.0));
     Weighted::from_ascending(pairs)
 }
 
-/// One run's value of the metric, its weight and arrival (series buckets place a run by
-/// it, as `since` selects it). About 24 bytes: a query holds
-/// every value of its slice (the percentiles are exact), grouped as it reads them.
-pub(crate) struct Sample {
-    pub(crate) value: f64,
-    pub(crate) weight: f64,
-    at: f64,
+/// `v`'s bits as an integer in `f64::total_cmp`'s order: negatives flipped whole,
+/// positives with the sign bit set.
+fn total_order_key(v: f64) -> u64 {
+    let bits = v.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
 }
 
-/// The samples of one group, under the group's key (`null` without `by`).
-pub(crate) type Group = (serde_json::Value, Vec<Sample>);
+/// One run's value of the metric and its weight: 16 bytes, as `Weighted` sorts them (a
+/// query holds every value of its slice, the percentiles being exact, and sorts them in
+/// place).
+pub(crate) type Sample = (f64, f64);
 
-/// The slice's values of `metric`, grouped by `by`, in the order groups first appear.
+/// The samples of one group under the group's key (`null` without `by`), and when asked
+/// for (a series places runs by it, as `since` selects them) each one's arrival.
+pub(crate) type Group = (serde_json::Value, Vec<Sample>, Vec<f64>);
+
+/// The slice's values of `metric`, grouped by `by`, in the order groups first appear;
+/// `with_arrival` as [`samples_of`]'.
 pub(crate) fn samples(
     conn: &Connection,
     metric: Metric,
     by: Option<Dimension>,
     slice: &Slice,
+    with_arrival: bool,
 ) -> Result<Vec<Group>, Fail> {
-    let mut found = samples_of(conn, &[metric], by, slice)?;
+    let mut found = samples_of(conn, &[metric], by, slice, with_arrival)?;
     Ok(found.pop().unwrap_or_default())
+}
+
+/// Group keys (a value's bytes with its type) to their index. Linear while there are
+/// few, as a summary by label or engine has: comparing a few short keys costs less than
+/// hashing one, a million times.
+#[derive(Default)]
+struct GroupIndex {
+    few: Vec<(Vec<u8>, usize)>,
+    many: HashMap<Vec<u8>, usize>,
+}
+
+impl GroupIndex {
+    const FEW: usize = 16;
+
+    fn get(&self, key: &[u8]) -> Option<usize> {
+        if self.many.is_empty() {
+            self.few.iter().find(|(k, _)| k == key).map(|(_, i)| *i)
+        } else {
+            self.many.get(key).copied()
+        }
+    }
+
+    fn insert(&mut self, key: &[u8], i: usize) {
+        if self.many.is_empty() && self.few.len() < Self::FEW {
+            self.few.push((key.to_vec(), i));
+            return;
+        }
+        self.many.extend(self.few.drain(..));
+        self.many.insert(key.to_vec(), i);
+    }
 }
 
 /// The slice's values of each of `metrics`, grouped by `by`, read in one pass over the
 /// rows (or over the index that holds them all: a summary of every column is one pass
 /// over `runs_narrow`, not one per metric). Per metric, the groups that have values,
 /// in the order they first appear.
+/// `with_arrival`: read each run's arrival into its samples (a series places them by
+/// it; the others leave it 0 and skip reading it).
 pub(crate) fn samples_of(
     conn: &Connection,
     metrics: &[Metric],
     by: Option<Dimension>,
     slice: &Slice,
+    with_arrival: bool,
 ) -> Result<Vec<Vec<Group>>, Fail> {
     let (filter, params) = slice.where_sql();
     let key = by.map_or("NULL".to_owned(), |d| format!("\"{}\"", d.name));
-    let values: Vec<String> = metrics.iter().map(Metric::sql).collect();
+    let mut values: Vec<String> = metrics.iter().map(Metric::sql).collect();
     // One metric: its rows only. Several: every row of the slice, each metric taking
     // the values it has.
     let only = match values.as_slice() {
         [one] => format!(" AND {one} IS NOT NULL"),
         _ => String::new(),
     };
+    let first = if with_arrival {
+        values.insert(0, ARRIVAL.to_owned());
+        3
+    } else {
+        2
+    };
     let sql = format!(
-        "SELECT {key}, sample_rate, {ARRIVAL}, {} FROM runs WHERE {filter}{only}",
+        "SELECT {key}, sample_rate, {} FROM runs WHERE {filter}{only}",
         values.join(", ")
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -369,36 +430,39 @@ pub(crate) fn samples_of(
     // Keyed by the value's bytes with its type (rusqlite's Value holds f64 and so is
     // not Hash), written into one reused buffer: a million rows cost no allocation
     // each (a formatted key per row was a tenth of a summary's time, #31).
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut index = GroupIndex::default();
     let mut keys: Vec<serde_json::Value> = Vec::new();
     // [metric][group] → samples.
-    let mut per_metric: Vec<Vec<Vec<Sample>>> = metrics.iter().map(|_| Vec::new()).collect();
+    let mut per_metric: Vec<Vec<(Vec<Sample>, Vec<f64>)>> =
+        metrics.iter().map(|_| Vec::new()).collect();
     let mut key_bytes = Vec::new();
     while let Some(r) = rows.next()? {
         let rate: f64 = r.get(1)?;
-        let at: f64 = r.get(2)?;
+        let at: f64 = if with_arrival { r.get(2)? } else { 0.0 };
         group_key(r.get_ref(0)?, &mut key_bytes);
-        let group = match index.get(key_bytes.as_slice()) {
-            Some(&i) => i,
+        let group = match index.get(&key_bytes) {
+            Some(i) => i,
             None => {
                 let key: Value = r.get(0)?;
                 keys.push(by.map_or(serde_json::Value::Null, |d| key_json(d, &key)));
-                index.insert(key_bytes.clone(), keys.len() - 1);
+                index.insert(&key_bytes, keys.len() - 1);
                 keys.len() - 1
             }
         };
         for (m, groups) in per_metric.iter_mut().enumerate() {
-            let Some(value) = r.get::<_, Option<f64>>(3 + m)? else {
-                continue;
+            let value = match r.get_ref(first + m)? {
+                rusqlite::types::ValueRef::Real(v) => v,
+                rusqlite::types::ValueRef::Integer(i) => i as f64,
+                _ => continue,
             };
             if groups.len() <= group {
-                groups.resize_with(group + 1, Vec::new);
+                groups.resize_with(group + 1, Default::default);
             }
-            groups[group].push(Sample {
-                value,
-                weight: 1.0 / rate,
-                at,
-            });
+            let (samples, arrivals) = &mut groups[group];
+            samples.push((value, 1.0 / rate));
+            if with_arrival {
+                arrivals.push(at);
+            }
         }
     }
     Ok(per_metric
@@ -407,8 +471,8 @@ pub(crate) fn samples_of(
             groups
                 .into_iter()
                 .enumerate()
-                .filter(|(_, s)| !s.is_empty())
-                .map(|(g, s)| (keys[g].clone(), s))
+                .filter(|(_, (s, _))| !s.is_empty())
+                .map(|(g, (s, at))| (keys[g].clone(), s, at))
                 .collect()
         })
         .collect())
@@ -456,47 +520,50 @@ fn all(groups: &[Group]) -> impl Iterator<Item = &Sample> {
     groups.iter().flat_map(|g| g.1.iter())
 }
 
-pub(crate) fn pairs(samples: &[Sample]) -> Vec<(f64, f64)> {
-    samples.iter().map(|s| (s.value, s.weight)).collect()
+fn stats_json(samples: Vec<Sample>) -> serde_json::Value {
+    Stats::of(samples).map_or(serde_json::Value::Null, |s| json!(s))
 }
 
-fn stats_json(samples: &[Sample]) -> serde_json::Value {
-    Stats::of(pairs(samples)).map_or(serde_json::Value::Null, |s| json!(s))
-}
-
-/// The stats of every group of every metric, on as many threads as the machine has:
-/// sorting is most of a summary's time, and each group sorts alone.
-fn stats_of_all(per_metric: &[Vec<Group>]) -> Vec<Vec<serde_json::Value>> {
-    let jobs: Vec<(usize, usize)> = per_metric
+/// The stats of every group of every metric (`[metric][group]`, in that shape), on as
+/// many threads as the machine has: sorting is most of a summary's time, and each group
+/// sorts alone, in place.
+fn stats_of_all(per_metric: Vec<Vec<Vec<Sample>>>) -> Vec<Vec<serde_json::Value>> {
+    let mut out: Vec<Vec<serde_json::Value>> = per_metric
         .iter()
-        .enumerate()
-        .flat_map(|(m, groups)| (0..groups.len()).map(move |g| (m, g)))
+        .map(|groups| vec![serde_json::Value::Null; groups.len()])
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut jobs: Vec<(usize, usize, Vec<Sample>)> = per_metric
+        .into_iter()
+        .enumerate()
+        .flat_map(|(m, groups)| groups.into_iter().enumerate().map(move |(g, s)| (m, g, s)))
+        .collect();
+    // Taken from the end: the largest first, so the threads finish together.
+    jobs.sort_by_key(|job| job.2.len());
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let workers = threads.min(jobs.len()).max(1);
+    let jobs = Mutex::new(jobs);
+    let next = || {
+        jobs.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop()
+    };
     let done: Vec<Vec<(usize, usize, serde_json::Value)>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.min(jobs.len()).max(1))
+        let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
                     let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&(m, g)) = jobs.get(i) else { break };
-                        out.push((m, g, stats_json(&per_metric[m][g].1)));
+                    while let Some((m, g, samples)) = next() {
+                        out.push((m, g, stats_json(samples)));
                     }
                     out
                 })
             })
             .collect();
-        workers
+        handles
             .into_iter()
             .map(|w| w.join().unwrap_or_default())
             .collect()
     });
-    let mut out: Vec<Vec<serde_json::Value>> = per_metric
-        .iter()
-        .map(|groups| vec![serde_json::Value::Null; groups.len()])
-        .collect();
     for (m, g, stats) in done.into_iter().flatten() {
         out[m][g] = stats;
     }
@@ -520,14 +587,27 @@ fn with_group(key: serde_json::Value, rest: serde_json::Value) -> serde_json::Va
 }
 
 /// Percentiles per group of `metric` (every metric with values when `None`).
-///
-/// Every metric: one pass over the metric columns, one over the gap columns (each an
-/// index of its own, migrations 7 and 8), not one pass per metric; each pass's groups
-/// are summarised (in parallel) and dropped before the next is read, so a summary holds
-/// one pass's values at a time (16 B per value: 176 MB for eleven metrics of a million
-/// runs).
 pub fn summary(
     conn: &Connection,
+    metric: Option<Metric>,
+    by: Option<Dimension>,
+    slice: &Slice,
+) -> Answer {
+    summary_with(conn, None, metric, by, slice)
+}
+
+/// [`summary`], with a second read connection on the same file to read with.
+///
+/// Every metric: the metric columns that have values (`metrics_seen`) in one pass, the
+/// gap columns in a second (each an index of its own, migrations 7 and 8), not one pass
+/// per metric. With `helper` (free, on the same file) the two passes read at once, one
+/// per connection, when both connections' snapshots hold the same runs (checked: a
+/// commit between the two read transactions' starts sends the second pass back to
+/// `conn`, so the answer is still one snapshot). A pass's groups are summarised on
+/// other threads (16 B per value held: 176 MB for eleven metrics of a million runs).
+pub fn summary_with(
+    conn: &Connection,
+    helper: Option<&Mutex<Connection>>,
     metric: Option<Metric>,
     by: Option<Dimension>,
     slice: &Slice,
@@ -535,39 +615,122 @@ pub fn summary(
     let passes: Vec<Vec<Metric>> = match metric {
         Some(m) => vec![vec![m]],
         None => {
+            let seen = super::db::metrics_seen(conn)?;
             let (columns, gaps): (Vec<Metric>, Vec<Metric>) = Metric::all()
                 .into_iter()
+                .filter(|m| m.column().is_some_and(|c| seen.contains(&c)))
                 .partition(|m| matches!(m, Metric::Column(_)));
             vec![columns, gaps]
         }
     };
-    let mut out = Vec::new();
-    for metrics in passes {
-        let found = samples_of(conn, &metrics, by, slice)?;
-        let (kept, left_off): (Vec<Vec<Group>>, Vec<usize>) =
-            found.into_iter().map(largest).unzip();
-        let stats = stats_of_all(&kept);
-        for ((m, groups), (stats, left_off)) in
-            metrics.iter().zip(kept).zip(stats.into_iter().zip(left_off))
-        {
-            if groups.is_empty() && metric.is_none() {
-                continue;
-            }
-            let groups: Vec<serde_json::Value> = groups
-                .into_iter()
-                .zip(stats)
-                .map(|((key, _), s)| with_group(key, s))
-                .collect();
-            out.push(
-                json!({ "metric": m.name(), "groups": groups, "groups_left_off": left_off }),
-            );
+    let every = metric.is_none();
+    let passes: Vec<Vec<Metric>> = passes.into_iter().filter(|p| !p.is_empty()).collect();
+    let out = match (helper, passes.as_slice()) {
+        (Some(helper), [first, second]) => {
+            two_at_once(conn, helper, (first, second), by, slice, every)?
         }
-    }
+        _ => {
+            let mut out = Vec::new();
+            for metrics in &passes {
+                out.extend(one_pass(conn, metrics, by, slice, every)?);
+            }
+            out
+        }
+    };
     let mut doc = slice.echo();
     doc.insert("by".into(), json!(by.map(|d| d.name)));
     doc.insert("runs".into(), json!(runs_in(conn, slice)?));
     doc.insert("metrics".into(), json!(out));
     Ok(serde_json::Value::Object(doc))
+}
+
+/// One pass read on `conn` and summarised.
+fn one_pass(
+    conn: &Connection,
+    metrics: &[Metric],
+    by: Option<Dimension>,
+    slice: &Slice,
+    every: bool,
+) -> Result<Vec<serde_json::Value>, Fail> {
+    let found = samples_of(conn, metrics, by, slice, false)?;
+    let (kept, left_off): (Vec<Vec<Group>>, Vec<usize>) = found.into_iter().map(largest).unzip();
+    Ok(summarised(metrics, kept, left_off, every))
+}
+
+/// What a snapshot holds of the runs: their count and largest id. Every insert raises
+/// the largest id (ids only grow while a run is stored after it) and every removal
+/// lowers the count, so two snapshots with the same stamp hold the same runs.
+fn stamp(conn: &Connection) -> Result<(i64, Option<i64>), Fail> {
+    Ok(
+        conn.query_row("SELECT COUNT(*), MAX(id) FROM runs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?,
+    )
+}
+
+/// The two passes at once: `first` on `conn` (inside its read transaction already),
+/// `second` on `helper` in a read transaction of its own on another thread.
+fn two_at_once(
+    conn: &Connection,
+    helper: &Mutex<Connection>,
+    (first, second): (&[Metric], &[Metric]),
+    by: Option<Dimension>,
+    slice: &Slice,
+    every: bool,
+) -> Result<Vec<serde_json::Value>, Fail> {
+    std::thread::scope(|scope| {
+        let other = scope.spawn(move || -> Result<_, Fail> {
+            // Busy with another summary: this one reads both passes itself.
+            let helper = helper
+                .try_lock()
+                .map_err(|_| Fail::Db("the second reader is busy".to_owned()))?;
+            let read = helper.unchecked_transaction()?;
+            let theirs = stamp(&read)?;
+            let out = one_pass(&read, second, by, slice, every)?;
+            read.finish()?;
+            Ok((theirs, out))
+        });
+        let mine = stamp(conn)?;
+        let mut out = one_pass(conn, first, by, slice, every)?;
+        match other.join() {
+            Ok(Ok((theirs, rest))) if theirs == mine => out.extend(rest),
+            // Another snapshot, a busy or failed helper: read the pass here.
+            _ => out.extend(one_pass(conn, second, by, slice, every)?),
+        }
+        Ok(out)
+    })
+}
+
+/// One pass's metrics as the summary lists them; with `every`, a metric without values
+/// is left out.
+fn summarised(
+    metrics: &[Metric],
+    kept: Vec<Vec<Group>>,
+    left_off: Vec<usize>,
+    every: bool,
+) -> Vec<serde_json::Value> {
+    let (keys, samples): (Vec<Vec<serde_json::Value>>, Vec<Vec<Vec<Sample>>>) = kept
+        .into_iter()
+        .map(|groups| groups.into_iter().map(|(key, s, _)| (key, s)).unzip())
+        .unzip();
+    let stats = stats_of_all(samples);
+    let mut out = Vec::new();
+    for ((m, keys), (stats, left_off)) in metrics
+        .iter()
+        .zip(keys)
+        .zip(stats.into_iter().zip(left_off))
+    {
+        if keys.is_empty() && every {
+            continue;
+        }
+        let groups: Vec<serde_json::Value> = keys
+            .into_iter()
+            .zip(stats)
+            .map(|(key, s)| with_group(key, s))
+            .collect();
+        out.push(json!({ "metric": m.name(), "groups": groups, "groups_left_off": left_off }));
+    }
+    out
 }
 
 /// Percentiles of `metric` per time bucket of `bucket` (a duration), per group.
@@ -580,10 +743,14 @@ pub fn series(
     now_unix_ms: f64,
 ) -> Answer {
     let bucket_ms = duration_ms(bucket)?;
-    let found = samples(conn, metric, by, slice)?;
-    let from = slice
-        .cutoff()
-        .or_else(|| all(&found).map(|s| s.at).reduce(f64::min));
+    let found = samples(conn, metric, by, slice, true)?;
+    let from = slice.cutoff().or_else(|| {
+        found
+            .iter()
+            .flat_map(|g| g.2.iter())
+            .copied()
+            .reduce(f64::min)
+    });
     if let Some(from) = from {
         let buckets = (now_unix_ms - from) / bucket_ms;
         if buckets > MAX_BUCKETS {
@@ -597,18 +764,18 @@ pub fn series(
     let (groups, left_off) = largest(found);
     let groups: Vec<serde_json::Value> = groups
         .into_iter()
-        .map(|(key, s)| {
+        .map(|(key, s, arrivals)| {
             let count = s.len();
             let mut by_bucket: BTreeMap<i64, Vec<Sample>> = BTreeMap::new();
-            for sample in s {
-                let index = (sample.at / bucket_ms).floor() as i64;
+            for (sample, at) in s.into_iter().zip(arrivals) {
+                let index = (at / bucket_ms).floor() as i64;
                 by_bucket.entry(index).or_default().push(sample);
             }
             let points: Vec<serde_json::Value> = by_bucket
-                .iter()
+                .into_iter()
                 .map(|(index, s)| {
                     let mut point = Map::new();
-                    point.insert("start_unix_ms".into(), json!(*index as f64 * bucket_ms));
+                    point.insert("start_unix_ms".into(), json!(index as f64 * bucket_ms));
                     if let serde_json::Value::Object(stats) = stats_json(s) {
                         point.extend(stats);
                     }
@@ -642,9 +809,9 @@ pub fn histogram(
             "bins={bins}: expected 1 to {MAX_BINS}"
         )));
     }
-    let found = samples(conn, metric, by, slice)?;
-    let lo = all(&found).map(|s| s.value).reduce(f64::min);
-    let hi = all(&found).map(|s| s.value).reduce(f64::max);
+    let found = samples(conn, metric, by, slice, false)?;
+    let lo = all(&found).map(|s| s.0).reduce(f64::min);
+    let hi = all(&found).map(|s| s.0).reduce(f64::max);
     let edges: Vec<f64> = match (lo, hi) {
         (Some(lo), Some(hi)) => (0..=bins)
             .map(|i| {
@@ -666,18 +833,18 @@ pub fn histogram(
     let (groups, left_off) = largest(found);
     let groups: Vec<serde_json::Value> = groups
         .into_iter()
-        .map(|(key, s)| {
+        .map(|(key, s, _)| {
             let mut counts = vec![0u64; bins];
             let mut weighted = vec![0.0f64; bins];
             for sample in &s {
-                let b = bin_of(sample.value);
+                let b = bin_of(sample.0);
                 counts[b] += 1;
-                weighted[b] += sample.weight;
+                weighted[b] += sample.1;
             }
             json!({
                 "key": key,
                 "count": s.len(),
-                "weighted_count": s.iter().map(|x| x.weight).sum::<f64>(),
+                "weighted_count": s.iter().map(|x| x.1).sum::<f64>(),
                 "counts": counts,
                 "weighted_counts": weighted,
             })
@@ -773,33 +940,32 @@ pub fn dimensions(conn: &Connection, slice: &Slice) -> Answer {
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     };
+    // The metric and gap columns that ever had a value (the others are known to be
+    // empty), counted in one statement per index that holds them (runs_narrow,
+    // runs_gaps): a statement reading both would read the table.
+    let seen = super::db::metrics_seen(conn)?;
+    let (columns, gaps): (Vec<Metric>, Vec<Metric>) = Metric::all()
+        .into_iter()
+        .filter(|m| m.column().is_some_and(|c| seen.contains(&c)))
+        .partition(|m| matches!(m, Metric::Column(_)));
     let mut metrics = Vec::new();
-    let counts: Vec<String> = METRIC_COLUMNS
-        .iter()
-        .map(|c| format!("COUNT(\"{c}\")"))
-        .collect();
-    let sql = format!("SELECT {} FROM runs WHERE {filter}", counts.join(", "));
-    let column_counts: Vec<i64> =
-        conn.query_row(&sql, rusqlite::params_from_iter(params.clone()), |r| {
-            (0..METRIC_COLUMNS.len()).map(|i| r.get(i)).collect()
-        })?;
-    for (c, n) in METRIC_COLUMNS.iter().zip(column_counts) {
-        if n > 0 {
-            metrics.push(json!({ "metric": c, "count": n }));
+    for present in [columns, gaps] {
+        if present.is_empty() {
+            continue;
         }
-    }
-    // The gaps' columns (migration 8), counted from their own index.
-    let gap_counts: Vec<String> = Milestone::ALL
-        .iter()
-        .map(|m| format!("COUNT(\"{}\")", super::db::gap_column(*m)))
-        .collect();
-    let sql = format!("SELECT {} FROM runs WHERE {filter}", gap_counts.join(", "));
-    let gaps: Vec<i64> = conn.query_row(&sql, rusqlite::params_from_iter(params.clone()), |r| {
-        (0..Milestone::ALL.len()).map(|i| r.get(i)).collect()
-    })?;
-    for (m, n) in Milestone::ALL.into_iter().zip(gaps) {
-        if n > 0 {
-            metrics.push(json!({ "metric": Metric::Gap(m).name(), "count": n }));
+        let counts: Vec<String> = present
+            .iter()
+            .map(|m| format!("COUNT({})", m.sql()))
+            .collect();
+        let sql = format!("SELECT {} FROM runs WHERE {filter}", counts.join(", "));
+        let counts: Vec<i64> =
+            conn.query_row(&sql, rusqlite::params_from_iter(params.clone()), |r| {
+                (0..present.len()).map(|i| r.get(i)).collect()
+            })?;
+        for (m, n) in present.iter().zip(counts) {
+            if n > 0 {
+                metrics.push(json!({ "metric": m.name(), "count": n }));
+            }
         }
     }
     let mut dims = Vec::new();
@@ -913,5 +1079,76 @@ mod tests {
         // handler commits), in both.
         let whole = on_one_snapshot(&reader, |c| Ok(summarise(c))).unwrap();
         assert_eq!(counts(&whole), (2.into(), 2.into()), "{whole}");
+    }
+
+    /// A run with a metric and a gap, for the every-metric summary's two passes.
+    fn run_with_gap(ttft: f64, gap: f64, sample_rate: f64) -> crate::db::Row {
+        let report = serde_json::from_value(json!({
+            "schema_version": 1, "kind": "field", "generator": "test",
+            "run": {"outcome": "completed", "hidden": false, "sample_rate": sample_rate,
+                    "label": if sample_rate < 1.0 { "sampled" } else { "all" },
+                    "milestones": {"request_start": 0.0, "first_token": ttft},
+                    "metrics": {"ttft_ms": ttft}, "gaps": {"first_token": gap},
+                    "chunks": {"count": 0, "bytes": 0, "visible_tokens": 0,
+                               "reasoning_tokens": 0}}
+        }))
+        .unwrap();
+        crate::db::Row {
+            report,
+            source: crate::db::Source::Field,
+            received_unix_ms: 1.0,
+        }
+    }
+
+    /// With a second connection the two passes read at once and answer what one
+    /// connection answers; when a run is committed between the two connections'
+    /// snapshots, the gap pass is read again on the first, so the answer is still one
+    /// snapshot's (every metric's count is the run count).
+    #[test]
+    fn every_metric_with_a_second_reader_is_one_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("field.db");
+        let mut writer = crate::db::open(&path, true).unwrap();
+        let rows: Vec<_> = (0..40)
+            .map(|i| {
+                run_with_gap(
+                    300.0 + f64::from(i),
+                    f64::from(i % 7),
+                    [1.0, 0.25][i as usize % 2],
+                )
+            })
+            .collect();
+        crate::db::insert(&mut writer, &rows).unwrap();
+        let reader = crate::db::open(&path, false).unwrap();
+        let helper = Mutex::new(crate::db::open_read_only(&path).unwrap());
+        let by = Some(dimension("label").unwrap());
+        for by in [None, by] {
+            let alone = on_one_snapshot(&reader, |c| summary(c, None, by, &Slice::default()));
+            let paired = on_one_snapshot(&reader, |c| {
+                summary_with(c, Some(&helper), None, by, &Slice::default())
+            });
+            assert_eq!(alone.unwrap(), paired.unwrap());
+        }
+        // The first connection's snapshot is taken; then a run is committed; the helper's
+        // snapshot would hold 41 runs.
+        let doc = on_one_snapshot(&reader, |c| {
+            runs_in(c, &Slice::default())?;
+            crate::db::insert(&mut writer, &[run_with_gap(999.0, 99.0, 1.0)]).unwrap();
+            summary_with(c, Some(&helper), None, None, &Slice::default())
+        })
+        .unwrap();
+        assert_eq!(doc["runs"], 40, "{doc}");
+        let names: Vec<&str> = doc["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["metric"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["ttft_ms", "gap.first_token_ms"]);
+        for m in doc["metrics"].as_array().unwrap() {
+            assert_eq!(m["groups"][0]["count"], 40, "{m}");
+            assert!(m["groups"][0]["max"].as_f64().unwrap() < 99.0 || m["metric"] == "ttft_ms");
+        }
+        assert_eq!(doc["metrics"][1]["groups"][0]["max"], 6.0, "{doc}");
     }
 }

@@ -11,7 +11,9 @@
 //!    over those endpoints.
 //!
 //! `--quick` shortens every window (development; the headline needs full windows).
-//! `--dir PATH` holds the databases (removed at the end).
+//! `--dir PATH` holds the databases (removed at the end). `--fill FILE.db` only stores
+//! the million runs the reads are timed over, in that file, and keeps it (to profile
+//! a read by hand).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,21 +43,28 @@ const RATE_UNDER_READS: f64 = 1_000.0;
 struct Options {
     quick: bool,
     dir: PathBuf,
+    /// `--fill FILE.db`: only store the million runs the reads are timed over, in this
+    /// file, and keep it (to profile a read by hand).
+    fill: Option<PathBuf>,
 }
 
 fn options() -> anyhow::Result<Options> {
     let mut quick = false;
     let mut dir = None;
+    let mut fill = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => quick = true,
             "--dir" => dir = Some(PathBuf::from(args.next().context("--dir needs a path")?)),
-            other => bail!("unknown argument {other} (expected --quick, --dir PATH)"),
+            "--fill" => fill = Some(PathBuf::from(args.next().context("--fill needs a path")?)),
+            other => {
+                bail!("unknown argument {other} (expected --quick, --dir PATH, --fill FILE.db)")
+            }
         }
     }
     let dir = dir.context("--dir PATH is required (where the databases go)")?;
-    Ok(Options { quick, dir })
+    Ok(Options { quick, dir, fill })
 }
 
 fn now_unix_ms() -> f64 {
@@ -365,7 +374,11 @@ fn print_read(name: &str, times: Vec<f64>) {
 /// `ttfx field FILE.db ARGS`, the process's wall time.
 fn field_cmd_ms(ttfx: &Path, db: &Path, args: &[&str]) -> anyhow::Result<f64> {
     let t = Instant::now();
-    let out = Command::new(ttfx).arg("field").arg(db).args(args).output()?;
+    let out = Command::new(ttfx)
+        .arg("field")
+        .arg(db)
+        .args(args)
+        .output()?;
     let ms = t.elapsed().as_secs_f64() * 1000.0;
     if !out.status.success() {
         bail!(
@@ -484,6 +497,12 @@ async fn reads(ttfx: &Path, dir: &Path, quick: bool) -> anyhow::Result<()> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let opts = options()?;
+    if let Some(db) = opts.fill {
+        remove_db(&db);
+        load_report::fill(&db, STORED_RUNS, 20_000, now_unix_ms(), 6.0 * 86_400_000.0)?;
+        println!("{STORED_RUNS} runs stored in {}", db.display());
+        return Ok(());
+    }
     let ttfx = paths::ttfx_bin()?;
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("cannot create {}", opts.dir.display()))?;
@@ -534,7 +553,8 @@ async fn receiver() -> anyhow::Result<(String, Arc<std::sync::atomic::AtomicU64>
 
 /// `GET /field/health`'s export counters: (exported, pending).
 async fn export_counts(client: &HttpClient, base: &str) -> anyhow::Result<(u64, u64)> {
-    let req = axum::http::Request::get(format!("{base}field/health")).body(Full::new(Bytes::new()))?;
+    let req =
+        axum::http::Request::get(format!("{base}field/health")).body(Full::new(Bytes::new()))?;
     let res = client.request(req).await?;
     let body = res.into_body().collect().await?.to_bytes();
     let doc: serde_json::Value = serde_json::from_slice(&body)?;
