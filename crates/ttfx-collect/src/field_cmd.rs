@@ -177,7 +177,7 @@ fn export(conn: &rusqlite::Connection, args: &FieldArgs) -> Result<(), FieldErro
     let mut line = format!(
         "ttfx field: exported {} run(s) to {}",
         done.exported,
-        ttfx_otlp::config::redact(&exporter.config().metrics_url).trim_end_matches("v1/metrics")
+        ttfx_otlp::config::redact(&exporter.config().metrics.url).trim_end_matches("v1/metrics")
     );
     if done.rejected > 0 {
         let _ = write!(line, "; the receiver rejected {} item(s)", done.rejected);

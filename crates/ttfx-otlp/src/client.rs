@@ -9,10 +9,10 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceResp
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
 use prost::Message;
 use reqwest::StatusCode;
-use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 
 use crate::backoff;
-use crate::config::{Config, Protocol, redact};
+use crate::config::{Compression, Config, Protocol, SignalConfig, redact};
 use crate::error::{ConfigError, SendError};
 use crate::run::StoredRun;
 use crate::{metrics, trace};
@@ -53,10 +53,12 @@ pub struct Retrying<'a> {
     pub wait: Duration,
 }
 
-/// The client of one export configuration.
+/// The client of one export configuration: a client per signal (each has its own
+/// timeout, headers and TLS files).
 #[derive(Debug, Clone)]
 pub struct Exporter {
-    http: reqwest::Client,
+    metrics: reqwest::Client,
+    traces: reqwest::Client,
     config: Config,
 }
 
@@ -84,6 +86,34 @@ fn cause_of(e: reqwest::Error) -> String {
     text.replace(['\n', '\r'], " ")
 }
 
+/// A signal's client: rustls with ring and webpki-roots (reqwest's
+/// `rustls-tls-webpki-roots`), the configured roots added to them, and a client
+/// certificate when one is configured.
+fn client(config: &SignalConfig) -> Result<reqwest::Client, ConfigError> {
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .timeout(config.timeout)
+        .default_headers(config.headers.clone())
+        .user_agent(concat!("ttfx/", env!("CARGO_PKG_VERSION")));
+    for root in &config.tls.roots {
+        builder = builder.add_root_certificate(root.clone());
+    }
+    if let Some(identity) = &config.tls.identity {
+        builder = builder.identity(identity.clone());
+    }
+    builder
+        .build()
+        .map_err(|e| ConfigError::Client(e.without_url().to_string()))
+}
+
+/// `body` gzip-compressed (flate2's default level).
+fn gzip(body: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(body)?;
+    encoder.finish()
+}
+
 /// The receiver's words, one short line (printable, no control characters).
 fn detail_of(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
@@ -97,27 +127,40 @@ fn detail_of(body: &[u8]) -> String {
 
 impl Exporter {
     pub fn new(config: Config) -> Result<Exporter, ConfigError> {
-        // rustls with ring and webpki-roots (reqwest's `rustls-tls-webpki-roots`).
-        let http = reqwest::Client::builder()
-            .use_rustls_tls()
-            .timeout(config.timeout)
-            .default_headers(config.headers.clone())
-            .user_agent(concat!("ttfx/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ConfigError::Client(e.without_url().to_string()))?;
-        Ok(Exporter { http, config })
+        Ok(Exporter {
+            metrics: client(&config.metrics)?,
+            traces: client(&config.traces)?,
+            config,
+        })
     }
 
     pub fn config(&self) -> &Config {
         &self.config
     }
 
-    fn encode<M: Message + serde::Serialize>(&self, message: &M) -> Result<Vec<u8>, SendError> {
-        match self.config.protocol {
-            Protocol::HttpProtobuf => Ok(message.encode_to_vec()),
+    fn signal(&self, signal: Signal) -> (&reqwest::Client, &SignalConfig) {
+        match signal {
+            Signal::Metrics => (&self.metrics, &self.config.metrics),
+            Signal::Traces => (&self.traces, &self.config.traces),
+        }
+    }
+
+    /// The signal's request body: the message in its protocol, compressed as configured.
+    fn encode<M: Message + serde::Serialize>(
+        &self,
+        signal: Signal,
+        message: &M,
+    ) -> Result<Vec<u8>, SendError> {
+        let config = self.signal(signal).1;
+        let body = match config.protocol {
+            Protocol::HttpProtobuf => message.encode_to_vec(),
             Protocol::HttpJson => {
-                serde_json::to_vec(message).map_err(|e| SendError::Encode(e.to_string()))
+                serde_json::to_vec(message).map_err(|e| SendError::Encode(e.to_string()))?
             }
+        };
+        match config.compression {
+            Compression::None => Ok(body),
+            Compression::Gzip => gzip(&body).map_err(|e| SendError::Encode(e.to_string())),
         }
     }
 
@@ -127,7 +170,7 @@ impl Exporter {
         if body.is_empty() {
             return 0;
         }
-        match (self.config.protocol, signal) {
+        match (self.signal(signal).1.protocol, signal) {
             (Protocol::HttpProtobuf, Signal::Metrics) => ExportMetricsServiceResponse::decode(body)
                 .ok()
                 .and_then(|r| r.partial_success)
@@ -151,14 +194,15 @@ impl Exporter {
         }
     }
 
-    async fn post(&self, signal: Signal, url: &reqwest::Url, body: &[u8]) -> Attempt {
-        let sent = self
-            .http
-            .post(url.clone())
-            .header(CONTENT_TYPE, self.config.protocol.content_type())
-            .body(body.to_vec())
-            .send()
-            .await;
+    async fn post(&self, signal: Signal, body: &[u8]) -> Attempt {
+        let (http, config) = self.signal(signal);
+        let mut request = http
+            .post(config.url.clone())
+            .header(CONTENT_TYPE, config.protocol.content_type());
+        if config.compression == Compression::Gzip {
+            request = request.header(CONTENT_ENCODING, "gzip");
+        }
+        let sent = request.body(body.to_vec()).send().await;
         let response = match sent {
             Ok(r) => r,
             Err(e) => {
@@ -204,14 +248,10 @@ impl Exporter {
         max_attempts: Option<u32>,
         retrying: &mut (dyn FnMut(Retrying<'_>) + Send),
     ) -> Result<Delivered, SendError> {
-        let url = match signal {
-            Signal::Metrics => &self.config.metrics_url,
-            Signal::Traces => &self.config.traces_url,
-        };
-        let shown = redact(url);
+        let shown = redact(&self.signal(signal).1.url);
         let mut failed = 0u32;
         loop {
-            match self.post(signal, url, body).await {
+            match self.post(signal, body).await {
                 Attempt::Accepted { rejected } => {
                     return Ok(Delivered {
                         rejected,
@@ -257,8 +297,14 @@ impl Exporter {
         max_attempts: Option<u32>,
         retrying: &mut (dyn FnMut(Retrying<'_>) + Send),
     ) -> Result<Delivered, SendError> {
-        let m = self.encode(&metrics::request(runs, &self.config.export))?;
-        let t = self.encode(&trace::request(runs, salt, &self.config.export))?;
+        let m = self.encode(
+            Signal::Metrics,
+            &metrics::request(runs, &self.config.export),
+        )?;
+        let t = self.encode(
+            Signal::Traces,
+            &trace::request(runs, salt, &self.config.export),
+        )?;
         let a = self
             .deliver_one(Signal::Metrics, &m, max_attempts, retrying)
             .await?;

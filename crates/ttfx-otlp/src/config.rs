@@ -1,6 +1,9 @@
 //! Where and how to export: the command's flags over the standard `OTEL_EXPORTER_OTLP_*`
-//! environment variables (flags win; a signal's own endpoint variable wins over the base
-//! one, as the OTLP exporter specification says).
+//! environment variables of the OTLP exporter specification (flags win; each signal's
+//! own variable, `OTEL_EXPORTER_OTLP_METRICS_*` / `_TRACES_*`, wins over the general
+//! one): endpoint, headers, protocol, timeout, compression (`gzip`, `none`), and the
+//! TLS files (`CERTIFICATE`: the roots to trust; `CLIENT_KEY` and `CLIENT_CERTIFICATE`:
+//! a client certificate). `INSECURE` is gRPC's and not read (gRPC is not offered).
 //!
 //! Header values are secrets (API keys): they are kept out of `Debug`, never printed,
 //! and marked sensitive for the HTTP stack.
@@ -61,29 +64,221 @@ pub struct Flags {
     pub service_name: Option<String>,
 }
 
-/// A resolved export configuration.
+/// How a request body is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    /// `Content-Encoding: gzip`.
+    Gzip,
+}
+
+/// The TLS files a signal's client uses, read when the configuration is resolved (a
+/// missing or bad file is a start-up error naming its variable).
+#[derive(Clone, Default)]
+pub struct Tls {
+    /// PEM certificates to trust besides the public roots.
+    pub roots: Vec<reqwest::Certificate>,
+    /// The client certificate and its key, as one PEM.
+    pub identity: Option<reqwest::Identity>,
+}
+
+/// One signal's export settings.
 #[derive(Clone)]
-pub struct Config {
-    pub metrics_url: reqwest::Url,
-    pub traces_url: reqwest::Url,
+pub struct SignalConfig {
+    pub url: reqwest::Url,
     pub headers: HeaderMap,
     pub protocol: Protocol,
     pub timeout: Duration,
+    pub compression: Compression,
+    pub tls: Tls,
+}
+
+impl std::fmt::Debug for SignalConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignalConfig")
+            .field("url", &redact(&self.url))
+            .field(
+                "headers",
+                &format!("{} header(s), values hidden", self.headers.len()),
+            )
+            .field("protocol", &self.protocol)
+            .field("timeout", &self.timeout)
+            .field("compression", &self.compression)
+            .field("tls_roots", &self.tls.roots.len())
+            .field("client_certificate", &self.tls.identity.is_some())
+            .finish()
+    }
+}
+
+/// A resolved export configuration.
+#[derive(Clone)]
+pub struct Config {
+    pub metrics: SignalConfig,
+    pub traces: SignalConfig,
     pub export: Export,
 }
 
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("metrics_url", &redact(&self.metrics_url))
-            .field("traces_url", &redact(&self.traces_url))
-            .field(
-                "headers",
-                &format!("{} header(s), values hidden", self.headers.len()),
-            )
-            .field("protocol", &self.protocol)
+            .field("metrics", &self.metrics)
+            .field("traces", &self.traces)
             .finish_non_exhaustive()
     }
+}
+
+/// The names of one set of the specification's variables: the general ones or a
+/// signal's own.
+struct Vars {
+    headers: &'static str,
+    protocol: &'static str,
+    timeout: &'static str,
+    compression: &'static str,
+    certificate: &'static str,
+    client_key: &'static str,
+    client_certificate: &'static str,
+}
+
+const GENERAL: Vars = Vars {
+    headers: "OTEL_EXPORTER_OTLP_HEADERS",
+    protocol: "OTEL_EXPORTER_OTLP_PROTOCOL",
+    timeout: "OTEL_EXPORTER_OTLP_TIMEOUT",
+    compression: "OTEL_EXPORTER_OTLP_COMPRESSION",
+    certificate: "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    client_key: "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+    client_certificate: "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+};
+
+const METRICS: Vars = Vars {
+    headers: "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    protocol: "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    timeout: "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+    compression: "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+    certificate: "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE",
+    client_key: "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY",
+    client_certificate: "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE",
+};
+
+const TRACES: Vars = Vars {
+    headers: "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    protocol: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    timeout: "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    compression: "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+    certificate: "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+    client_key: "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
+    client_certificate: "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE",
+};
+
+/// A file a TLS variable names, read whole.
+fn read_file(path: &str, from: &'static str) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path.trim()).map_err(|e| ConfigError::Tls {
+        from,
+        why: format!("cannot read {}: {e}", path.trim()),
+    })
+}
+
+/// One signal's settings: its own variable, else the general one, under the flags.
+fn signal_config(
+    url: reqwest::Url,
+    own: &Vars,
+    flags: &Flags,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<SignalConfig, ConfigError> {
+    // The signal's own variable if set, else the general one; with the name it came from.
+    let pick = |own: &'static str, general: &'static str| {
+        env(own)
+            .map(|v| (v, own))
+            .or_else(|| env(general).map(|v| (v, general)))
+    };
+    let mut headers = HeaderMap::new();
+    if let Some((list, from)) = pick(own.headers, GENERAL.headers) {
+        for (k, v) in pairs(&list, from)? {
+            header(&mut headers, &k, &v, from)?;
+        }
+    }
+    for h in &flags.headers {
+        let Some((k, v)) = h.split_once('=') else {
+            return Err(ConfigError::Header {
+                from: "--otlp-header",
+                key: String::new(),
+            });
+        };
+        header(&mut headers, k, v, "--otlp-header")?;
+    }
+    let protocol = match (&flags.protocol, pick(own.protocol, GENERAL.protocol)) {
+        (Some(p), _) => Protocol::parse(p, "--otlp-protocol")?,
+        (None, Some((p, from))) => Protocol::parse(&p, from)?,
+        (None, None) => Protocol::HttpProtobuf,
+    };
+    let timeout = match pick(own.timeout, GENERAL.timeout) {
+        None => DEFAULT_TIMEOUT,
+        Some((ms, from)) => match ms.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Duration::from_millis(ms),
+            _ => return Err(ConfigError::Timeout { from, value: ms }),
+        },
+    };
+    let compression = match pick(own.compression, GENERAL.compression) {
+        None => Compression::None,
+        Some((c, from)) => match c.trim() {
+            "gzip" => Compression::Gzip,
+            "none" => Compression::None,
+            other => {
+                return Err(ConfigError::Compression {
+                    from,
+                    value: other.to_owned(),
+                });
+            }
+        },
+    };
+    let mut tls = Tls::default();
+    if let Some((path, from)) = pick(own.certificate, GENERAL.certificate) {
+        let pem = read_file(&path, from)?;
+        tls.roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ConfigError::Tls {
+            from,
+            why: format!("{}: not PEM certificates: {}", path.trim(), e.without_url()),
+        })?;
+        if tls.roots.is_empty() {
+            return Err(ConfigError::Tls {
+                from,
+                why: format!("{}: no certificate in it", path.trim()),
+            });
+        }
+    }
+    match (
+        pick(own.client_certificate, GENERAL.client_certificate),
+        pick(own.client_key, GENERAL.client_key),
+    ) {
+        (None, None) => {}
+        (Some((cert, from)), Some((key, key_from))) => {
+            let mut pem = read_file(&cert, from)?;
+            pem.push(b'\n');
+            pem.extend(read_file(&key, key_from)?);
+            // The key's bytes never reach a message: only the files' names do.
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| ConfigError::Tls {
+                from,
+                why: format!(
+                    "{} and {}: not a PEM certificate and its private key",
+                    cert.trim(),
+                    key.trim()
+                ),
+            })?;
+            tls.identity = Some(identity);
+        }
+        (Some((_, from)), None) | (None, Some((_, from))) => {
+            return Err(ConfigError::Tls {
+                from,
+                why: "a client certificate needs both CLIENT_CERTIFICATE and CLIENT_KEY".to_owned(),
+            });
+        }
+    }
+    Ok(SignalConfig {
+        url,
+        headers,
+        protocol,
+        timeout,
+        compression,
+        tls,
+    })
 }
 
 /// A URL as a message may show it: no userinfo, query or fragment.
@@ -208,33 +403,8 @@ impl Config {
                 _ => return Err(ConfigError::OneSignal),
             }
         };
-        let mut headers = HeaderMap::new();
-        if let Some(list) = env("OTEL_EXPORTER_OTLP_HEADERS") {
-            for (k, v) in pairs(&list, "OTEL_EXPORTER_OTLP_HEADERS")? {
-                header(&mut headers, &k, &v, "OTEL_EXPORTER_OTLP_HEADERS")?;
-            }
-        }
-        for h in &flags.headers {
-            let Some((k, v)) = h.split_once('=') else {
-                return Err(ConfigError::Header {
-                    from: "--otlp-header",
-                    key: String::new(),
-                });
-            };
-            header(&mut headers, k, v, "--otlp-header")?;
-        }
-        let protocol = match (&flags.protocol, env("OTEL_EXPORTER_OTLP_PROTOCOL")) {
-            (Some(p), _) => Protocol::parse(p, "--otlp-protocol")?,
-            (None, Some(p)) => Protocol::parse(&p, "OTEL_EXPORTER_OTLP_PROTOCOL")?,
-            (None, None) => Protocol::HttpProtobuf,
-        };
-        let timeout = match env("OTEL_EXPORTER_OTLP_TIMEOUT") {
-            None => DEFAULT_TIMEOUT,
-            Some(ms) => match ms.trim().parse::<u64>() {
-                Ok(ms) if ms > 0 => Duration::from_millis(ms),
-                _ => return Err(ConfigError::Timeout(ms)),
-            },
-        };
+        let metrics = signal_config(metrics_url, &METRICS, flags, &env)?;
+        let traces = signal_config(traces_url, &TRACES, flags, &env)?;
         let mut resource: Vec<(String, String)> = match env("OTEL_RESOURCE_ATTRIBUTES") {
             Some(list) => pairs(&list, "OTEL_RESOURCE_ATTRIBUTES")?,
             None => Vec::new(),
@@ -263,11 +433,8 @@ impl Config {
         attributes.extend(resource.iter().map(|(k, v)| text(k, v)));
         let names = GenAiNames::from_opt_in(env("OTEL_SEMCONV_STABILITY_OPT_IN").as_deref());
         Ok(Some(Config {
-            metrics_url,
-            traces_url,
-            headers,
-            protocol,
-            timeout,
+            metrics,
+            traces,
             export: Export {
                 resource: attributes,
                 names,
@@ -296,9 +463,10 @@ mod tests {
         };
         let env = env_of(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://other:4318")]);
         let c = Config::resolve(&flags, &env).unwrap().unwrap();
-        assert_eq!(c.metrics_url.as_str(), "http://127.0.0.1:4318/v1/metrics");
-        assert_eq!(c.traces_url.as_str(), "http://127.0.0.1:4318/v1/traces");
-        assert_eq!(c.protocol, Protocol::HttpProtobuf);
+        assert_eq!(c.metrics.url.as_str(), "http://127.0.0.1:4318/v1/metrics");
+        assert_eq!(c.traces.url.as_str(), "http://127.0.0.1:4318/v1/traces");
+        assert_eq!(c.metrics.protocol, Protocol::HttpProtobuf);
+        assert_eq!(c.traces.compression, Compression::None);
     }
 
     #[test]
@@ -322,13 +490,15 @@ mod tests {
         ]);
         let c = Config::resolve(&Flags::default(), &env).unwrap().unwrap();
         assert_eq!(
-            c.metrics_url.as_str(),
+            c.metrics.url.as_str(),
             "https://otlp.example.com/base/v1/metrics"
         );
-        assert_eq!(c.traces_url.as_str(), "https://traces.example.com/t");
-        assert_eq!(c.headers["api-key"], "a b=");
-        assert!(c.headers["api-key"].is_sensitive());
-        assert_eq!(c.protocol, Protocol::HttpJson);
+        assert_eq!(c.traces.url.as_str(), "https://traces.example.com/t");
+        for signal in [&c.metrics, &c.traces] {
+            assert_eq!(signal.headers["api-key"], "a b=");
+            assert!(signal.headers["api-key"].is_sensitive());
+            assert_eq!(signal.protocol, Protocol::HttpJson);
+        }
         let debug = format!("{c:?}");
         assert!(!debug.contains("a b="), "{debug}");
         let service = c
@@ -340,6 +510,85 @@ mod tests {
         assert_eq!(
             format!("{:?}", service.value),
             format!("{:?}", text("x", "chat-web").value)
+        );
+    }
+
+    /// A signal's own variable wins over the general one for headers, protocol, timeout
+    /// and compression; the other signal keeps the general value.
+    #[test]
+    fn a_signals_own_variables_win_over_the_general_ones() {
+        let env = env_of(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-team=all"),
+            ("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "x-team=metrics"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "700"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+            ("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "none"),
+        ]);
+        let c = Config::resolve(&Flags::default(), &env).unwrap().unwrap();
+        assert_eq!(c.metrics.headers["x-team"], "metrics");
+        assert_eq!(c.traces.headers["x-team"], "all");
+        assert_eq!(c.metrics.timeout, Duration::from_millis(2500));
+        assert_eq!(c.traces.timeout, Duration::from_millis(700));
+        assert_eq!(
+            (c.metrics.protocol, c.traces.protocol),
+            (Protocol::HttpProtobuf, Protocol::HttpJson)
+        );
+        assert_eq!(
+            (c.metrics.compression, c.traces.compression),
+            (Compression::None, Compression::Gzip)
+        );
+        // The flag wins over every variable, for both signals.
+        let flags = Flags {
+            protocol: Some("http/protobuf".into()),
+            ..Flags::default()
+        };
+        let c = Config::resolve(&flags, &env).unwrap().unwrap();
+        assert_eq!(c.traces.protocol, Protocol::HttpProtobuf);
+    }
+
+    /// Bad values of the other variables are one line naming the variable (and a TLS
+    /// file's path, never its contents).
+    #[test]
+    fn bad_variables_name_themselves() {
+        let bad = |vars: &'static [(&'static str, &'static str)]| {
+            let mut all = vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")];
+            all.extend_from_slice(vars);
+            let env = move |k: &str| {
+                all.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            };
+            Config::resolve(&Flags::default(), &env)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = bad(&[("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd")]);
+        assert!(
+            e.starts_with("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION `zstd`"),
+            "{e}"
+        );
+        let e = bad(&[("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "soon")]);
+        assert!(
+            e.starts_with("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT `soon`"),
+            "{e}"
+        );
+        let e = bad(&[("OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem")]);
+        assert!(
+            e.starts_with("OTEL_EXPORTER_OTLP_CERTIFICATE: cannot read /nonexistent/ca.pem"),
+            "{e}"
+        );
+        let e = bad(&[("OTEL_EXPORTER_OTLP_CLIENT_KEY", "/nonexistent/key.pem")]);
+        assert!(
+            e.starts_with("OTEL_EXPORTER_OTLP_CLIENT_KEY: a client certificate needs both"),
+            "{e}"
+        );
+        let e = bad(&[("OTEL_EXPORTER_OTLP_CERTIFICATE", "/proc/self/cmdline")]);
+        assert!(
+            e.contains("not PEM certificates") || e.contains("no certificate"),
+            "{e}"
         );
     }
 

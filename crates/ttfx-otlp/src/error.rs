@@ -13,8 +13,12 @@ pub enum ConfigError {
     Header { from: &'static str, key: String },
     #[error("{from} {value}: expected http/protobuf or http/json (gRPC is not offered)")]
     Protocol { from: &'static str, value: String },
-    #[error("OTEL_EXPORTER_OTLP_TIMEOUT `{0}`: expected a whole number of milliseconds above 0")]
-    Timeout(String),
+    #[error("{from} `{value}`: expected a whole number of milliseconds above 0")]
+    Timeout { from: &'static str, value: String },
+    #[error("{from} `{value}`: expected gzip or none")]
+    Compression { from: &'static str, value: String },
+    #[error("{from}: {why}")]
+    Tls { from: &'static str, why: String },
     #[error(
         "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: give \
          both, or OTEL_EXPORTER_OTLP_ENDPOINT (ttfx exports both signals)"

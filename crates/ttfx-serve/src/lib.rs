@@ -84,11 +84,26 @@ fn otlp_settings(
         return Ok(None);
     };
     // Never silent: where the runs go (no userinfo, query or header).
+    let (m, t) = (&config.metrics, &config.traces);
+    let mut how = if m.protocol == t.protocol {
+        m.protocol.as_str().to_owned()
+    } else {
+        format!(
+            "metrics {}, traces {}",
+            m.protocol.as_str(),
+            t.protocol.as_str()
+        )
+    };
+    if [m, t]
+        .iter()
+        .any(|s| s.compression == ttfx_otlp::config::Compression::Gzip)
+    {
+        how.push_str(", gzip");
+    }
     eprintln!(
-        "ttfx serve: exporting every stored run over OTLP ({}) to {} and {}",
-        config.protocol.as_str(),
-        ttfx_otlp::config::redact(&config.metrics_url),
-        ttfx_otlp::config::redact(&config.traces_url)
+        "ttfx serve: exporting every stored run over OTLP ({how}) to {} and {}",
+        ttfx_otlp::config::redact(&m.url),
+        ttfx_otlp::config::redact(&t.url)
     );
     Ok(Some(ttfx_collect::export::ExportSettings {
         exporter: ttfx_otlp::Exporter::new(config)?,

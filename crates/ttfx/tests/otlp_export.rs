@@ -126,7 +126,123 @@ async fn receive(
     response
 }
 
+/// A CA made for one test, the receiver's certificate (127.0.0.1) and a client's, each
+/// signed by it; PEM files of the CA and the client's pair in `dir`.
+struct Pki {
+    _dir: tempfile::TempDir,
+    ca: tokio_rustls::rustls::pki_types::CertificateDer<'static>,
+    server: tokio_rustls::rustls::pki_types::CertificateDer<'static>,
+    server_key: tokio_rustls::rustls::pki_types::PrivateKeyDer<'static>,
+    ca_file: String,
+    client_file: String,
+    client_key_file: String,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+        use rcgen::KeyUsagePurpose::{CrlSign, DigitalSignature, KeyCertSign};
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "ttfx OTLP receiver test CA");
+        ca.key_usages = vec![KeyCertSign, CrlSign, DigitalSignature];
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let leaf = |name: &str, usage| {
+            let key = KeyPair::generate().unwrap();
+            let mut params = CertificateParams::new(vec![name.to_owned()]).unwrap();
+            params.extended_key_usages = vec![usage];
+            (params.signed_by(&key, &ca).unwrap(), key)
+        };
+        let (server, server_key) = leaf("127.0.0.1", ServerAuth);
+        let (client, client_key) = leaf("ttfx-exporter", ClientAuth);
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: String| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path.to_str().unwrap().to_owned()
+        };
+        Pki {
+            ca_file: write("ca.pem", ca.pem()),
+            client_file: write("client.pem", client.pem()),
+            client_key_file: write("client-key.pem", client_key.serialize_pem()),
+            ca: ca.der().clone(),
+            server: server.der().clone(),
+            server_key: tokio_rustls::rustls::pki_types::PrivatePkcs8KeyDer::from(
+                server_key.serialize_der(),
+            )
+            .into(),
+            _dir: dir,
+        }
+    }
+}
+
+/// The body as sent, gunzipped when it came with `Content-Encoding: gzip`.
+fn unzipped(g: &Got) -> Vec<u8> {
+    if g.headers
+        .get("content-encoding")
+        .is_some_and(|v| v == "gzip")
+    {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&g.body[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    } else {
+        g.body.to_vec()
+    }
+}
+
 impl Receiver {
+    /// A receiver over TLS with `pki`'s certificate that accepts only clients with a
+    /// certificate `pki`'s CA signed, answering `then` to everything.
+    async fn start_tls(then: u16, pki: &Pki) -> Receiver {
+        use hyper_util::rt::TokioIo;
+        use hyper_util::service::TowerToHyperService;
+        use tokio_rustls::rustls;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(pki.ca.clone()).unwrap();
+        let clients = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(clients)
+            .with_single_cert(vec![pki.server.clone()], pki.server_key.clone_key())
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let script = Arc::new(Mutex::new(Script {
+            then,
+            ..Script::default()
+        }));
+        let app = axum::Router::new()
+            .fallback(receive)
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, app) = (acceptor.clone(), app.clone());
+                tokio::spawn(async move {
+                    // A client without the CA's trust or a certificate ends here.
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
+                        .await;
+                });
+            }
+        });
+        Receiver { url, script }
+    }
+
     /// A receiver answering `then` to everything not scripted.
     async fn start(then: u16) -> Receiver {
         let script = Arc::new(Mutex::new(Script {
@@ -842,4 +958,70 @@ async fn an_unreachable_receiver_keeps_the_runs_queued_and_says_why() {
     assert!(error.starts_with(&format!("{url}/v1/metrics: ")), "{error}");
     // The cause, not only reqwest's "error sending request".
     assert!(error.to_lowercase().contains("connect"), "{error}");
+}
+
+/// The specification's other variables: a signal's own wins over the general one (the
+/// spans go as http/json with their own headers while the metrics stay protobuf),
+/// `gzip` bodies, and TLS to a receiver whose certificate a private CA signed and which
+/// asks for a client certificate (`CERTIFICATE`, `CLIENT_CERTIFICATE`, `CLIENT_KEY`).
+/// Without any of the three TLS variables no request would get through the handshake.
+#[tokio::test(flavor = "multi_thread")]
+async fn signal_variables_gzip_and_tls_files_are_honoured() {
+    let pki = Pki::new();
+    let receiver = Receiver::start_tls(200, &pki).await;
+    let db = Db::new();
+    let server = Logged::start(
+        &["--collect", db.path.to_str().unwrap()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url.as_str()),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-team=all"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-team=traces"),
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", pki.ca_file.as_str()),
+            (
+                "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+                pki.client_file.as_str(),
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+                pki.client_key_file.as_str(),
+            ),
+        ],
+    );
+    let r = reqwest::Client::new()
+        .post(format!("{}collect", server.url))
+        .body(field("a", 5.0, now_ms()).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    receiver
+        .wait_for(20, "both signals", |r| {
+            !r.got("/v1/traces").is_empty() && !r.got("/v1/metrics").is_empty()
+        })
+        .await;
+    let m = &receiver.got("/v1/metrics")[0];
+    assert_eq!(m.headers["content-encoding"], "gzip");
+    assert_eq!(m.headers["content-type"], "application/x-protobuf");
+    assert_eq!(m.headers["x-team"], "all");
+    let metrics = ExportMetricsServiceRequest::decode(&unzipped(m)[..]).unwrap();
+    assert!(!metrics.resource_metrics.is_empty());
+    let t = &receiver.got("/v1/traces")[0];
+    assert_eq!(t.headers["content-encoding"], "gzip");
+    assert_eq!(t.headers["content-type"], "application/json");
+    assert_eq!(t.headers["x-team"], "traces");
+    let traces: ExportTraceServiceRequest = serde_json::from_slice(&unzipped(t)).unwrap();
+    let spans: usize = traces
+        .resource_spans
+        .iter()
+        .flat_map(|r| &r.scope_spans)
+        .map(|s| s.spans.len())
+        .sum();
+    assert_eq!(spans, 1);
+    let logs = server.stop();
+    assert!(
+        logs.contains("(metrics http/protobuf, traces http/json, gzip)"),
+        "{logs}"
+    );
 }
