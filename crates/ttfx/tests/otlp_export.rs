@@ -194,6 +194,18 @@ fn unzipped(g: &Got) -> Vec<u8> {
     }
 }
 
+/// A script answering `then` to everything not scripted, and the routes that follow it.
+fn scripted(then: u16) -> (Arc<Mutex<Script>>, axum::Router) {
+    let script = Arc::new(Mutex::new(Script {
+        then,
+        ..Script::default()
+    }));
+    let app = axum::Router::new()
+        .fallback(receive)
+        .with_state(script.clone());
+    (script, app)
+}
+
 impl Receiver {
     /// A receiver over TLS with `pki`'s certificate that accepts only clients with a
     /// certificate `pki`'s CA signed, answering `then` to everything.
@@ -217,13 +229,7 @@ impl Receiver {
             .with_single_cert(vec![pki.server.clone()], pki.server_key.clone_key())
             .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let script = Arc::new(Mutex::new(Script {
-            then,
-            ..Script::default()
-        }));
-        let app = axum::Router::new()
-            .fallback(receive)
-            .with_state(script.clone());
+        let (script, app) = scripted(then);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("https://{}", listener.local_addr().unwrap());
         tokio::spawn(async move {
@@ -245,13 +251,7 @@ impl Receiver {
 
     /// A receiver answering `then` to everything not scripted.
     async fn start(then: u16) -> Receiver {
-        let script = Arc::new(Mutex::new(Script {
-            then,
-            ..Script::default()
-        }));
-        let app = axum::Router::new()
-            .fallback(receive)
-            .with_state(script.clone());
+        let (script, app) = scripted(then);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
