@@ -927,6 +927,63 @@ async fn the_field_view_without_a_collector_says_how_to_start_one() -> anyhow::R
     Ok(())
 }
 
+/// Runs the OTLP export dropped are said in the Field view, never lost silently: a
+/// collector exporting to a port nothing listens on, its backlog bounded to 2, gets five
+/// runs; the three oldest leave the backlog and the view says so with what still waits.
+#[tokio::test]
+async fn the_field_view_says_what_the_otlp_export_dropped() -> anyhow::Result<()> {
+    let db =
+        TempDb(std::env::temp_dir().join(format!("ttfx-lab-{}-export.db", std::process::id())));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let nowhere = format!("http://{}", closed.local_addr()?);
+    drop(closed);
+    let lab = Lab::open_with(&[
+        "--collect",
+        db.0.to_str().unwrap_or_default(),
+        "--otlp-endpoint",
+        &nowhere,
+        "--otlp-max-backlog",
+        "2",
+    ])
+    .await?;
+    let mut body = String::new();
+    for i in 0..5 {
+        let (_, report) = field_report(i, 300.0 + i as f64, 60_000.0)?;
+        body.push_str(&serde_json::to_string(&report)?);
+        body.push('\n');
+    }
+    let status = lab
+        .client
+        .execute_async(
+            "const [body, done] = arguments; \
+             fetch('/collect', {method: 'POST', body}).then(r => done(r.status), e => done(String(e)));",
+            vec![Value::from(body)],
+        )
+        .await?;
+    lab.client
+        .find(Locator::Css("#tab-field"))
+        .await?
+        .click()
+        .await?;
+    let line = lab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("#field-export"))
+        .await?
+        .text()
+        .await?;
+    lab.client.close().await?;
+
+    assert_eq!(status, Value::from(204));
+    assert_eq!(
+        line,
+        "OTLP export: 3 run(s) dropped from a full backlog (--otlp-max-backlog); 2 waiting \
+         (ttfx field FILE.db --health)"
+    );
+    Ok(())
+}
+
 /// `ttfx import FILE --into DB` with the built binary: the benchmark stored as a user
 /// stores it.
 fn import_bench(db: &std::path::Path, name: &str, contents: &str) -> anyhow::Result<()> {
