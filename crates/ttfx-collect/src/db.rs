@@ -774,7 +774,19 @@ fn real(value: Option<f64>) -> Value {
         .map_or(Value::Null, Value::Real)
 }
 
-/// The columns an insert fills, in [`values`]' order: the metrics and gaps last.
+/// The columns an insert fills, in [`values`]' order: the metrics and gaps last. Made
+/// once: every group commit of the writer thread reads them.
+static VALUE_COLUMNS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(value_columns);
+
+/// The INSERT of one run, made once from [`VALUE_COLUMNS`].
+static INSERT_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let marks = vec!["?"; VALUE_COLUMNS.len()].join(", ");
+    format!(
+        "INSERT INTO runs ({}) VALUES ({marks})",
+        VALUE_COLUMNS.join(", ")
+    )
+});
+
 fn value_columns() -> Vec<String> {
     let mut columns = vec![
         "at_unix_ms",
@@ -788,12 +800,6 @@ fn value_columns() -> Vec<String> {
     let mut columns: Vec<String> = columns.into_iter().map(str::to_owned).collect();
     columns.extend(ttfx_core::Milestone::ALL.into_iter().map(gap_column));
     columns
-}
-
-fn insert_sql() -> String {
-    let columns = value_columns();
-    let marks = vec!["?"; columns.len()].join(", ");
-    format!("INSERT INTO runs ({}) VALUES ({marks})", columns.join(", "))
 }
 
 fn values(row: &Row) -> Result<Vec<Value>, serde_json::Error> {
@@ -861,10 +867,10 @@ pub fn insert_queued(
 /// The new rows' ids, in order. The metric and gap columns the rows have values in are
 /// recorded in `metrics_seen` (a lookup each when already there).
 fn insert_in(tx: &Transaction<'_>, rows: &[Row]) -> Result<Vec<i64>, DbError> {
-    let columns = value_columns();
+    let columns = &*VALUE_COLUMNS;
     let first_metric = columns.len() - METRIC_COLUMNS.len() - ttfx_core::Milestone::ALL.len();
     let mut seen = vec![false; columns.len() - first_metric];
-    let mut stmt = tx.prepare_cached(&insert_sql()).map_err(DbError::Sql)?;
+    let mut stmt = tx.prepare_cached(&INSERT_SQL).map_err(DbError::Sql)?;
     let mut ids = Vec::with_capacity(rows.len());
     for row in rows {
         let v = values(row).map_err(DbError::Encode)?;
