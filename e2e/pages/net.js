@@ -55,8 +55,12 @@ async function netRun({ url, init = {}, id }) {
   const headers = { ...(init.headers || {}), "x-request-id": id };
   const response = await run.fetch(url, { ...init, headers });
   const reader = response.body.getReader();
+  // The app's own reader: the page clock as its first non-empty read resolves, the
+  // witness for the probe's first_byte (what the app can act on).
+  let appFirstRead = null;
   for (;;) {
-    const { done } = await reader.read();
+    const { done, value } = await reader.read();
+    if (appFirstRead === null && value && value.byteLength > 0) appFirstRead = performance.now();
     if (done) break;
   }
   const report = await run.finished();
@@ -70,7 +74,7 @@ async function netRun({ url, init = {}, id }) {
   const skewAfterMs = skewAtStep();
   const record = await (await fetch(`/records/${encodeURIComponent(id)}`)).json();
   return {
-    report, record, skewMs, skewAfterMs,
+    report, record, skewMs, skewAfterMs, appFirstRead,
     timeOrigin: performance.timeOrigin,
     requestStart: run.requestStart,
     resourceTiming: entry && {

@@ -93,7 +93,7 @@ pub fn field_report(rng: &mut Seeded, i: u64, start_unix_ms: f64) -> Value {
             "engine_version": version,
             "outcome": "completed",
             "http_status": 200,
-            "paint_method": if engine == "chromium" { "element_timing" } else { "raf_estimate" },
+            "paint_method": if engine == "chromium" { "presentation_time" } else { "raf_next_frame" },
             "cross_origin_isolated": false,
             "hidden": rng.unit() < 0.03,
             "sample_rate": if label == "prod-chat" { 0.25 } else { 1.0 },

@@ -47,6 +47,11 @@ pub enum NetworkTruth {
         unix_ms: f64,
         page_ms: Option<f64>,
         tie_check_ms: Option<f64>,
+        /// The response's `receiveHeadersStart` (DevTools' record of the headers'
+        /// arrival in the network service) on the page clock through the tie made at
+        /// `sendStart` / Resource Timing's `requestStart`: the witness for
+        /// `response_start`, tied where it is not itself read.
+        headers_page_ms: Option<f64>,
         /// `requestWillBeSent` minus the probe's `request_start`, on the page clock (what
         /// `ttfx run`'s DevTools check takes as 0).
         request_sent_after_start_ms: Option<f64>,
@@ -77,6 +82,14 @@ pub struct NetSample {
     pub network: NetworkTruth,
     /// Resource Timing `responseStart`, page ms, where the entry has it.
     pub response_start_page_ms: Option<f64>,
+    /// The probe's `response_start` milestone on the page clock, where the report has it.
+    pub probe_response_start_page_ms: Option<f64>,
+    /// The report's `engine_hop_ms`.
+    pub engine_hop_ms: Option<f64>,
+    /// The app's own reader: the page clock as its first non-empty read resolved.
+    pub app_first_read_page_ms: f64,
+    /// The page's `performance.timeOrigin` and whether it is cross-origin isolated.
+    pub isolated: bool,
     /// Page clock − system clock at the step of Date.now(), before and after the run.
     pub skew_ms: f64,
     pub skew_after_ms: f64,
@@ -98,6 +111,49 @@ impl NetSample {
             NetworkTruth::ResponseStart { page_ms } => Some(self.probe_page_ms - page_ms),
             NetworkTruth::Bidi(r) => Some(self.probe_unix_ms - r.response_start_unix_ms()?),
         }
+    }
+
+    /// The probe's `response_start` minus the engine's network record of the response's
+    /// start, ms. Chromium: DevTools' `receiveHeadersStart` on the page clock (tied at the
+    /// request's send). Firefox: BiDi's `responseStart`, epoch ms, the probe's time placed
+    /// on the system clock through the page's skew. WebKit (no network record over
+    /// WebDriver): the server's wall-clock send of the headers, the probe's time through
+    /// `timeOrigin` alone (whose 1 ms floor [`Self::response_start_floor_ms`] names).
+    pub fn response_start_minus_network_ms(&self) -> Option<f64> {
+        let probe = self.probe_response_start_page_ms?;
+        match &self.network {
+            NetworkTruth::DataReceived {
+                headers_page_ms, ..
+            } => Some(probe - (*headers_page_ms)?),
+            NetworkTruth::Bidi(r) => {
+                Some(self.time_origin + probe - self.skew_ms - r.response_start_unix_ms()?)
+            }
+            NetworkTruth::ResponseStart { .. } => {
+                Some(self.time_origin + probe - self.server_headers_unix_ms)
+            }
+        }
+    }
+
+    /// How early WebKit's witness reads by its clock alone: a plain page's
+    /// `timeOrigin + t` is the wall time floored to the ms (docs/fidelity.md), so the
+    /// probe's time through it is up to 1 ms early; 0 elsewhere.
+    pub fn response_start_floor_ms(&self) -> f64 {
+        match self.network {
+            NetworkTruth::ResponseStart { .. } if !self.isolated => 1.0,
+            _ => 0.0,
+        }
+    }
+
+    /// The probe's `response_start` minus the server's send of the headers, on the system
+    /// clock (through the page's skew), in every engine.
+    pub fn response_start_minus_server_ms(&self) -> Option<f64> {
+        Some(self.time_origin + self.probe_response_start_page_ms? - self.skew_ms - self.server_headers_unix_ms)
+    }
+
+    /// The probe's `first_byte` minus the app's own first read, page clock: the probe
+    /// reads first and hands the chunk on, so this is ≤ 0 by the probe's own work.
+    pub fn first_byte_minus_app_read_ms(&self) -> f64 {
+        self.probe_page_ms - self.app_first_read_page_ms
     }
 
     /// Whether [`probe_minus_network_ms`](Self::probe_minus_network_ms) compares on the
@@ -196,10 +252,19 @@ fn data_received_truth(
         .zip(data.send_start_ticks_ms)
         .zip(resource_timing["requestStart"].as_f64())
         .map(|((tie, ticks), page)| ticks - page - tie);
+    // The same tie made at the request's send, for the headers' own time.
+    let send_tie = data
+        .send_start_ticks_ms
+        .zip(resource_timing["requestStart"].as_f64())
+        .map(|(ticks, page)| ticks - page);
     NetworkTruth::DataReceived {
         unix_ms: data.first_data_unix_ms,
         page_ms: tie.map(|tie| data.first_data_ticks_ms - tie),
         tie_check_ms: check,
+        headers_page_ms: data
+            .headers_start_ticks_ms
+            .zip(send_tie)
+            .map(|(ticks, tie)| ticks - tie),
         request_sent_after_start_ms: tie.map(|tie| data.request_ticks_ms - tie - request_start),
     }
 }
@@ -299,6 +364,12 @@ impl NetLab {
             response_start_page_ms: out["resourceTiming"]["responseStart"]
                 .as_f64()
                 .filter(|t| *t > 0.0),
+            probe_response_start_page_ms: report["timeline"]["milestones"]["response_start"]
+                .as_f64()
+                .map(|t| request_start + t),
+            engine_hop_ms: report["metrics"]["engine_hop_ms"]["value"].as_f64(),
+            app_first_read_page_ms: number(&out["appFirstRead"], "appFirstRead")?,
+            isolated: report["timeline"]["environment"]["cross_origin_isolated"] == true,
             skew_ms,
             skew_after_ms: number(&out["skewAfterMs"], "skewAfterMs")?,
             time_origin,
@@ -431,6 +502,9 @@ mod tests {
                 unix_ms: 1_700_000_000_055.0,
                 page_ms: Some(105.0),
                 tie_check_ms: Some(0.5),
+                // 1000 − (990 − 89.5): the headers through the send's tie, 0.5 ms
+                // before Resource Timing's responseStart (the tie check's half-ms).
+                headers_page_ms: Some(99.5),
                 request_sent_after_start_ms: Some(1.0),
             }
         );
@@ -446,6 +520,7 @@ mod tests {
                 unix_ms: 1_700_000_000_055.0,
                 page_ms: None,
                 tie_check_ms: None,
+                headers_page_ms: None,
                 request_sent_after_start_ms: None,
             }
         );

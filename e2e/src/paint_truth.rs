@@ -34,27 +34,29 @@ const MIN_INK: usize = 4;
 /// How the probe timed `first_paint`, as `paint.html` lets a test choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PaintMethod {
-    /// Chromium's Element Timing (`renderTime`).
-    ElementTiming,
-    /// The probe's fallback: the frame after `first_dom` (Element Timing hidden).
-    RafEstimate,
+    /// Chromium's Element Timing `presentationTime` (156 and later), with its `paintTime`
+    /// as the report's `paint_time`.
+    PresentationTime,
+    /// The probe's fallback: the start of the frame after the one that rendered the text
+    /// (Element Timing hidden).
+    RafNextFrame,
 }
 
 impl PaintMethod {
-    pub const ALL: [PaintMethod; 2] = [PaintMethod::ElementTiming, PaintMethod::RafEstimate];
+    pub const ALL: [PaintMethod; 2] = [PaintMethod::PresentationTime, PaintMethod::RafNextFrame];
 
     /// The report's `paint_method` for it.
     pub fn name(self) -> &'static str {
         match self {
-            PaintMethod::ElementTiming => "element_timing",
-            PaintMethod::RafEstimate => "raf_estimate",
+            PaintMethod::PresentationTime => "presentation_time",
+            PaintMethod::RafNextFrame => "raf_next_frame",
         }
     }
 
     fn page(self) -> &'static str {
         match self {
-            PaintMethod::ElementTiming => "paint.html",
-            PaintMethod::RafEstimate => "paint.html?paint=raf",
+            PaintMethod::PresentationTime => "paint.html",
+            PaintMethod::RafNextFrame => "paint.html?paint=raf",
         }
     }
 }
@@ -71,6 +73,9 @@ pub struct PaintSample {
     pub blank_before_unix_ms: Option<f64>,
     /// `first_paint` − truth.
     pub paint_minus_truth_ms: f64,
+    /// `paint_time` − truth, where the report has `paint_time` (Element Timing's
+    /// `paintTime`: the page's rendering of the text, before the frame is presented).
+    pub paint_time_minus_truth_ms: Option<f64>,
     /// truth − `first_dom`.
     pub truth_minus_dom_ms: f64,
     /// The page clock's offset from the system clock that placed the run.
@@ -211,6 +216,9 @@ impl PaintLab {
             truth_unix_ms: truth,
             blank_before_unix_ms: blank_before,
             paint_minus_truth_ms: first_paint - truth,
+            paint_time_minus_truth_ms: timeline["milestones"]["paint_time"]
+                .as_f64()
+                .map(|t| start + t - truth),
             truth_minus_dom_ms: truth - first_dom,
             skew_ms: out["skewMs"].as_f64().unwrap_or(f64::NAN),
             frames: frames.len(),

@@ -132,4 +132,9 @@ async fn first_audio_out_matches_the_first_sample_the_sound_server_plays(
     lab.close().await
 }
 
-engines!(first_audio_out_matches_the_first_sample_the_sound_server_plays);
+engines!(
+    first_audio_out_matches_the_first_sample_the_sound_server_plays,
+    webkit = #[ignore = "FAILS in WebKit: WebKitGTK 2.50 plays (with --autoplay-policy=allow) \
+        but its outputLatency reads 0 while PulseAudio buffers ~55 ms, so first_audio_out \
+        is ~67 ms early (docs/fidelity.md, first audio)"]
+);

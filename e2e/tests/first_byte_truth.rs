@@ -64,6 +64,14 @@ fn print(s: &NetSample) {
         s.skew_ms,
         s.step_ms
     );
+    println!(
+        "  response_start − its network record {:+8.3} ms (server's headers send {:+8.3}), \
+         first_byte − the app's own first read {:+8.3} ms, engine_hop_ms {:?}",
+        s.response_start_minus_network_ms().unwrap_or(f64::NAN),
+        s.response_start_minus_server_ms().unwrap_or(f64::NAN),
+        s.first_byte_minus_app_read_ms(),
+        s.engine_hop_ms
+    );
 }
 
 async fn first_byte_is_never_before_the_engines_network_record_or_the_servers_send(
@@ -100,6 +108,35 @@ async fn first_byte_is_never_before_the_engines_network_record_or_the_servers_se
         assert!(
             server <= LATE_BOUND_MS,
             "first_byte {server:.3} ms after the server sent it: {s:?}"
+        );
+        // The network boundary (`response_start`) against the engine's record of the
+        // response's start (Chromium: DevTools' receiveHeadersStart, tied at the send;
+        // Firefox: BiDi's responseStart; WebKit: the server's headers send through
+        // timeOrigin, whose 1 ms floor is allowed).
+        let start = s
+            .response_start_minus_network_ms()
+            .with_context(|| format!("no response_start or its witness: {s:?}"))?;
+        let early = early_bound(step, !s.network_on_page_clock(), truth_error_ms(&s, step))
+            + s.response_start_floor_ms()
+            + match s.network {
+                NetworkTruth::ResponseStart { .. } => SERVER_STAMP_MS,
+                _ => 0.0,
+            };
+        assert!(
+            start >= -early,
+            "response_start {:.3} ms before the engine's record of the response (bound \
+             {early:.3}): {s:?}",
+            -start
+        );
+        assert!(
+            start <= LATE_BOUND_MS,
+            "response_start {start:.3} ms after the engine's record: {s:?}"
+        );
+        // The app's own reader gets the bytes from the probe, so never before the probe
+        // read them (one clock, read in that order).
+        assert!(
+            s.first_byte_minus_app_read_ms() <= 0.0,
+            "the app read the first bytes before the probe: {s:?}"
         );
         // The truths themselves: an engine cannot record bytes before the server let them
         // go. Chromium's first data is the first chunk's (placed on the system clock as the

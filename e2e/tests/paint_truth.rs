@@ -33,7 +33,7 @@ async fn first_paint_is_never_meaningfully_before_the_first_frame_that_shows_the
     let early_bound = -(2.0 * FRAME_INTERVAL_MS + CLOCK_RESOLUTION_MS);
     for method in PaintMethod::ALL {
         lab.open(method).await?;
-        if method == PaintMethod::ElementTiming {
+        if method == PaintMethod::PresentationTime {
             for m in lab.marks(6).await? {
                 println!(
                     "marker: stamp − frame start {:+7.2} ms ({:.2} frames), stamp − rAF \

@@ -102,15 +102,18 @@ async fn clock_step(client: &fantoccini::Client) -> anyhow::Result<f64> {
         .ok_or_else(|| anyhow::anyhow!("no clock step measured: {step}"))
 }
 
-/// Whether the page's engine has Element Timing (Chromium only, so far).
-async fn has_element_timing(client: &fantoccini::Client) -> anyhow::Result<bool> {
+/// Whether the page's engine has Element Timing (Chromium only, so far), and whether its
+/// entries carry `presentationTime` (Chromium 156 and later).
+async fn element_timing(client: &fantoccini::Client) -> anyhow::Result<(bool, bool)> {
     let has = client
         .execute(
-            "return PerformanceObserver.supportedEntryTypes.includes('element')",
+            "return [PerformanceObserver.supportedEntryTypes.includes('element'), \
+             typeof PerformanceElementTiming !== 'undefined' && \
+             'presentationTime' in PerformanceElementTiming.prototype]",
             vec![],
         )
         .await?;
-    Ok(has == Value::Bool(true))
+    Ok((has[0] == Value::Bool(true), has[1] == Value::Bool(true)))
 }
 
 fn milestone(report: &Value, name: &str) -> Option<f64> {
@@ -174,17 +177,29 @@ async fn milestones_honour_the_injected_delay_and_arrive_in_order(
         "first_dom before the token: {report}"
     );
     assert!(dom <= paint, "first_paint before first_dom: {report}");
-    // Element Timing where the engine has it, else the probe's own estimate.
-    let paint_method = if has_element_timing(&f.client).await? {
-        "element_timing"
-    } else {
-        missing(
-            engine,
-            "milestones_honour_the_injected_delay_and_arrive_in_order",
-            "Element Timing",
-            "no `element` in PerformanceObserver.supportedEntryTypes; first_paint is the raf_estimate",
-        );
-        "raf_estimate"
+    // Element Timing's presentation time where the engine has it (its paint time then
+    // beside it), its render time in an older Chromium, else the probe's own estimate.
+    let paint_method = match element_timing(&f.client).await? {
+        (true, true) => {
+            let painted = m("paint_time");
+            assert!(
+                dom <= painted && painted <= paint,
+                "paint_time outside first_dom..first_paint: {report}"
+            );
+            "presentation_time"
+        }
+        (true, false) => "element_timing",
+        (false, _) => {
+            missing(
+                engine,
+                "milestones_honour_the_injected_delay_and_arrive_in_order",
+                "Element Timing",
+                "no `element` in PerformanceObserver.supportedEntryTypes; first_paint is \
+                 raf_next_frame, the start of the frame after the one that rendered the text",
+            );
+            assert_eq!(milestone(report, "paint_time"), None, "{report}");
+            "raf_next_frame"
+        }
     };
     assert_eq!(
         report["run"]["timeline"]["paint_method"], paint_method,
@@ -222,6 +237,17 @@ async fn milestones_honour_the_injected_delay_and_arrive_in_order(
         rt["response_start_ms"].as_f64().is_some(),
         "no Resource Timing: {report}"
     );
+    // The network boundary is a milestone of its own, before the page's first byte (the
+    // engine's hop between them is the report's engine_hop_ms; a step of slack for
+    // Firefox's jittered clock).
+    let step = clock_step(&f.client).await?;
+    let response_start = m("response_start");
+    assert_eq!(rt["response_start_ms"].as_f64(), Some(response_start));
+    let hop = report["run"]["metrics"]["engine_hop_ms"]["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no engine_hop_ms: {report}"));
+    assert_eq!(hop, m("first_byte") - response_start, "{report}");
+    assert!(hop >= -step, "response_start after first_byte by {hop} ms: {report}");
     assert_eq!(report["run"]["metrics"]["outcome"], "completed", "{report}");
     Ok(())
 }

@@ -17,7 +17,7 @@ run.watch(document.body);
 const response: Response = await run.fetch("/v1/chat/completions", { method: "POST", body: "{}" });
 const report: RunReport = await run.finished();
 const firstToken: number | undefined = report.run.timeline.milestones.first_token;
-const method: "element_timing" | "interaction_contentful_paint" | "raf_estimate" | undefined =
+const method: "presentation_time" | "element_timing" | "interaction_contentful_paint" | "raf_next_frame" | "raf_estimate" | undefined =
   report.run.timeline.paint_method;
 const started: number | undefined = run.requestStart;
 const handle = probe.instrumentFetch({ match: /\/v1\/chat/, watch: () => document.querySelector("p") });

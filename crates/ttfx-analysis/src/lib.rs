@@ -325,8 +325,10 @@ impl Runs {
         let m = milestone.parse::<Milestone>()?;
         let method = match paint_method {
             None => None,
+            Some("presentation_time") => Some(PaintMethod::PresentationTime),
             Some("element_timing") => Some(PaintMethod::ElementTiming),
             Some("interaction_contentful_paint") => Some(PaintMethod::InteractionContentfulPaint),
+            Some("raf_next_frame") => Some(PaintMethod::RafNextFrame),
             Some("raf_estimate") => Some(PaintMethod::RafEstimate),
             Some(other) => return Err(AnalysisError::UnknownPaintMethod(other.to_owned())),
         };
@@ -382,7 +384,13 @@ impl Runs {
         run: u32,
         entry: ResourceTiming,
     ) -> Result<(), AnalysisError> {
-        self.page(run)?.resource_timing = Some(entry);
+        let page = self.page(run)?;
+        // The entry's responseStart is the network boundary, a milestone of its own
+        // (absent without Timing-Allow-Origin on a cross-origin response).
+        if let Some(at) = entry.response_start_ms {
+            page.milestones.set(Milestone::ResponseStart, at);
+        }
+        page.resource_timing = Some(entry);
         Ok(())
     }
 
@@ -698,6 +706,43 @@ mod tests {
 
     fn sse(content: &str) -> String {
         format!("data: {{\"choices\":[{{\"delta\":{{\"content\":{content:?}}}}}]}}\n\n")
+    }
+
+    #[test]
+    fn the_resource_timing_entry_gives_response_start_and_the_paint_its_two_times() {
+        let chunk = sse("Hi");
+        let mut runs = Runs::default();
+        runs.begin_page(3, None, None, None, None).unwrap();
+        runs.recorder(3)
+            .unwrap()
+            .headers(30.0, 200, Some("text/event-stream"), &[]);
+        runs.chunks(3, &[80.0, chunk.len() as f64], chunk.as_bytes())
+            .unwrap();
+        runs.recorder(3).unwrap().end(100.0);
+        runs.observed(3, "first_dom", 82.0, None).unwrap();
+        runs.observed(3, "paint_time", 88.5, None).unwrap();
+        runs.observed(3, "first_paint", 95.0, Some("presentation_time"))
+            .unwrap();
+        let entry = ResourceTiming {
+            request_start_ms: Some(2.5),
+            response_start_ms: Some(76.25),
+            response_end_ms: Some(101.0),
+            encoded_body_size: Some(chunk.len() as u64),
+        };
+        runs.resource_timing(3, entry).unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&runs.finish(3).unwrap().report).unwrap();
+        let t = &report["run"]["timeline"];
+        assert_eq!(t["milestones"]["response_start"], 76.25);
+        assert_eq!(t["milestones"]["paint_time"], 88.5);
+        assert_eq!(t["milestones"]["first_paint"], 95.0);
+        assert_eq!(t["paint_method"], "presentation_time");
+        let m = &report["run"]["metrics"];
+        assert_eq!(m["engine_hop_ms"]["value"], 80.0 - 76.25);
+        assert_eq!(m["render_lag_ms"]["source"], "presentation_time");
+        // A method this build does not know is refused by name, not guessed.
+        let err = runs.observed(3, "first_paint", 1.0, Some("vsync_guess"));
+        assert!(matches!(err, Err(AnalysisError::UnknownPaintMethod(m)) if m == "vsync_guess"));
     }
 
     #[test]

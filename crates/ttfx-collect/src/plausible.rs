@@ -42,8 +42,9 @@ pub const MAX_RATIO: f64 = 1e6;
 
 /// The metrics that are a difference of two times not ordered by the timeline's rules,
 /// so they may be negative (audio heard before the text showed, a paint stamped before
-/// the token it paints).
-const SIGNED_MS: [&str; 4] = [
+/// the token it paints, Firefox's jittered `responseStart` a step after the first byte).
+const SIGNED_MS: [&str; 5] = [
+    "engine_hop_ms",
     "dom_lag_ms",
     "render_lag_ms",
     "audio_behind_text_ms",

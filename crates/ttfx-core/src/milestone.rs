@@ -29,6 +29,10 @@ pub enum Milestone {
     Submit,
     /// Just before `fetch` is called.
     RequestStart,
+    /// The network boundary: the request's Resource Timing `responseStart`, when the
+    /// engine's network stack got the response's first byte (its headers). Present where
+    /// the engine gives the page an entry with it (same origin, or `Timing-Allow-Origin`).
+    ResponseStart,
     /// The fetch promise resolved (status and headers known).
     Headers,
     /// First non-empty body chunk handed to the reader, before any parsing.
@@ -41,7 +45,11 @@ pub enum Milestone {
     FirstVisibleToken,
     /// First visible text inserted in the watched element.
     FirstDom,
-    /// That text painted.
+    /// The page painted that text (Element Timing `paintTime`, where exposed): the
+    /// rendering step's end, before the frame goes to the display.
+    PaintTime,
+    /// The frame holding that text presented (Element Timing `presentationTime`), or the
+    /// probe's estimate of it (docs/metrics.md, `paint_method`).
     FirstPaint,
     /// First complete clause or sentence of visible text.
     FirstSentence,
@@ -65,19 +73,21 @@ pub enum Milestone {
 
 impl Milestone {
     /// Every milestone, in the order of docs/design.md's table.
-    pub const ALL: [Milestone; 22] = [
+    pub const ALL: [Milestone; 24] = [
         Milestone::SpeechStart,
         Milestone::SpeechEnd,
         Milestone::SttFirstPartial,
         Milestone::SttFinal,
         Milestone::Submit,
         Milestone::RequestStart,
+        Milestone::ResponseStart,
         Milestone::Headers,
         Milestone::FirstByte,
         Milestone::FirstEvent,
         Milestone::FirstToken,
         Milestone::FirstVisibleToken,
         Milestone::FirstDom,
+        Milestone::PaintTime,
         Milestone::FirstPaint,
         Milestone::FirstSentence,
         Milestone::TtsRequest,
@@ -118,12 +128,14 @@ impl Milestone {
             Milestone::SttFinal => "stt_final",
             Milestone::Submit => "submit",
             Milestone::RequestStart => "request_start",
+            Milestone::ResponseStart => "response_start",
             Milestone::Headers => "headers",
             Milestone::FirstByte => "first_byte",
             Milestone::FirstEvent => "first_event",
             Milestone::FirstToken => "first_token",
             Milestone::FirstVisibleToken => "first_visible_token",
             Milestone::FirstDom => "first_dom",
+            Milestone::PaintTime => "paint_time",
             Milestone::FirstPaint => "first_paint",
             Milestone::FirstSentence => "first_sentence",
             Milestone::TtsRequest => "tts_request",

@@ -111,8 +111,9 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// The report of a finished timeline. The page's observers take `first_dom` and
-    /// `first_paint`, and a misbehaving page can put them out of order: a timeline they
+    /// The report of a finished timeline. The page's observers take `first_dom`,
+    /// `paint_time` and `first_paint` (and its Resource Timing `response_start`), and a
+    /// misbehaving page can put them out of order: a timeline they
     /// make invalid is reported without them, with a `timeline_invalid` anomaly. Only a
     /// timeline that is invalid even so is an error. The probe and the analysis worker
     /// both finish runs here.
@@ -129,7 +130,9 @@ impl RunReport {
                     class: "timeline_invalid".into(),
                     detail: e.to_string(),
                 });
+                timeline.milestones.remove(crate::Milestone::ResponseStart);
                 timeline.milestones.remove(crate::Milestone::FirstDom);
+                timeline.milestones.remove(crate::Milestone::PaintTime);
                 timeline.milestones.remove(crate::Milestone::FirstPaint);
                 timeline.paint_method = None;
                 Run::new(id, target, timeline).map(RunReport::new)

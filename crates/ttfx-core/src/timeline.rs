@@ -253,12 +253,21 @@ pub struct Anomaly {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PaintMethod {
-    /// Element Timing `renderTime` (Chromium).
+    /// Element Timing `presentationTime`: when the frame holding the text was presented
+    /// (Chromium 156 and later; `paint_time` then carries its `paintTime`).
+    PresentationTime,
+    /// Element Timing `renderTime` where the engine exposes no `presentationTime`
+    /// (Chromium before 156).
     ElementTiming,
     /// Interaction Contentful Paint, where the engine has it.
     InteractionContentfulPaint,
-    /// requestAnimationFrame followed by a MessageChannel task: the frame after the DOM
-    /// change, an estimate that can be late by up to one frame.
+    /// The start of the frame after the one that rendered the text (a second
+    /// `requestAnimationFrame`'s timestamp): where the compositor draws that frame, the
+    /// estimate of its presentation where the engine exposes none (Firefox, WebKit).
+    RafNextFrame,
+    /// Reports written before 2026-12-05: the task after the first
+    /// `requestAnimationFrame` after `first_dom` (the end of the rendering step, about
+    /// one frame before the frame is shown). Read, never written.
     RafEstimate,
 }
 

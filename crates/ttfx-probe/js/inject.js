@@ -95,8 +95,8 @@ function install(config) {
 
   // The reply: DOM text growth, recorded while armed, attributed to the element it
   // happened in and each of its ancestors when the runner asks. One frame estimate per
-  // observer callback that grew text (requestAnimationFrame, then a message: just after
-  // the frame is rendered), as the front does where there is no Element Timing: the
+  // observer callback that grew text (the start of the frame after the one that renders
+  // it), as the front does where there is no Element Timing: the
   // reply's element is not known before it grows, so it cannot be marked for it.
   let growth = [];
   let frames = [];
@@ -125,14 +125,9 @@ function install(config) {
     if (!any) return;
     const frame = [at, null];
     frames.push(frame);
-    requestAnimationFrame(() => {
-      const channel = new MessageChannel();
-      channel.port1.onmessage = () => {
-        channel.port1.close();
-        frame[1] = performance.now();
-      };
-      channel.port2.postMessage(0);
-    });
+    // The frame after the one that renders the change starts where the compositor draws
+    // it: its rAF timestamp is the estimate (as the front's `raf_next_frame`).
+    requestAnimationFrame(() => requestAnimationFrame((next) => { frame[1] = next; }));
   });
 
   const describe = (el) => {

@@ -50,7 +50,7 @@ export interface InstrumentOptions {
 /** How a measured request was made. */
 export type Transport = "fetch" | "eventsource" | "xhr" | "websocket";
 
-export type MilestoneName = "speech_start" | "speech_end" | "stt_first_partial" | "stt_final" | "submit" | "request_start" | "headers" | "first_byte" | "first_event" | "first_token" | "first_visible_token" | "first_dom" | "first_paint" | "first_sentence" | "tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out" | "last_token" | "done" | "aborted" | "error";
+export type MilestoneName = "speech_start" | "speech_end" | "stt_first_partial" | "stt_final" | "submit" | "request_start" | "response_start" | "headers" | "first_byte" | "first_event" | "first_token" | "first_visible_token" | "first_dom" | "paint_time" | "first_paint" | "first_sentence" | "tts_request" | "first_audio_byte" | "first_audio_scheduled" | "first_audio_out" | "last_token" | "done" | "aborted" | "error";
 
 export interface Chunk { at_ms: number; bytes: number; events: number; visible_tokens: number; reasoning_tokens: number; }
 export interface ServerTiming { name: string; duration_ms: number | null; description?: string; source: string; }
@@ -68,7 +68,10 @@ export interface Timeline {
     gaps: { count: number; sum_ms: number; min_ms: number; max_ms: number; above_floor: number; above_floor_ms: number; buckets: [number, number][] };
     burst_visible_tokens: number;
   };
-  paint_method?: "element_timing" | "interaction_contentful_paint" | "raf_estimate";
+  /** How first_paint was timed: Element Timing's presentationTime (Chromium 156+), its
+   *  renderTime (older Chromium), or the start of the frame after the one that rendered
+   *  the text (`raf_next_frame`); `raf_estimate` only in reports written before 2026-12-05. */
+  paint_method?: "presentation_time" | "element_timing" | "interaction_contentful_paint" | "raf_next_frame" | "raf_estimate";
   failure?: { class: "http_status" | "network" | "in_band" | "decode" | "timeout"; http_status?: number; detail?: string };
   environment: { engine?: string; engine_version?: string; user_agent?: string; cross_origin_isolated?: boolean; timer_resolution_ms?: number; visibility_changes?: { at_ms: number; state: "visible" | "hidden" }[]; concurrency?: number;
     /** Where the analysis ran: a Worker, the main thread in idle time, or `ttfx run` (inject mode). */

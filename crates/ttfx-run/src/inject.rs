@@ -640,7 +640,7 @@ impl Reply {
         }
         if let Some(t) = offset(self.first_paint) {
             timeline.milestones.set(Milestone::FirstPaint, t);
-            timeline.paint_method = Some(PaintMethod::RafEstimate);
+            timeline.paint_method = Some(PaintMethod::RafNextFrame);
         }
     }
 }

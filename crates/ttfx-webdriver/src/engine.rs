@@ -30,9 +30,13 @@ pub const FIREFOX_ARGS: &[&str] = &["-headless"];
 /// Firefox's preferences: autoplay allowed, as Chromium's `--autoplay-policy` flag does.
 const FIREFOX_PREFS: &[(&str, i64)] = &[("media.autoplay.default", 0)];
 
-/// MiniBrowser's flags: driven by WebDriver. It has no headless mode (2.50 refuses
+/// MiniBrowser's flags: driven by WebDriver, audio allowed to start without a user gesture
+/// (as Chromium's `--autoplay-policy` flag does). WebKitGTK's default policy, "allow
+/// without sound", keeps every script-made `AudioContext` suspended (its `resume()` never
+/// settles): its pipeline reaches PulseAudio and stops there (GST_DEBUG; a WebDriver click
+/// that calls `resume()` starts it too). It has no headless mode (2.50 refuses
 /// `--headless`), so it needs an X display (`Driver::start` gives it Xvfb when DISPLAY is unset).
-pub const WEBKIT_ARGS: &[&str] = &["--automation"];
+pub const WEBKIT_ARGS: &[&str] = &["--automation", "--autoplay-policy=allow"];
 
 /// Where Debian ships WebKitGTK's MiniBrowser (outside the PATH).
 const MINIBROWSER: &[&str] = &[

@@ -146,6 +146,72 @@ fn report(samples: &[NetSample], failures: usize) {
     println!("runs that failed: {failures}");
     goals(&format!("{engine} vs network record"), &network);
     goals(&format!("{engine} vs server send"), &server);
+    two_clocks(samples);
+}
+
+/// Issue #32 point 1: each first-byte clock against its own witness, and the engine's hop
+/// between them. "Beyond a step" counts runs earlier than the witness by more than the
+/// page clock's step (plus, for WebKit's wall-clock witness, its 1 ms `timeOrigin`
+/// floor), which the goal allows.
+fn two_clocks(samples: &[NetSample]) {
+    let engine = samples.first().map_or("?", |s| s.engine.name());
+    let witness = match engine {
+        "chromium" => "DevTools receiveHeadersStart, page clock tied at sendStart",
+        "firefox" => "BiDi responseStart, wall clock",
+        _ => "server's headers send, wall clock through timeOrigin",
+    };
+    let pairs: Vec<(f64, f64)> = samples
+        .iter()
+        .filter_map(|s| {
+            let d = s.response_start_minus_network_ms()?;
+            Some((d, s.step_ms.unwrap_or(1.0) + s.response_start_floor_ms()))
+        })
+        .collect();
+    let missing = samples.len() - pairs.len();
+    let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    line(&format!("response_start − network record ({witness})"), &values);
+    if missing > 0 {
+        println!("response_start missing from {missing} of {} reports", samples.len());
+    }
+    goals32(&format!("{engine} response_start vs its network record"), &pairs);
+    let server: Vec<f64> = samples
+        .iter()
+        .filter_map(NetSample::response_start_minus_server_ms)
+        .collect();
+    line("response_start − server's headers send (wall clock, with skew)", &server);
+    let app: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|s| (s.first_byte_minus_app_read_ms(), s.step_ms.unwrap_or(1.0)))
+        .collect();
+    let values: Vec<f64> = app.iter().map(|p| p.0).collect();
+    line("first_byte − the app's own first read (page clock)", &values);
+    let beyond = app.iter().filter(|(d, step)| d.abs() > *step).count();
+    println!(
+        "#32 goal, {engine} first_byte vs the app's reader: within one clock step in {} of {}          → {}",
+        app.len() - beyond,
+        app.len(),
+        if beyond == 0 { "met" } else { "not met" }
+    );
+    goals32(&format!("{engine} first_byte vs the app's reader"), &app);
+    let hops: Vec<f64> = samples.iter().filter_map(|s| s.engine_hop_ms).collect();
+    line("engine_hop_ms (first_byte − response_start, the report's)", &hops);
+}
+
+/// #32's goals for (Δ, allowed earliness) pairs: median |Δ| ≤ 1 ms, p99 |Δ| ≤ 5 ms, none
+/// earlier than its witness by more than its allowance (one clock step, and a floor).
+fn goals32(what: &str, pairs: &[(f64, f64)]) {
+    let abs: Vec<f64> = pairs.iter().map(|p| p.0.abs()).collect();
+    let Some(s) = Summary::of(&abs) else { return };
+    let beyond = pairs.iter().filter(|(d, allow)| *d < -allow).count();
+    let met = |ok: bool| if ok { "met" } else { "not met" };
+    println!(
+        "#32 goals, {what}: median |Δ| {:.3} ms ≤ 1 → {}; p99 |Δ| {:.3} ms ≤ 5 → {}; earlier          by more than a clock step: {beyond} → {}",
+        s.p50,
+        met(s.p50 <= 1.0),
+        s.p99,
+        met(s.p99 <= 5.0),
+        met(beyond == 0)
+    );
 }
 
 /// What the engine named `engine` keeps as its network record of a request.

@@ -17,6 +17,7 @@ pub mod audio;
 pub mod buffered;
 pub mod chunks;
 pub mod latency;
+pub mod network;
 pub mod render;
 pub mod tokens;
 pub mod turn;
@@ -38,11 +39,16 @@ pub enum Source {
     ServerUsage,
     /// Token count estimated by ttfx from the streamed deltas (see `docs/metrics.md`).
     Estimate,
+    /// Paint time from Element Timing `presentationTime`.
+    PresentationTime,
     /// Paint time from Element Timing `renderTime`.
     ElementTiming,
     /// Paint time from Interaction Contentful Paint.
     InteractionContentfulPaint,
-    /// Paint time estimated as the frame after the DOM change.
+    /// Paint time estimated as the start of the frame after the one that rendered the text.
+    RafNextFrame,
+    /// Paint time estimated as the task after the frame that rendered the text (reports
+    /// written before 2026-12-05).
     RafEstimate,
     /// Audible time from the AudioWorklet tap and `getOutputTimestamp()`.
     OutputTimestamp,
@@ -55,8 +61,10 @@ pub enum Source {
 impl From<PaintMethod> for Source {
     fn from(m: PaintMethod) -> Self {
         match m {
+            PaintMethod::PresentationTime => Source::PresentationTime,
             PaintMethod::ElementTiming => Source::ElementTiming,
             PaintMethod::InteractionContentfulPaint => Source::InteractionContentfulPaint,
+            PaintMethod::RafNextFrame => Source::RafNextFrame,
             PaintMethod::RafEstimate => Source::RafEstimate,
         }
     }
@@ -120,7 +128,7 @@ macro_rules! stage {
 
 /// The per-request scalar metrics, in the order tables show them. Plain function
 /// pointers, not generics: this table is in the browser probe's wasm.
-pub const SCALARS: [Scalar; 28] = [
+pub const SCALARS: [Scalar; 29] = [
     measured!(ttft_ms),
     measured!(ttft_visible_ms),
     measured!(e2e_ms),
@@ -128,6 +136,7 @@ pub const SCALARS: [Scalar; 28] = [
     measured!(output_tokens),
     measured!(output_tokens_per_s),
     measured!(decode_tokens_per_s),
+    measured!(engine_hop_ms),
     measured!(dom_lag_ms),
     measured!(render_lag_ms),
     measured!(ttfa_ms),
@@ -203,6 +212,10 @@ pub struct RequestMetrics {
     pub output_tokens_per_s: Option<Measured>,
     /// 1000 / tpot: the decode rate once tokens flow.
     pub decode_tokens_per_s: Option<Measured>,
+    /// first_byte − response_start: the engine's hop from its network stack to the page
+    /// (where the first body bytes come with the headers; docs/metrics.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_hop_ms: Option<Measured>,
     /// first_paint − first_visible_token.
     pub render_lag_ms: Option<Measured>,
     /// first_dom − first_visible_token.
@@ -270,6 +283,7 @@ impl RequestMetrics {
                     .into(),
             );
         }
+        notes.extend(network::notes(timeline));
         notes.extend(audio::notes(timeline));
         let turn = turn::breakdown(timeline);
         notes.extend(turn::notes(turn.as_ref()));
@@ -286,6 +300,7 @@ impl RequestMetrics {
             output_tokens_per_s: tokens::output_rate(tokens.output, e2e_ms),
             decode_tokens_per_s: tokens::decode_rate(tpot_ms),
             tpot_ms,
+            engine_hop_ms: network::engine_hop(timeline),
             render_lag_ms: render::render_lag(timeline),
             dom_lag_ms: render::dom_lag(timeline),
             ttfa_ms: audio::ttfa(timeline, Milestone::RequestStart),

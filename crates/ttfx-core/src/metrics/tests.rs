@@ -690,6 +690,7 @@ fn each_scalar_name_reads_its_own_field() {
     });
     m.interrupt_ms = measured(30.0);
     m.submit_delay_ms = measured(31.0);
+    m.engine_hop_ms = measured(32.0);
 
     let json = serde_json::to_value(&m).unwrap();
     let by_name = |name: &str| {
@@ -728,4 +729,56 @@ fn each_scalar_name_reads_its_own_field() {
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), SCALARS.len());
+}
+
+/// A page's run (its analysis ran in a Worker) with a first byte at 120 ms.
+fn page_run() -> Timeline {
+    let mut t = plain();
+    t.environment.analysis = Some(crate::timeline::AnalysisSite::Worker);
+    t
+}
+
+#[test]
+fn the_engine_hop_is_the_first_byte_after_the_network_boundary() {
+    let mut t = page_run();
+    let first_byte = t.milestones.get(FirstByte).unwrap();
+    t.milestones.set(ResponseStart, first_byte - 4.75);
+    t.resource_timing = Some(crate::timeline::ResourceTiming {
+        response_start_ms: Some(first_byte - 4.75),
+        ..Default::default()
+    });
+    let m = RequestMetrics::compute(&t).unwrap();
+    let hop = m.engine_hop_ms.unwrap();
+    assert!(close(hop.value, 4.75), "{hop:?}");
+    assert_eq!(hop.source, Source::ClientClock);
+    assert_eq!(m.scalar("engine_hop_ms"), Some(hop.value));
+    assert!(
+        !m.notes.iter().any(|n| n.contains("response_start")),
+        "{:?}",
+        m.notes
+    );
+}
+
+#[test]
+fn a_missing_response_start_says_why() {
+    // No entry at all.
+    let m = RequestMetrics::compute(&page_run()).unwrap();
+    assert_eq!(m.engine_hop_ms, None);
+    assert_note(&m, "no Resource Timing entry for the request");
+    // An entry without responseStart: cross-origin without Timing-Allow-Origin.
+    let mut t = page_run();
+    t.resource_timing = Some(crate::timeline::ResourceTiming {
+        response_end_ms: Some(300.0),
+        ..Default::default()
+    });
+    let m = RequestMetrics::compute(&t).unwrap();
+    assert_eq!(m.engine_hop_ms, None);
+    assert_note(&m, "without Timing-Allow-Origin");
+    // Not a page (ttfx bench's native client), or a WebSocket: nothing to say.
+    let m = RequestMetrics::compute(&plain()).unwrap();
+    assert!(!m.notes.iter().any(|n| n.contains("Resource Timing")), "{:?}", m.notes);
+    let mut t = page_run();
+    t.request.transport = Some("websocket".into());
+    let m = RequestMetrics::compute(&t).unwrap();
+    assert!(!m.notes.iter().any(|n| n.contains("Resource Timing")), "{:?}", m.notes);
 }

@@ -1,5 +1,7 @@
-// Render timing: `first_dom` (MutationObserver) and `first_paint` (Element Timing, else
-// the frame after `first_dom`).
+// Render timing: `first_dom` (MutationObserver), `first_paint` (when the frame holding
+// the text was presented: Element Timing's `presentationTime`, else its `renderTime`,
+// else the start of the frame after the one that rendered the text) and `paint_time`
+// (Element Timing's `paintTime`, where exposed).
 
 // Element Timing entries kept per watch: the first paint at or after `first_dom` is the
 // one wanted, and a long reply must not grow this list.
@@ -35,18 +37,19 @@ export class RenderWatch {
       for (const record of records) {
         for (const node of [record.target, ...record.addedNodes]) markPainted(node.nodeType === 3 ? node.parentElement : node);
       }
-      // requestAnimationFrame runs just before the frame is rendered, and a message posted
-      // from it runs just after: the paint estimate where there is no Element Timing.
-      // Hidden pages get no frames, so the estimate never comes and the report says so.
+      // The first requestAnimationFrame after the change runs in the frame that renders
+      // it; the compositor draws that frame in the next one, whose rAF timestamp is its
+      // start (in Chromium the screencast stamps 36 of 40 changes exactly there,
+      // docs/fidelity.md): the paint estimate where there is no Element Timing. A
+      // timestamp before first_dom (a frame that began before the change) is no estimate
+      // of it: the callback's own clock read is taken then. Hidden pages get no frames,
+      // so the estimate never comes and the report says so.
       if (typeof requestAnimationFrame === "function") {
-        requestAnimationFrame(() => {
-          const channel = new MessageChannel();
-          channel.port1.onmessage = () => {
-            channel.port1.close();
-            this.frame = this.frame || performance.now();
-          };
-          channel.port2.postMessage(0);
-        });
+        requestAnimationFrame(() =>
+          requestAnimationFrame((next) => {
+            if (this.frame === null) this.frame = next >= at ? next : performance.now();
+          }),
+        );
       }
       // The rest of the reply streams in with no probe work per insertion.
       observer.disconnect();
@@ -55,24 +58,29 @@ export class RenderWatch {
     if (ELEMENT_TIMING) {
       this.paintObserver = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) {
-          if (entry.element && element.contains(entry.element) && entry.renderTime > 0 && this.paints.length < MAX_PAINTS) this.paints.push(entry.renderTime);
+          if (entry.element && element.contains(entry.element) && entry.renderTime > 0 && this.paints.length < MAX_PAINTS) {
+            // Chromium 156 exposes both halves of renderTime: paintTime (the rendering
+            // step) and presentationTime (the frame shown, which renderTime then equals).
+            this.paints.push([entry.renderTime, entry.paintTime > 0 ? entry.paintTime : null, entry.presentationTime > 0 ? entry.presentationTime : null]);
+          }
         }
       });
       this.paintObserver.observe({ type: "element", buffered: true });
     }
   }
 
-  // [time, method] of the first paint at or after first_dom.
+  // [first_paint, method, paint_time or null] of the first paint at or after first_dom.
   firstPaint() {
     if (this.firstDom === null) return null;
-    const after = this.paints.filter((t) => t >= this.firstDom);
-    if (after.length > 0) return [Math.min(...after), "element_timing"];
-    return this.frame === null ? null : [this.frame, "raf_estimate"];
+    let first = null;
+    for (const p of this.paints) if (p[0] >= this.firstDom && (first === null || p[0] < first[0])) first = p;
+    if (first !== null) return first[2] !== null ? [first[2], "presentation_time", first[1]] : [first[0], "element_timing", null];
+    return this.frame === null ? null : [this.frame, "raf_next_frame", null];
   }
 
   settled() {
     if (this.firstDom === null) return false;
-    return ELEMENT_TIMING ? this.paints.some((t) => t >= this.firstDom) : this.frame !== null;
+    return ELEMENT_TIMING ? this.paints.some((p) => p[0] >= this.firstDom) : this.frame !== null;
   }
 
   stop() {

@@ -228,7 +228,10 @@ export class ProbeRun {
       this.render.stop();
       if (this.render.firstDom !== null) this.send("observed", "first_dom", this.render.firstDom - start);
       const paint = this.render.firstPaint();
-      if (paint) this.send("observed", "first_paint", paint[0] - start, paint[1]);
+      if (paint) {
+        if (paint[2] !== null) this.send("observed", "paint_time", paint[2] - start);
+        this.send("observed", "first_paint", paint[0] - start, paint[1]);
+      }
     }
     for (const [at, hidden] of this.hidden) this.send("visibility", Math.max(0, at - start), hidden);
     if (entry) {

@@ -127,6 +127,10 @@ impl Reading {
             context_time_s: ctx.current_time(),
             performance_now_ms: now_ms()?,
         };
+        // A pair names a moment already past: one stamped after this clock read is no
+        // mapping (WebKitGTK 2.50's `performanceTime` runs ahead of `performance.now()`
+        // by about `contextTime`, and would read as seconds of output delay).
+        let timestamp = timestamp.filter(|ts| ts.performance_time_ms <= render_clock.performance_now_ms);
         let mapping = match timestamp {
             Some(ts) if render_clock.output_delay_in(ts) >= on_render_clock_below_s(latency_s) => {
                 OutputMapping::Timestamp(ts)
