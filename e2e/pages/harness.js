@@ -519,26 +519,54 @@ async function paintRun({ url, init = {} }) {
 }
 
 // Calibration for the screencast's timestamps: `count` times, turn paint.html's marker
-// square black (or back to white) inside a requestAnimationFrame callback, whose
-// argument is the start of the frame that will draw it. Returns each change's colour,
-// that frame start and the callback's own time, on the system clock (epoch ms), and the
-// marker's region.
+// black (text "MMM", a new element each time, so Element Timing reports each) or back to
+// white (empty) inside a requestAnimationFrame callback, whose argument is the start of
+// the frame that will draw it. Returns each change's colour, that frame start, the
+// callback's own time and, for a black change where Element Timing has it, the entry's
+// paintTime and presentationTime, all on the system clock (epoch ms); and the marker's
+// region.
 async function frameMarks({ count = 10 }) {
   const mark = document.getElementById("mark");
   const skewMs = skewAtStep();
   const wall = (t) => performance.timeOrigin + t - skewMs;
+  const entries = new Map();
+  const observer = typeof PerformanceObserver !== "undefined" && PerformanceObserver.supportedEntryTypes.includes("element")
+    ? new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) if (e.identifier.startsWith("mark-")) entries.set(e.identifier, e);
+    })
+    : null;
+  if (observer) observer.observe({ type: "element" });
   const marks = [];
   for (let i = 0; i < count; i++) {
     await new Promise((resolve) => setTimeout(resolve, 60 + 7 * i));
     await new Promise((resolve) => requestAnimationFrame((frameStart) => {
       const black = i % 2 === 0;
-      mark.style.background = black ? "#000" : "#fff";
-      marks.push({ black, frameStartUnixMs: wall(frameStart), callbackUnixMs: wall(performance.now()) });
+      if (black) {
+        // A block: Chromium attributes a text paint to its nearest block ancestor, and
+        // reports it only if that one carries the attribute.
+        const block = document.createElement("div");
+        block.setAttribute("elementtiming", `mark-${i}`);
+        block.textContent = "MMM";
+        mark.replaceChildren(block);
+      } else {
+        mark.replaceChildren();
+      }
+      marks.push({ black, id: `mark-${i}`, frameStartUnixMs: wall(frameStart), callbackUnixMs: wall(performance.now()) });
       resolve();
     }));
   }
-  mark.style.background = "#fff";
+  mark.replaceChildren();
   await new Promise((resolve) => setTimeout(resolve, 60));
+  if (observer) {
+    for (const e of observer.takeRecords()) if (e.identifier.startsWith("mark-")) entries.set(e.identifier, e);
+    observer.disconnect();
+  }
+  for (const m of marks) {
+    const e = entries.get(m.id);
+    if (!e) continue;
+    if (e.paintTime > 0) m.paintTimeUnixMs = wall(e.paintTime);
+    if (e.presentationTime > 0) m.presentationTimeUnixMs = wall(e.presentationTime);
+  }
   const r = mark.getBoundingClientRect();
   return { marks, region: { x: r.x, y: r.y, width: r.width, height: r.height } };
 }

@@ -323,9 +323,21 @@ impl NetLab {
     /// simulator's queue and TTFT set alike, so the response's first byte is also the
     /// body's: what Resource Timing's and BiDi's `responseStart` time).
     pub async fn run(&self, delay_ms: u32) -> anyhow::Result<NetSample> {
+        self.run_with_body_gap(delay_ms, 0).await
+    }
+
+    /// One reply whose first body chunk leaves `body_gap_ms` after its headers: with a
+    /// gap the app's reader is already waiting when the bytes come (the witness for
+    /// `first_byte` against the app's own reader); the engines' records of the
+    /// response's start still name the headers, but no longer the body's first byte.
+    pub async fn run_with_body_gap(
+        &self,
+        delay_ms: u32,
+        body_gap_ms: u32,
+    ) -> anyhow::Result<NetSample> {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
         let id = format!("netbyte-{}-{}-{n}", std::process::id(), self.engine.name());
-        let (url, init) = self.request(delay_ms, n);
+        let (url, init) = self.request_with_gap(delay_ms, body_gap_ms, n);
         let out = page::call(
             &self.client,
             "netRun",
@@ -438,8 +450,14 @@ impl NetLab {
 
     /// The simulator's URL for run `n` and the request's init.
     fn request(&self, delay_ms: u32, n: u32) -> (String, Value) {
+        self.request_with_gap(delay_ms, 0, n)
+    }
+
+    /// As [`Self::request`], the first token `body_gap_ms` after the headers.
+    fn request_with_gap(&self, delay_ms: u32, body_gap_ms: u32, n: u32) -> (String, Value) {
+        let ttft_ms = delay_ms + body_gap_ms;
         let url = format!(
-            "{}sim/default/v1/chat/completions?queue_ms={delay_ms}&ttft_ms={delay_ms}&output_tokens=8&tokens_per_second=200&seed={n}",
+            "{}sim/default/v1/chat/completions?queue_ms={delay_ms}&ttft_ms={ttft_ms}&output_tokens=8&tokens_per_second=200&seed={n}",
             self.server.url
         );
         let init = json!({

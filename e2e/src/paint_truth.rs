@@ -106,6 +106,10 @@ pub struct MarkLatency {
     pub after_frame_start_ms: f64,
     /// Stamp − the requestAnimationFrame callback that made the change.
     pub after_callback_ms: f64,
+    /// A black change's Element Timing `paintTime` − the frame's start, where exposed.
+    pub paint_after_frame_start_ms: Option<f64>,
+    /// Its `presentationTime` − the frame's start, where exposed.
+    pub presented_after_frame_start_ms: Option<f64>,
 }
 
 /// A served `paint.html` in headless Chromium with the screencast running.
@@ -264,6 +268,10 @@ impl PaintLab {
             latencies.push(MarkLatency {
                 after_frame_start_ms: shown.0 - start,
                 after_callback_ms: shown.0 - callback,
+                paint_after_frame_start_ms: mark["paintTimeUnixMs"].as_f64().map(|t| t - start),
+                presented_after_frame_start_ms: mark["presentationTimeUnixMs"]
+                    .as_f64()
+                    .map(|t| t - start),
             });
         }
         Ok(latencies)

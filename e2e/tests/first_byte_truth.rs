@@ -166,6 +166,27 @@ async fn first_byte_is_never_before_the_engines_network_record_or_the_servers_se
             NetworkTruth::ResponseStart { .. } => {}
         }
     }
+    // first_byte against the app's own reader: bodies 30 ms after their headers, so the
+    // app is already waiting on its read when the bytes come. The probe reads first and
+    // hands the chunk on in microtasks of the same task, so the app's read resolves within
+    // one clock step of the probe's (0.1 % over it: two float renderings of one step).
+    // The median of the three: a garbage collection can still land between the two reads.
+    let mut lags = Vec::new();
+    for delay in DELAYS {
+        let s = lab.run_with_body_gap(delay, 30).await?;
+        let d = s.first_byte_minus_app_read_ms();
+        println!("{} app waiting: first_byte − the app's first read {d:+.3} ms", engine.name());
+        assert!(d <= 0.0, "the app read the first bytes before the probe: {s:?}");
+        lags.push((d, s.step_ms.unwrap_or(1.0)));
+    }
+    lags.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (median, step) = lags[lags.len() / 2];
+    assert!(
+        median >= -step * 1.001,
+        "the app's reader got the first bytes {:.3} ms after the probe (median of {lags:?}), \
+         more than one clock step ({step} ms)",
+        -median
+    );
     lab.close().await
 }
 

@@ -37,10 +37,13 @@ async fn first_paint_is_never_meaningfully_before_the_first_frame_that_shows_the
             for m in lab.marks(6).await? {
                 println!(
                     "marker: stamp − frame start {:+7.2} ms ({:.2} frames), stamp − rAF \
-                     callback {:+7.2} ms",
+                     callback {:+7.2} ms, paintTime − frame start {:?}, presentationTime − \
+                     frame start {:?}",
                     m.after_frame_start_ms,
                     m.after_frame_start_ms / FRAME_INTERVAL_MS,
-                    m.after_callback_ms
+                    m.after_callback_ms,
+                    m.paint_after_frame_start_ms,
+                    m.presented_after_frame_start_ms
                 );
                 // A change shows in a frame after the callback that made it, and soon
                 // (the same bound as for the reply: a screencast that misses frames

@@ -179,33 +179,48 @@ fn two_clocks(samples: &[NetSample]) {
         .filter_map(NetSample::response_start_minus_server_ms)
         .collect();
     line("response_start − server's headers send (wall clock, with skew)", &server);
+    let hops: Vec<f64> = samples.iter().filter_map(|s| s.engine_hop_ms).collect();
+    line("engine_hop_ms (first_byte − response_start, the report's)", &hops);
+}
+
+/// `first_byte` against the app's own reader, over runs whose body followed the headers
+/// by 30 ms, so the app was already waiting on its read when the bytes came.
+fn app_reader_lines(samples: &[NetSample]) {
+    let engine = samples.first().map_or("?", |s| s.engine.name());
     let app: Vec<(f64, f64)> = samples
         .iter()
         .map(|s| (s.first_byte_minus_app_read_ms(), s.step_ms.unwrap_or(1.0)))
         .collect();
     let values: Vec<f64> = app.iter().map(|p| p.0).collect();
-    line("first_byte − the app's own first read (page clock)", &values);
-    let beyond = app.iter().filter(|(d, step)| d.abs() > *step).count();
+    line(
+        "first_byte − the app's own first read (page clock; body 30 ms after the headers, \
+         the app waiting)",
+        &values,
+    );
+    let beyond = app.iter().filter(|(d, step)| d.abs() > *step * STEP_SLACK).count();
     println!(
-        "#32 goal, {engine} first_byte vs the app's reader: within one clock step in {} of {}          → {}",
+        "#32 goal, {engine} first_byte vs the app's reader: within one clock step in {} of {} → {}",
         app.len() - beyond,
         app.len(),
         if beyond == 0 { "met" } else { "not met" }
     );
     goals32(&format!("{engine} first_byte vs the app's reader"), &app);
-    let hops: Vec<f64> = samples.iter().filter_map(|s| s.engine_hop_ms).collect();
-    line("engine_hop_ms (first_byte − response_start, the report's)", &hops);
 }
+
+/// A difference of two page-clock readings one step apart reads a hair more than the
+/// step the page measured (0.1000000015 against 0.0999999940 ms in Chromium: both sides
+/// are float renderings of the same step), so "within a step" allows 0.1 % over it.
+const STEP_SLACK: f64 = 1.001;
 
 /// #32's goals for (Δ, allowed earliness) pairs: median |Δ| ≤ 1 ms, p99 |Δ| ≤ 5 ms, none
 /// earlier than its witness by more than its allowance (one clock step, and a floor).
 fn goals32(what: &str, pairs: &[(f64, f64)]) {
     let abs: Vec<f64> = pairs.iter().map(|p| p.0.abs()).collect();
     let Some(s) = Summary::of(&abs) else { return };
-    let beyond = pairs.iter().filter(|(d, allow)| *d < -allow).count();
+    let beyond = pairs.iter().filter(|(d, allow)| *d < -allow * STEP_SLACK).count();
     let met = |ok: bool| if ok { "met" } else { "not met" };
     println!(
-        "#32 goals, {what}: median |Δ| {:.3} ms ≤ 1 → {}; p99 |Δ| {:.3} ms ≤ 5 → {}; earlier          by more than a clock step: {beyond} → {}",
+        "#32 goals, {what}: median |Δ| {:.3} ms ≤ 1 → {}; p99 |Δ| {:.3} ms ≤ 5 → {}; earlier by more than a clock step: {beyond} → {}",
         s.p50,
         met(s.p50 <= 1.0),
         s.p99,
@@ -359,6 +374,14 @@ async fn main() -> anyhow::Result<()> {
                 }
             }
             report(&samples, failures);
+            let mut waiting = Vec::new();
+            for i in 0..args.runs {
+                match lab.run_with_body_gap(20 + (i as u32 * 37) % 180, 30).await {
+                    Ok(s) => waiting.push(s),
+                    Err(e) => eprintln!("{} app-reader run {i}: {e:#}", engine.name()),
+                }
+            }
+            app_reader_lines(&waiting);
             let mut gaps = Vec::new();
             for i in 0..args.runs.min(30) {
                 match lab
