@@ -147,7 +147,11 @@ impl NetSample {
     /// The probe's `response_start` minus the server's send of the headers, on the system
     /// clock (through the page's skew), in every engine.
     pub fn response_start_minus_server_ms(&self) -> Option<f64> {
-        Some(self.time_origin + self.probe_response_start_page_ms? - self.skew_ms - self.server_headers_unix_ms)
+        Some(
+            self.time_origin + self.probe_response_start_page_ms?
+                - self.skew_ms
+                - self.server_headers_unix_ms,
+        )
     }
 
     /// The probe's `first_byte` minus the app's own first read, page clock: the probe

@@ -175,8 +175,14 @@ async fn first_byte_is_never_before_the_engines_network_record_or_the_servers_se
     for delay in DELAYS {
         let s = lab.run_with_body_gap(delay, 30).await?;
         let d = s.first_byte_minus_app_read_ms();
-        println!("{} app waiting: first_byte − the app's first read {d:+.3} ms", engine.name());
-        assert!(d <= 0.0, "the app read the first bytes before the probe: {s:?}");
+        println!(
+            "{} app waiting: first_byte − the app's first read {d:+.3} ms",
+            engine.name()
+        );
+        assert!(
+            d <= 0.0,
+            "the app read the first bytes before the probe: {s:?}"
+        );
         lags.push((d, s.step_ms.unwrap_or(1.0)));
     }
     lags.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -247,7 +247,10 @@ async fn milestones_honour_the_injected_delay_and_arrive_in_order(
         .as_f64()
         .unwrap_or_else(|| panic!("no engine_hop_ms: {report}"));
     assert_eq!(hop, m("first_byte") - response_start, "{report}");
-    assert!(hop >= -step, "response_start after first_byte by {hop} ms: {report}");
+    assert!(
+        hop >= -step,
+        "response_start after first_byte by {hop} ms: {report}"
+    );
     assert_eq!(report["run"]["metrics"]["outcome"], "completed", "{report}");
     Ok(())
 }

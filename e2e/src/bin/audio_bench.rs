@@ -45,6 +45,8 @@ struct EngineRuns {
     output: Vec<f64>,
     /// Runs per `first_audio_out` method.
     methods: BTreeMap<String, usize>,
+    /// `first_audio_out` − truth, ms, per method.
+    by_method: BTreeMap<String, Vec<f64>>,
     /// Runs without a truth or a `first_audio_out`.
     failures: usize,
     /// The last page load's sample rate, Hz.
@@ -82,6 +84,7 @@ async fn measure(lab: &AudioLab, runs: usize) -> anyhow::Result<Option<EngineRun
         running: Vec::new(),
         output: Vec::new(),
         methods: BTreeMap::new(),
+        by_method: BTreeMap::new(),
         failures: 0,
         rate: f64::NAN,
         outliers: 0,
@@ -159,6 +162,10 @@ async fn run_once(lab: &AudioLab, load: usize, n: usize, out: &mut EngineRuns) {
             out.with_latency
                 .extend(s.with_output_latency_minus_truth_ms);
             out.after_scheduled.extend(s.truth_minus_scheduled_ms);
+            out.by_method
+                .entry(s.method.clone())
+                .or_default()
+                .push(s.probe_minus_truth_ms);
             *out.methods.entry(s.method).or_insert(0) += 1;
         }
         Err(e) => {
@@ -232,6 +239,46 @@ fn goal_lines(engine: Engine, runs: &EngineRuns, tones: &[f64]) {
         engine.name(),
         if earlier == 0 { "met" } else { "not met" }
     );
+    goal_lines_32(engine, runs, early_bound, quantum);
+}
+
+/// Issue #32 point 3, per method: an output-timestamp reading (the pair names the frame
+/// at the output) is never earlier than the first sample in the sink (beyond the capture
+/// path and the clock tie, `early_bound`); a render-clock reading (`currentTime` moves a
+/// quantum at a time) is within one render quantum of it at p99.
+fn goal_lines_32(engine: Engine, runs: &EngineRuns, early_bound: f64, quantum: f64) {
+    let met = |ok: bool| if ok { "met" } else { "not met" };
+    for (method, diffs) in &runs.by_method {
+        match method.as_str() {
+            "output_timestamp" => {
+                let beyond = diffs.iter().filter(|d| **d < early_bound).count();
+                println!(
+                    "#32 goal, {} output_timestamp ({} runs) never earlier than the first \
+                     sample in the sink (beyond capture + clock tie, {:.2} ms): {beyond} \
+                     earlier → {}",
+                    engine.name(),
+                    diffs.len(),
+                    -early_bound,
+                    met(beyond == 0)
+                );
+            }
+            other => {
+                let abs: Vec<f64> = diffs.iter().map(|d| d.abs()).collect();
+                let Some(s) = Summary::of(&abs) else { continue };
+                println!(
+                    "#32 goal, {} {other} ({} runs, render clock) |first_audio_out − truth| \
+                     ≤ one render quantum ({quantum:.2} ms at {} Hz) at p99: p99 {:.2} ms, max \
+                     {:.2} ms → {}",
+                    engine.name(),
+                    diffs.len(),
+                    runs.rate,
+                    s.p99,
+                    s.max,
+                    met(s.p99 <= quantum)
+                );
+            }
+        }
+    }
 }
 
 #[tokio::main]

@@ -169,18 +169,33 @@ fn two_clocks(samples: &[NetSample]) {
         .collect();
     let missing = samples.len() - pairs.len();
     let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-    line(&format!("response_start − network record ({witness})"), &values);
+    line(
+        &format!("response_start − network record ({witness})"),
+        &values,
+    );
     if missing > 0 {
-        println!("response_start missing from {missing} of {} reports", samples.len());
+        println!(
+            "response_start missing from {missing} of {} reports",
+            samples.len()
+        );
     }
-    goals32(&format!("{engine} response_start vs its network record"), &pairs);
+    goals32(
+        &format!("{engine} response_start vs its network record"),
+        &pairs,
+    );
     let server: Vec<f64> = samples
         .iter()
         .filter_map(NetSample::response_start_minus_server_ms)
         .collect();
-    line("response_start − server's headers send (wall clock, with skew)", &server);
+    line(
+        "response_start − server's headers send (wall clock, with skew)",
+        &server,
+    );
     let hops: Vec<f64> = samples.iter().filter_map(|s| s.engine_hop_ms).collect();
-    line("engine_hop_ms (first_byte − response_start, the report's)", &hops);
+    line(
+        "engine_hop_ms (first_byte − response_start, the report's)",
+        &hops,
+    );
 }
 
 /// `first_byte` against the app's own reader, over runs whose body followed the headers
@@ -197,7 +212,10 @@ fn app_reader_lines(samples: &[NetSample]) {
          the app waiting)",
         &values,
     );
-    let beyond = app.iter().filter(|(d, step)| d.abs() > *step * STEP_SLACK).count();
+    let beyond = app
+        .iter()
+        .filter(|(d, step)| d.abs() > *step * STEP_SLACK)
+        .count();
     println!(
         "#32 goal, {engine} first_byte vs the app's reader: within one clock step in {} of {} → {}",
         app.len() - beyond,
@@ -217,7 +235,10 @@ const STEP_SLACK: f64 = 1.001;
 fn goals32(what: &str, pairs: &[(f64, f64)]) {
     let abs: Vec<f64> = pairs.iter().map(|p| p.0.abs()).collect();
     let Some(s) = Summary::of(&abs) else { return };
-    let beyond = pairs.iter().filter(|(d, allow)| *d < -allow * STEP_SLACK).count();
+    let beyond = pairs
+        .iter()
+        .filter(|(d, allow)| *d < -allow * STEP_SLACK)
+        .count();
     let met = |ok: bool| if ok { "met" } else { "not met" };
     println!(
         "#32 goals, {what}: median |Δ| {:.3} ms ≤ 1 → {}; p99 |Δ| {:.3} ms ≤ 5 → {}; earlier by more than a clock step: {beyond} → {}",

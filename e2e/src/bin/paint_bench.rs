@@ -93,7 +93,10 @@ async fn stamp_section(lab: &PaintLab) -> anyhow::Result<f64> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let painted: Vec<f64> = marks.iter().filter_map(|m| m.paint_after_frame_start_ms).collect();
+    let painted: Vec<f64> = marks
+        .iter()
+        .filter_map(|m| m.paint_after_frame_start_ms)
+        .collect();
     let presented: Vec<f64> = marks
         .iter()
         .filter_map(|m| m.presented_after_frame_start_ms)
@@ -103,7 +106,10 @@ async fn stamp_section(lab: &PaintLab) -> anyhow::Result<f64> {
         .filter_map(|m| Some(m.after_frame_start_ms - m.presented_after_frame_start_ms?))
         .collect();
     if let Some(s) = Summary::of(&painted) {
-        line("marker (black changes) Element Timing paintTime − the frame's start", &s);
+        line(
+            "marker (black changes) Element Timing paintTime − the frame's start",
+            &s,
+        );
     }
     if let Some(s) = Summary::of(&presented) {
         line("marker presentationTime − the frame's start", &s);
@@ -123,7 +129,11 @@ async fn stamp_section(lab: &PaintLab) -> anyhow::Result<f64> {
         .iter()
         .copied()
         .fold(f64::NEG_INFINITY, f64::max);
-    let late = if late.is_finite() { late } else { FRAME_INTERVAL_MS };
+    let late = if late.is_finite() {
+        late
+    } else {
+        FRAME_INTERVAL_MS
+    };
     let error = late.max(off_grid) + CLOCK_RESOLUTION_MS;
     println!(
         "the stamp's own error: it lies {off_grid:.3} ms off the frame grid at most, and up \

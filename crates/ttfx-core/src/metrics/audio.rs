@@ -101,6 +101,22 @@ pub fn notes(t: &Timeline) -> Vec<String> {
              without a user gesture, or suspended by the app): time to first audio not measured"
         ));
     }
+    // A render-clock reading is good to one render quantum (issue #32): `currentTime`
+    // moves 128 frames at a time, `performance.now()` is read anywhere within one.
+    if t.milestones.get(Milestone::FirstAudioOut).is_some()
+        && matches!(
+            t.audio_out_method,
+            Some(AudioOutMethod::WorkletPlusLatency | AudioOutMethod::ScheduledPlusLatency)
+        )
+        && output.sample_rate > 0.0
+    {
+        notes.push(format!(
+            "first_audio_out read on the render clock: good to one render quantum \
+             ({:.2} ms at {} Hz)",
+            128_000.0 / output.sample_rate,
+            output.sample_rate
+        ));
+    }
     if output.output_latency_ms == Some(0.0)
         && t.audio_out_method != Some(AudioOutMethod::OutputTimestamp)
     {
@@ -206,6 +222,34 @@ mod tests {
         assert!(
             !notes.iter().any(|n| n.contains("outputLatency")),
             "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_render_clock_reading_states_its_quantum() {
+        let mut t = voice();
+        t.audio = Some(AudioSeries {
+            output: Some(AudioOutput {
+                sample_rate: 44_100.0,
+                output_latency_ms: Some(30.0),
+                ..AudioOutput::default()
+            }),
+            ..AudioSeries::default()
+        });
+        t.audio_out_method = Some(AudioOutMethod::WorkletPlusLatency);
+        let has = |t: &Timeline| {
+            RequestMetrics::compute(t)
+                .unwrap()
+                .notes
+                .into_iter()
+                .any(|n| n.contains("one render quantum (2.90 ms at 44100 Hz)"))
+        };
+        assert!(t.milestones.get(Milestone::FirstAudioOut).is_some());
+        assert!(has(&t));
+        t.audio_out_method = Some(AudioOutMethod::OutputTimestamp);
+        assert!(
+            !has(&t),
+            "an output timestamp is not read on the render clock"
         );
     }
 

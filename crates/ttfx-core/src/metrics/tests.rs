@@ -776,9 +776,17 @@ fn a_missing_response_start_says_why() {
     assert_note(&m, "without Timing-Allow-Origin");
     // Not a page (ttfx bench's native client), or a WebSocket: nothing to say.
     let m = RequestMetrics::compute(&plain()).unwrap();
-    assert!(!m.notes.iter().any(|n| n.contains("Resource Timing")), "{:?}", m.notes);
+    assert!(
+        !m.notes.iter().any(|n| n.contains("Resource Timing")),
+        "{:?}",
+        m.notes
+    );
     let mut t = page_run();
     t.request.transport = Some("websocket".into());
     let m = RequestMetrics::compute(&t).unwrap();
-    assert!(!m.notes.iter().any(|n| n.contains("Resource Timing")), "{:?}", m.notes);
+    assert!(
+        !m.notes.iter().any(|n| n.contains("Resource Timing")),
+        "{:?}",
+        m.notes
+    );
 }

@@ -85,12 +85,25 @@ impl RenderClockRead {
     }
 }
 
+/// One render quantum at 44.1 kHz (128 frames), the step in which both clocks move.
+const QUANTUM_S: f64 = 128.0 / 44_100.0;
+
+/// Whether a pair read just before `now_ms` can be on the page's clock: its
+/// `performanceTime` may lie ahead of now by at most the latency the context reports
+/// (Chromium's estimate of when the frame reaches the output) and a render quantum.
+/// Further ahead it is not: WebKitGTK 2.50's runs ahead of `performance.now()` by about
+/// `contextTime` (seconds, with a reported latency of 2.9 ms), and would read as that
+/// much output delay.
+fn on_page_clock(ts: OutputTimestamp, now_ms: f64, latency_s: f64) -> bool {
+    ts.performance_time_ms - now_ms <= 1000.0 * (latency_s + QUANTUM_S)
+}
+
 /// Below this delay an output timestamp is taken to be on the render clock: half the
 /// latency the context reports (the two cases differ by all of it), and at least one
 /// render quantum at 44.1 kHz (2.9 ms), the step in which both clocks move, so a
 /// context that reports no latency yet is not misread by one step's noise.
 fn on_render_clock_below_s(latency_s: f64) -> f64 {
-    (latency_s / 2.0).max(0.003)
+    (latency_s / 2.0).max(QUANTUM_S)
 }
 
 /// The render clock read now, for input frames (a microphone's): `currentTime` with
@@ -127,10 +140,8 @@ impl Reading {
             context_time_s: ctx.current_time(),
             performance_now_ms: now_ms()?,
         };
-        // A pair names a moment already past: one stamped after this clock read is no
-        // mapping (WebKitGTK 2.50's `performanceTime` runs ahead of `performance.now()`
-        // by about `contextTime`, and would read as seconds of output delay).
-        let timestamp = timestamp.filter(|ts| ts.performance_time_ms <= render_clock.performance_now_ms);
+        let timestamp =
+            timestamp.filter(|ts| on_page_clock(*ts, render_clock.performance_now_ms, latency_s));
         let mapping = match timestamp {
             Some(ts) if render_clock.output_delay_in(ts) >= on_render_clock_below_s(latency_s) => {
                 OutputMapping::Timestamp(ts)
@@ -181,6 +192,19 @@ mod tests {
             context_time_s,
             performance_time_ms,
         }
+    }
+
+    #[test]
+    fn a_pair_stamped_far_ahead_of_now_is_not_on_the_page_clock() {
+        // Chromium: a pair a few ms ahead, inside its 43.6 ms of reported latency.
+        assert!(on_page_clock(ts(1.0, 1005.0), 1000.0, 0.0116 + 0.032));
+        assert!(on_page_clock(ts(1.0, 990.0), 1000.0, 0.0));
+        // WebKitGTK: 2.55 s of context time, the pair 2,551 ms ahead of now.
+        assert!(!on_page_clock(ts(2.5513, 5235.0), 2684.0, 0.0029));
+        // About the limit: latency plus one quantum.
+        let limit = 1000.0 * (0.01 + QUANTUM_S);
+        assert!(on_page_clock(ts(1.0, 1000.0 + limit - 0.01), 1000.0, 0.01));
+        assert!(!on_page_clock(ts(1.0, 1000.0 + limit + 0.01), 1000.0, 0.01));
     }
 
     #[test]
