@@ -14,15 +14,16 @@ pub use ttfx_webdriver::Engine;
 /// `engines!(name, webkit = #[ignore = "FAILS in WebKit: …"])` (run it with
 /// `-- --ignored`; docs/fidelity.md's matrix says the same).
 ///
-/// Every test holds [`MACHINE`] shared while it runs; one written `engines!(alone NAME)`
-/// holds it alone, so a test that keeps both cores busy (a 500 MB body) never runs beside
-/// one whose timing bounds assume a machine that is not saturated.
+/// Every test holds the machine ([`crate::machine`], a lock every e2e process shares)
+/// while it runs; one written `engines!(alone NAME)` holds it alone, so a test that keeps
+/// both cores busy (a 500 MB body) never runs beside one whose timing bounds assume a
+/// machine that is not saturated, in this binary or another run beside it.
 #[macro_export]
 macro_rules! engines {
     (alone $name:ident $($rest:tt)*) => {
-        $crate::engines!(@tests write, $name $($rest)*);
+        $crate::engines!(@tests true, $name $($rest)*);
     };
-    (@tests $lock:ident, $name:ident
+    (@tests $alone:literal, $name:ident
      $(, chromium = #[$chromium:meta])?
      $(, firefox = #[$firefox:meta])?
      $(, webkit = #[$webkit:meta])? $(,)?) => {
@@ -32,34 +33,29 @@ macro_rules! engines {
             $(#[$chromium])?
             #[tokio::test]
             async fn chromium() -> anyhow::Result<()> {
-                let _machine = $crate::engines::MACHINE.$lock().await;
+                let _machine = $crate::machine::Machine::take($alone).await?;
                 super::$name(Engine::Chromium).await
             }
 
             $(#[$firefox])?
             #[tokio::test]
             async fn firefox() -> anyhow::Result<()> {
-                let _machine = $crate::engines::MACHINE.$lock().await;
+                let _machine = $crate::machine::Machine::take($alone).await?;
                 super::$name(Engine::Firefox).await
             }
 
             $(#[$webkit])?
             #[tokio::test]
             async fn webkit() -> anyhow::Result<()> {
-                let _machine = $crate::engines::MACHINE.$lock().await;
+                let _machine = $crate::machine::Machine::take($alone).await?;
                 super::$name(Engine::WebKit).await
             }
         }
     };
     ($name:ident $($rest:tt)*) => {
-        $crate::engines!(@tests read, $name $($rest)*);
+        $crate::engines!(@tests false, $name $($rest)*);
     };
 }
-
-/// The machine, as the tests of one test binary share it (see [`engines!`]). A test's
-/// own runtime is its own (`#[tokio::test]`), so the lock is tokio's, which any runtime
-/// may wait on.
-pub static MACHINE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// The file [`missing`] appends its lines to: `$TTFX_E2E_MISSING` (`cargo xtask test`
 /// sets it and prints the lines in its summary).

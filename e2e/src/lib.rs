@@ -17,6 +17,7 @@ pub mod chat_uis;
 pub mod engines;
 pub mod load;
 pub mod load_report;
+pub mod machine;
 pub mod net_truth;
 pub mod page;
 pub mod paint_truth;

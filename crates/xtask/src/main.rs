@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod architecture_doc;
 mod bench;
 mod cmd;
+mod e2e_lanes;
 mod fuzz;
 mod lab;
 #[cfg(test)]

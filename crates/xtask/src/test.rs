@@ -282,19 +282,30 @@ fn e2e_tests() -> anyhow::Result<Option<TestCounts>> {
     let _ = std::fs::remove_file(&missing);
     // Every engine's driver is found as `ttfx run` finds it (geckodriver in cargo's bin
     // folder, WebKitWebDriver in /usr/bin); WebKit gets its own Xvfb per browser.
-    cmd::run_tests(
-        cargo_test()
-            .args(["-p", "ttfx-e2e"])
-            .env("TTFX_E2E_MISSING", &missing)
-            .env("TTFX_BIN", ttfx)
-            .env("TTFX_DIST", paths::lab_dist())
-            .env("TTFX_PROBE_PKG", probe_pkg)
-            .env("TTFX_TSC", paths::tsc())
-            .env("TTFX_PROBE_TGZ", tarball)
-            .env("TTFX_VITE", paths::vite())
-            .env("CHROMEDRIVER", setup::CHROMEDRIVER),
-    )
-    .map(Some)
+    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+        ("TTFX_E2E_MISSING".into(), missing.into()),
+        ("TTFX_BIN".into(), ttfx.into()),
+        ("TTFX_DIST".into(), paths::lab_dist().into()),
+        ("TTFX_PROBE_PKG".into(), probe_pkg.into()),
+        ("TTFX_TSC".into(), paths::tsc().into()),
+        ("TTFX_PROBE_TGZ".into(), tarball.into()),
+        ("TTFX_VITE".into(), paths::vite().into()),
+        ("CHROMEDRIVER".into(), setup::CHROMEDRIVER.into()),
+        ("PATH".into(), path_with_cargo_bin()),
+    ];
+    // Built once, then run side by side (e2e_lanes.rs): `cargo test` runs one binary
+    // after another, and most of an e2e test is waiting.
+    let binaries = crate::e2e_lanes::build({
+        let mut c = cargo_test();
+        c.args(["-p", "ttfx-e2e"]);
+        c
+    })?;
+    let (lanes, solo) = crate::e2e_lanes::plan(binaries);
+    let lane_count = std::env::var(crate::e2e_lanes::LANES_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    crate::e2e_lanes::run(lane_count, lanes, solo, &paths::root().join("e2e"), &env).map(Some)
 }
 
 #[cfg(test)]

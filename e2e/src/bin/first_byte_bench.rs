@@ -151,8 +151,8 @@ fn report(samples: &[NetSample], failures: usize) {
 
 /// Issue #32 point 1: each first-byte clock against its own witness, and the engine's hop
 /// between them. "Beyond a step" counts runs earlier than the witness by more than the
-/// page clock's step (plus, for WebKit's wall-clock witness, its 1 ms `timeOrigin`
-/// floor), which the goal allows.
+/// clocks' steps: the probe's, the witness's own (below), and for WebKit's wall-clock
+/// witness its 1 ms `timeOrigin` floor.
 fn two_clocks(samples: &[NetSample]) {
     let engine = samples.first().map_or("?", |s| s.engine.name());
     let witness = match engine {
@@ -160,11 +160,19 @@ fn two_clocks(samples: &[NetSample]) {
         "firefox" => "BiDi responseStart, wall clock",
         _ => "server's headers send, wall clock through timeOrigin",
     };
+    // The allowance: one step of the probe's reading, and the witness's own: DevTools'
+    // tie is made on the page clock (one step), BiDi's and the server's stamps are µs
+    // figures (0.05 ms), the server's through a plain WebKit page's timeOrigin 1 ms more.
     let pairs: Vec<(f64, f64)> = samples
         .iter()
         .filter_map(|s| {
             let d = s.response_start_minus_network_ms()?;
-            Some((d, s.step_ms.unwrap_or(1.0) + s.response_start_floor_ms()))
+            let step = s.step_ms.unwrap_or(1.0);
+            let witness = match s.network {
+                NetworkTruth::DataReceived { .. } => step,
+                _ => 0.05,
+            };
+            Some((d, step + witness + s.response_start_floor_ms()))
         })
         .collect();
     let missing = samples.len() - pairs.len();
