@@ -220,6 +220,15 @@ async fn a_simulated_batch_shows_tables_that_match_its_export() -> anyhow::Resul
         .find_all(Locator::Css("#waterfall g.row"))
         .await?
         .len();
+    let first_byte_row = lab
+        .client
+        .find(Locator::Css(
+            "#waterfall g.row[data-milestone='first_byte']",
+        ))
+        .await?
+        .prop("textContent")
+        .await?
+        .unwrap_or_default();
     lab.client.close().await?;
 
     // The export is a batch of the three runs, all measured to the end.
@@ -287,6 +296,17 @@ async fn a_simulated_batch_shows_tables_that_match_its_export() -> anyhow::Resul
         })
         .unwrap_or(0);
     assert_eq!(waterfall_rows, observed);
+    // The network boundary has its row, and the first byte's row names the engine's hop.
+    assert!(
+        runs[0]["timeline"]["milestones"]["response_start"].is_number(),
+        "{}",
+        runs[0]
+    );
+    let hop = &runs[0]["metrics"]["engine_hop_ms"]["value"];
+    assert!(
+        first_byte_row.contains(&format!("engine hop {} ms", shown(hop))),
+        "{first_byte_row:?} (hop {hop})"
+    );
     Ok(())
 }
 

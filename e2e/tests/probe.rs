@@ -547,6 +547,21 @@ async fn the_app_gets_exact_bytes_even_when_the_probe_fails_inside(
     assert_eq!(decoded, len as u64, "{thrown}");
     let times: Vec<f64> = chunks.iter().filter_map(|c| c["at_ms"].as_f64()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    // The byte server is another origin and sends no Timing-Allow-Origin: the entry has
+    // no responseStart, and the report says why response_start is missing.
+    let run = &thrown["report"]["run"];
+    assert_eq!(
+        milestone(&thrown["report"], "response_start"),
+        None,
+        "{thrown}"
+    );
+    assert!(
+        run["metrics"]["notes"]
+            .to_string()
+            .contains("without Timing-Allow-Origin"),
+        "{}",
+        run["metrics"]["notes"]
+    );
 
     // A probe whose decoder panics on the first chunk.
     let panicked = f

@@ -162,7 +162,11 @@ pub(crate) fn Waterfall(
         .map(|(i, (m, at))| {
             let y = ROW_H * i as f64 + ROW_H / 2.0;
             let gap = run.metrics.gaps.iter().find(|g| g.milestone == *m).cloned();
-            view! { <MilestoneRow milestone=*m at=*at gap x y/> }
+            // The first byte's row names the engine's hop from the network boundary.
+            let hop = (*m == Milestone::FirstByte)
+                .then(|| run.metrics.engine_hop_ms.map(|h| h.value))
+                .flatten();
+            view! { <MilestoneRow milestone=*m at=*at gap hop x y/> }
         })
         .collect_view();
     let speech_end = run.timeline.milestones.get(Milestone::SpeechEnd);
@@ -186,15 +190,20 @@ pub(crate) fn Waterfall(
 }
 
 /// One milestone's row at height `y`: the client's bar and mark, and the server's
-/// counterpart with the gap when the server reported one (else the client's time).
+/// counterpart with the gap when the server reported one (else the client's time);
+/// `hop`, the engine's hop from `response_start` (first byte's row only).
 #[component]
 fn MilestoneRow(
     milestone: Milestone,
     at: f64,
     gap: Option<Gap>,
+    hop: Option<f64>,
     x: Scale,
     y: f64,
 ) -> impl IntoView {
+    let hop = hop
+        .map(|h| format!(" · engine hop {} ms", num(h)))
+        .unwrap_or_default();
     // Labels of late milestones go left of the marks, so they stay on the chart.
     let late = x.at(at) > LABEL_W + (PLOT_R - LABEL_W) * 0.55;
     let label_x = move |lo: f64, hi: f64| if late { x.at(lo) - 8.0 } else { x.at(hi) + 8.0 };
@@ -203,7 +212,7 @@ fn MilestoneRow(
     let label_y = if late { y - 5.0 } else { y + 4.0 };
     let server = gap.map(|g| {
         let label = format!(
-            "server {} ms · gap {} ms ({})",
+            "server {} ms · gap {} ms ({}){hop}",
             num(g.server_ms),
             num(g.gap_ms),
             wire_name(&g.source)
@@ -215,7 +224,7 @@ fn MilestoneRow(
             <text class="gap-label" x=label_x(lo, hi) y=label_y text-anchor=anchor>{label}</text>
         }
     });
-    let plain = format!("{} ms", num(at));
+    let plain = format!("{} ms{hop}", num(at));
     let has_gap = server.is_some();
     view! {
         <g class="row" data-milestone=milestone.as_str()>

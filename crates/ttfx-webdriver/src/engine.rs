@@ -233,7 +233,7 @@ mod tests {
         let webkit = Engine::WebKit.capabilities(&[]);
         assert_eq!(
             args_of(&webkit, "webkitgtk:browserOptions"),
-            ["--automation"]
+            ["--automation", "--autoplay-policy=allow"]
         );
         assert_eq!(webkit["browserName"], "MiniBrowser");
     }
