@@ -126,8 +126,10 @@ function install(config) {
     const frame = [at, null];
     frames.push(frame);
     // The frame after the one that renders the change starts where the compositor draws
-    // it: its rAF timestamp is the estimate (as the front's `raf_next_frame`).
-    requestAnimationFrame(() => requestAnimationFrame((next) => { frame[1] = next; }));
+    // it: its rAF timestamp is the estimate (as the front's `raf_next_frame`). Firefox's
+    // rAF timestamps are not jittered like its clock reads, so one can read a fraction of
+    // a ms before the change's own (jittered) time: the callback's clock read then.
+    requestAnimationFrame(() => requestAnimationFrame((next) => { frame[1] = next >= at ? next : performance.now(); }));
   });
 
   const describe = (el) => {
