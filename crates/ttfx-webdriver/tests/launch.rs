@@ -127,7 +127,8 @@ fn drivers_started_at_once_get_their_own_ports() {
 }
 
 /// A session starts a browser in the driver's group; dropping the handle ends them all,
-/// though the session was never closed.
+/// though the session was never closed, and removes the profile the browser left in the
+/// driver's scratch folder.
 #[test]
 fn dropping_the_driver_ends_its_browsers() {
     for engine in Engine::ALL {
@@ -146,7 +147,20 @@ fn dropping_the_driver_ends_its_browsers() {
             members.len() > 1,
             "{engine:?}: no browser in the driver's group: {members:?}"
         );
+        let scratch = driver.scratch_dir().to_owned();
+        // chromedriver and geckodriver make a new profile there for each session;
+        // WebKitWebDriver's MiniBrowser writes none.
+        let left = std::fs::read_dir(&scratch).unwrap().count();
+        assert!(
+            left > 0 || engine == Engine::WebKit,
+            "{engine:?}: the browser wrote nothing to its TMPDIR"
+        );
         drop(driver);
+        assert!(
+            !scratch.exists(),
+            "{engine:?}: {} outlived the driver",
+            scratch.display()
+        );
         assert!(
             wait_until(Duration::from_secs(5), || group_members(group).is_empty()),
             "{engine:?}: left behind: {:?}",

@@ -20,6 +20,8 @@ struct Outcome {
     stage: &'static str,
     seconds: f64,
     result: anyhow::Result<Option<TestCounts>>,
+    /// The disk's free bytes after the stage (and after any folder it freed).
+    free_after: Option<u64>,
 }
 
 pub fn run() -> anyhow::Result<()> {
@@ -51,10 +53,12 @@ pub fn run() -> anyhow::Result<()> {
             stage,
             seconds,
             result,
+            free_after: disk_free(&paths::root()),
         });
     }
 
     eprintln!("\n=== xtask test: summary");
+    let gb = |b: Option<u64>| b.map_or("?".to_owned(), |b| format!("{:.1} GB", b as f64 / 1e9));
     let (mut passed, mut failed, mut broken) = (0, 0, 0);
     for o in &outcomes {
         match &o.result {
@@ -62,11 +66,20 @@ pub fn run() -> anyhow::Result<()> {
                 passed += c.passed;
                 failed += c.failed;
                 println!(
-                    "xtask test: {:<32} ok   {} passed, {} ignored ({:.1} s)",
-                    o.stage, c.passed, c.ignored, o.seconds
+                    "xtask test: {:<32} ok   {} passed, {} ignored ({:.1} s; {} free)",
+                    o.stage,
+                    c.passed,
+                    c.ignored,
+                    o.seconds,
+                    gb(o.free_after)
                 );
             }
-            Ok(None) => println!("xtask test: {:<32} ok   ({:.1} s)", o.stage, o.seconds),
+            Ok(None) => println!(
+                "xtask test: {:<32} ok   ({:.1} s; {} free)",
+                o.stage,
+                o.seconds,
+                gb(o.free_after)
+            ),
             Err(e) => {
                 broken += 1;
                 if let Some(t) = e.downcast_ref::<cmd::TestsFailed>() {
@@ -75,8 +88,10 @@ pub fn run() -> anyhow::Result<()> {
                     failed += t.counts.failed.max(1);
                 }
                 println!(
-                    "xtask test: {:<32} FAIL {e:#} ({:.1} s)",
-                    o.stage, o.seconds
+                    "xtask test: {:<32} FAIL {e:#} ({:.1} s; {} free)",
+                    o.stage,
+                    o.seconds,
+                    gb(o.free_after)
                 );
             }
         }
@@ -93,7 +108,6 @@ pub fn run() -> anyhow::Result<()> {
         folder_bytes(&target) as f64 / 1e9,
         target.display()
     );
-    let gb = |b: Option<u64>| b.map_or("?".to_owned(), |b| format!("{:.1} GB", b as f64 / 1e9));
     println!(
         "xtask test: disk free                        {} at the start, {} now",
         gb(free_at_start),
@@ -126,10 +140,12 @@ fn folder_bytes(dir: &std::path::Path) -> u64 {
 }
 
 /// Below this much free disk after a stage, the build folders that only finished stages
-/// use are removed (the next run rebuilds them): the stages still to come need about
-/// 2.5 GB (wasm tests 0.7, the lab page 0.6, e2e 1.0, measured on a fresh clone), and a
-/// CI run once filled its disk.
-const LOW_DISK: u64 = 4_000_000_000;
+/// use are removed (the next run rebuilds them). The stages still to come need about
+/// 2.5 GB (wasm tests 0.7, the lab page 0.6, e2e 1.0, measured on a fresh clone) and the
+/// browsers' profiles up to 1.3 GB more while they run; 4 GB here was not enough for a
+/// CI run of 2026-12-05, which filled its disk in the e2e stage. A development machine
+/// with room to spare keeps the folders and its warm runs.
+const LOW_DISK: u64 = 8_000_000_000;
 
 /// The build folder only `stage` uses, under the target folder.
 fn stage_only_folder(stage: &str) -> Option<&'static str> {
