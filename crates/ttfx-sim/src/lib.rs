@@ -34,6 +34,7 @@ mod dialect;
 mod front;
 pub mod limits;
 mod llm;
+pub mod load;
 pub mod profile;
 mod query_chat;
 mod realtime;
@@ -185,6 +186,9 @@ pub struct Parsed {
     pub profile: Profile,
     pub body: body::Body,
     pub seed: u64,
+    /// The profile's deployment: the streams and syntheses it shares with the other
+    /// requests to the same profile name (load.rs).
+    pub deployment: Arc<load::Deployment>,
 }
 
 /// A request the simulator refuses: status and a message for a person.
@@ -198,7 +202,7 @@ pub fn parse(
     query: &[(String, String)],
     body: &[u8],
 ) -> Result<Parsed, Refusal> {
-    let Some(mut profile) = state.profile(name) else {
+    let Some((mut profile, deployment)) = state.entry(name) else {
         return Err(Refusal(
             StatusCode::NOT_FOUND,
             format!(
@@ -220,6 +224,7 @@ pub fn parse(
         profile,
         body,
         seed,
+        deployment,
     })
 }
 

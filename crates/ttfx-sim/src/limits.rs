@@ -84,7 +84,7 @@ pub const MAX_UPLOAD_BODY_BYTES: usize = MAX_UPLOAD_BYTES + (5 << 20);
 pub const WAV_PREFIX_BYTES: usize = 64 << 10;
 
 /// Override pairs of one request, in its query string and in its body's `ttfx` object
-/// (each counted on its own). There are 25 keys; 64 lets a page repeat some (a later one
+/// (each counted on its own). There are 29 keys; 64 lets a page repeat some (a later one
 /// wins) and refuses a hundred thousand pairs before they are split into strings.
 pub const MAX_OVERRIDES: usize = 64;
 
@@ -98,6 +98,43 @@ pub const MAX_BODY_BYTES: usize = 2 << 20;
 /// frame) closes the socket with 1009 "message too big", as RFC 6455 has it; messages are
 /// parsed into typed fields, never into a JSON tree, so one costs about its own bytes.
 pub const MAX_REALTIME_MESSAGE_BYTES: usize = MAX_BODY_BYTES;
+
+/// `max_batch`: LLM streams of one profile running at once (load.rs). Serving engines
+/// run a few hundred sequences per batch (vLLM's `max_num_seqs` defaults to 256 to 1,024,
+/// SGLang's `max_running_requests` to a few thousand) and `ttfx serve` holds 4,096
+/// requests in flight by default, so 16,383 is above any batch a test can fill. The
+/// exact bound is 2^14 − 1: load.rs gives each stream 1/`max_batch` of
+/// [`BATCH_PERMITS`] = 16,383 × 16,385, a semaphore's permits, and that split lets exactly
+/// `max_batch` streams in for every value up to it.
+pub const MAX_BATCH: usize = 16_383;
+
+/// The permits of one profile's batch semaphore, P = `MAX_BATCH × (MAX_BATCH + 2)`,
+/// which is 2^28 − 1. A stream with `max_batch` = m takes ⌊P / m⌋ of them: m streams fit
+/// (m·⌊P/m⌋ ≤ P), and m + 1 do not, because ⌊P/m⌋ ≥ ⌊P/MAX_BATCH⌋ = MAX_BATCH + 2 is more
+/// than the remainder P mod m < m ≤ MAX_BATCH. Below tokio's cap on a semaphore's
+/// permits on every target (2^29 − 1 where `usize` is 32 bits), and within `u32` for
+/// `acquire_many`.
+pub const BATCH_PERMITS: u32 = (MAX_BATCH as u32) * (MAX_BATCH as u32 + 2);
+
+/// `load_ttft_ms`, in ms added per other stream in the batch: a minute. A real engine's
+/// first token waits tens to hundreds of ms per request prefilled ahead of it; a minute a
+/// stream is far past that and keeps the term's arithmetic small.
+pub const MAX_LOAD_TTFT_MS: f64 = 60_000.0;
+
+/// `load_tps_slope` and `load_rtf_slope`: how much one more stream (synthesis) of the
+/// batch slows each one. Measured engines slow a few percent per extra sequence (slopes
+/// of 0.01–0.1); 100, an interval 101 times as long beside a single other stream, is far
+/// past any of them.
+pub const MAX_LOAD_SLOPE: f64 = 100.0;
+
+/// What load may add to one reply, so a reply under load stays bounded like every other
+/// (a model that saturates, documented in docs/serve.md, not a value clamped silently):
+/// the queue-depth term of the first token (`load_ttft_ms` × others) saturates at
+/// [`MAX_DELAY_MS`], as any one delay does, and the slowdown of a token interval or an
+/// audio chunk's synthesis (1 + slope × others) at 1,000 times. Neither saturates in any
+/// sweep a 2^14 batch allows with a real engine's slopes; both keep every deadline a
+/// finite time after arrival whatever the number of streams in flight.
+pub const MAX_LOAD_SLOWDOWN: f64 = 1_000.0;
 
 /// A value in an error message: a refused override may be megabytes long, and the
 /// message says what was refused without sending it back.

@@ -1,6 +1,9 @@
 //! The simulated LLM endpoints: the request is planned, held for the queue, answered
-//! with headers that carry the measured queue, then streamed by a task that sleeps to
-//! each absolute deadline and writes the dialect's bytes.
+//! with headers that carry the measured queue, then streamed by a task that takes its
+//! place in the profile's batch (load.rs), sleeps to each absolute deadline and writes
+//! the dialect's bytes.
+
+use std::sync::Arc;
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -9,14 +12,15 @@ use ttfx_core::server_timing::Usage;
 
 use ttfx_core::ChatApi;
 
-use super::deadline;
 use super::dialect::{Ctx, Encoder, End, ServerSide};
 use super::limits::{MAX_HELD_BYTES, MAX_REPLY_MS};
+use super::load::{self, Admitted, Deployment};
 use super::profile::{Delivery, Failure, Profile};
 use super::rng::Rng;
 use super::schedule::{self, Plan};
 use super::sink::{Gone, Sink, body_channel};
 use super::{Call, Refusal, json_error, text};
+use ttfx_core::server_timing::{ServerTiming, TimingSource};
 use ttfx_records::{RecordHandle, RecordOutcome, lock};
 
 /// What an injected mid-stream failure says.
@@ -77,6 +81,9 @@ pub async fn handle(api: ChatApi, mut call: Call) -> Response {
         failure: p.failure,
         prompt_tokens,
         record: front.record,
+        deployment: parsed.deployment.clone(),
+        profile: p.clone(),
+        running: None,
     };
     tokio::spawn(job.run(sink));
     res
@@ -176,6 +183,12 @@ struct Job {
     failure: Option<Failure>,
     prompt_tokens: usize,
     record: RecordHandle,
+    /// Where the stream takes its place in the batch, by the profile's load keys.
+    deployment: Arc<Deployment>,
+    profile: Profile,
+    /// The stream's place once admitted: held until the job is dropped, after the last
+    /// byte is handed over (a buffered body's included).
+    running: Option<Admitted>,
 }
 
 enum Ending {
@@ -199,17 +212,34 @@ impl Job {
         if !open.is_empty() {
             sink.emit(open.as_bytes()).await?;
         }
-        deadline::until(self.arrival + self.plan.prefill_end).await;
+        // After the headers: a wait for a slot is part of the time to first token, as
+        // in a serving engine's waiting queue.
+        let admitted = sink
+            .unless_gone(self.deployment.admit(&self.profile))
+            .await?;
+        if load::llm_model_on(&self.profile) {
+            report(&self.record, &admitted);
+        }
+        // Every deadline moves by the wait and the queue-depth term (zero without load:
+        // the schedule is the profile's to the bit).
+        let origin = self.arrival + admitted.shift();
+        let running = self.running.insert(admitted);
+        sink.until(origin + self.plan.prefill_end).await?;
         let prefill_end = Instant::now();
         let mut last = prefill_end;
-        for step in self.plan.steps.by_ref() {
-            deadline::until(self.arrival + step.at).await;
+        loop {
+            // The batch as it is now, as the chunk before leaves, sets the next interval.
+            self.plan.steps.set_slowdown(running.slowdown());
+            let Some(step) = self.plan.steps.next() else {
+                break;
+            };
+            sink.until(origin + step.at).await?;
             last = Instant::now();
             let bytes = self.encoder.piece(step.channel, &step.text);
             sink.emit(bytes.as_bytes()).await?;
         }
         if let Some(at) = self.plan.steps.cut {
-            deadline::until(self.arrival + at).await;
+            sink.until(origin + at).await?;
             lock(&self.record).error = Some(INJECTED.into());
             if self.failure == Some(Failure::Drop) {
                 return Ok(Ending::Drop);
@@ -218,7 +248,7 @@ impl Job {
             return Ok(Ending::InBandError);
         }
         // Hidden reasoning at the end of the plan still takes its time.
-        deadline::until(self.arrival + self.plan.steps.last_at).await;
+        sink.until(origin + self.plan.steps.last_at).await?;
         last = last.max(Instant::now());
         let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1000.0;
         let end = End {
@@ -244,6 +274,22 @@ impl Job {
         sink.emit(self.encoder.close(&end).as_bytes()).await?;
         Ok(Ending::Completed)
     }
+}
+
+/// What the record says about the stream's admission: `batch_wait` (ms waited for a
+/// slot) among its durations, and `batch` (the streams running then, this one
+/// included) among its server timings, as `Server-Timing` says a value that is not a
+/// duration: in its description. The headers left before the admission, so the record
+/// is where a client reads them.
+fn report(record: &RecordHandle, admitted: &Admitted) {
+    let mut r = lock(record);
+    r.duration("batch_wait", admitted.wait.as_secs_f64() * 1000.0);
+    r.header_timings.push(ServerTiming {
+        name: "batch".into(),
+        duration_ms: None,
+        description: Some(admitted.batch().to_string()),
+        source: TimingSource::InBand,
+    });
 }
 
 #[cfg(test)]

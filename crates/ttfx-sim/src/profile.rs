@@ -94,11 +94,21 @@ pub struct Profile {
     /// STT: the text "recognised" (a simulator cannot recognise speech); None: the
     /// default sentence.
     pub transcript: Option<String>,
+    /// Under load (load.rs): LLM streams of this profile that run at once; a stream past
+    /// them waits, first come first served, before its prefill. None: no limit.
+    pub max_batch: Option<usize>,
+    /// Under load: ms added to the first token per other stream running when this one is
+    /// admitted (queue depth → TTFT).
+    pub load_ttft_ms: f64,
+    /// Under load: each token interval × (1 + this × the other streams running then).
+    pub load_tps_slope: f64,
+    /// Under load: the TTS real-time factor × (1 + this × the other syntheses in flight).
+    pub load_rtf_slope: f64,
 }
 
 use super::limits::{
-    MAX_AUDIO_MS, MAX_DELAY_MS, MAX_FLUSH_BYTES, MAX_STALL_AT, MAX_TOKENS, MAX_TOKENS_PER_CHUNK,
-    MAX_TRANSCRIPT_BYTES, shown,
+    MAX_AUDIO_MS, MAX_BATCH, MAX_DELAY_MS, MAX_FLUSH_BYTES, MAX_LOAD_SLOPE, MAX_LOAD_TTFT_MS,
+    MAX_STALL_AT, MAX_TOKENS, MAX_TOKENS_PER_CHUNK, MAX_TRANSCRIPT_BYTES, shown,
 };
 
 impl Profile {
@@ -128,6 +138,11 @@ impl Profile {
             stt_final: Duration::from_millis(700),
             stt_words_per_delta: 1,
             transcript: None,
+            // No load model: a stream's timing does not depend on the others.
+            max_batch: None,
+            load_ttft_ms: 0.0,
+            load_tps_slope: 0.0,
+            load_rtf_slope: 0.0,
         }
     }
 }
@@ -195,6 +210,10 @@ pub const KEYS: &[&str] = &[
     "stt_final_ms",
     "stt_words_per_delta",
     "transcript",
+    "max_batch",
+    "load_ttft_ms",
+    "load_tps_slope",
+    "load_rtf_slope",
 ];
 
 /// A bad override: names the key, the value and what is allowed.
@@ -283,6 +302,10 @@ impl Profile {
             "stt_words_per_delta" => self.stt_words_per_delta = count(v, 1, MAX_TOKENS_PER_CHUNK)?,
             // Not trimmed: the text is the client's, spaces included.
             "transcript" => self.transcript = Some(transcript(value)?),
+            "max_batch" => self.max_batch = Some(count(v, 1, MAX_BATCH)?),
+            "load_ttft_ms" => self.load_ttft_ms = number(v, 0.0, MAX_LOAD_TTFT_MS)?,
+            "load_tps_slope" => self.load_tps_slope = number(v, 0.0, MAX_LOAD_SLOPE)?,
+            "load_rtf_slope" => self.load_rtf_slope = number(v, 0.0, MAX_LOAD_SLOPE)?,
             _ => return Err(format!("unknown key; known: {}", KEYS.join(", "))),
         }
         Ok(())
@@ -412,6 +435,43 @@ mod tests {
     }
 
     #[test]
+    fn load_keys_default_to_no_effect_and_parse_at_their_bounds() {
+        for (_, p) in builtin() {
+            assert_eq!(p.max_batch, None);
+            assert_eq!(
+                (p.load_ttft_ms, p.load_tps_slope, p.load_rtf_slope),
+                (0.0, 0.0, 0.0)
+            );
+        }
+        let mut p = default();
+        p.apply([
+            ("max_batch", "1"),
+            ("load_ttft_ms", "20"),
+            ("load_tps_slope", " 0.25 "),
+            ("load_rtf_slope", "100"),
+        ])
+        .unwrap();
+        assert_eq!(p.max_batch, Some(1));
+        assert_eq!(
+            (p.load_ttft_ms, p.load_tps_slope, p.load_rtf_slope),
+            (20.0, 0.25, 100.0)
+        );
+        p.apply([("max_batch", "16383"), ("load_ttft_ms", "60000")])
+            .unwrap();
+        assert_eq!((p.max_batch, p.load_ttft_ms), (Some(16_383), 60_000.0));
+        // Every key the parser reads is listed, so the unknown-key message names them.
+        assert_eq!(KEYS.len(), 29);
+        for key in [
+            "max_batch",
+            "load_ttft_ms",
+            "load_tps_slope",
+            "load_rtf_slope",
+        ] {
+            assert!(KEYS.contains(&key), "{key}");
+        }
+    }
+
+    #[test]
     fn bad_overrides_name_key_value_and_rule() {
         let cases = [
             ("tokens_per_second", "0", "[0.001, 100000]"),
@@ -421,6 +481,19 @@ mod tests {
             ("ttft_ms", "-1", "expected a number"),
             ("buffered", "maybe", "true or false"),
             ("nope", "1", "unknown key; known: queue_ms"),
+            ("max_batch", "0", "expected an integer in [1, 16383]"),
+            ("max_batch", "16384", "expected an integer in [1, 16383]"),
+            ("max_batch", "-1", "expected an integer in [1, 16383]"),
+            ("max_batch", "2.5", "expected an integer in [1, 16383]"),
+            ("load_ttft_ms", "-5", "expected a number in [0, 60000]"),
+            ("load_ttft_ms", "60001", "expected a number in [0, 60000]"),
+            ("load_ttft_ms", "NaN", "expected a number in [0, 60000]"),
+            ("load_tps_slope", "-0.1", "expected a number in [0, 100]"),
+            ("load_tps_slope", "inf", "expected a number in [0, 100]"),
+            ("load_tps_slope", "1e309", "expected a number in [0, 100]"),
+            ("load_rtf_slope", "nan", "expected a number in [0, 100]"),
+            ("load_rtf_slope", "100.5", "expected a number in [0, 100]"),
+            ("load_rtf_slope", "", "expected a number in [0, 100]"),
         ];
         for (key, value, why) in cases {
             let err = default().apply([(key, value)]).unwrap_err().to_string();

@@ -87,7 +87,9 @@ pub fn plan(p: &Profile, req: Request, rng: &mut Rng) -> Plan {
         visible_tokens,
         finish_reason,
         steps: Steps {
-            t: prefill_end.as_secs_f64(),
+            prev: prefill_end.as_secs_f64(),
+            gap: 0.0,
+            slowdown: 1.0,
             i: 0,
             total: reasoning_tokens + visible_tokens,
             reasoning_tokens,
@@ -113,12 +115,21 @@ pub fn plan(p: &Profile, req: Request, rng: &mut Rng) -> Plan {
 }
 
 /// The reply's chunks in order. Token i (reasoning first, then the answer) is due at
-/// prefill end + the sum of the intervals before it (each × jitter) + the stalls before
-/// it; a chunk is due with its last token.
+/// prefill end + the sum of the intervals before it (each × jitter × the slowdown under
+/// load) + the stalls before it; a chunk is due with its last token.
 #[derive(Debug, Clone)]
 pub struct Steps {
-    /// Seconds after arrival at which token `i` is due, before a stall in front of it.
-    t: f64,
+    /// Seconds after arrival at which token `i − 1` was due (the prefill's end before
+    /// token 0).
+    prev: f64,
+    /// The interval from token `i − 1` to token `i`, with its jitter, before the
+    /// slowdown (0 before token 0). Kept apart from `prev` so the slowdown is applied
+    /// when token `i` is asked for, not when token `i − 1` was: under load the interval
+    /// follows the batch as it is when the token before it leaves.
+    gap: f64,
+    /// The factor on the intervals of the tokens asked for next (load.rs); 1 without
+    /// load, and `gap × 1` is `gap` to the bit, so an unloaded schedule is unchanged.
+    slowdown: f64,
     i: usize,
     total: usize,
     reasoning_tokens: usize,
@@ -138,13 +149,24 @@ pub struct Steps {
 }
 
 impl Steps {
+    /// Multiplies the intervals before the tokens asked for from now on (each one's own
+    /// jitter kept): the load model's `1 + load_tps_slope × others`, read as each chunk
+    /// is asked for. Values below 1 or not finite are taken as 1.
+    pub fn set_slowdown(&mut self, factor: f64) {
+        self.slowdown = if factor.is_finite() && factor >= 1.0 {
+            factor
+        } else {
+            1.0
+        };
+    }
+
     fn peek(&self) -> Duration {
         let stall = if self.stall_at.binary_search(&self.i).is_ok() {
             self.stall
         } else {
             0.0
         };
-        Duration::from_secs_f64(self.t + stall)
+        Duration::from_secs_f64(self.prev + self.gap * self.slowdown + stall)
     }
 
     /// When the reply's last deadline falls, after the request's arrival: its last
@@ -173,7 +195,8 @@ impl Steps {
     fn advance(&mut self) -> Duration {
         let at = self.peek();
         let scale = 1.0 + self.jitter * (2.0 * self.rng.unit() - 1.0);
-        self.t = at.as_secs_f64() + self.interval * scale;
+        self.prev = at.as_secs_f64();
+        self.gap = self.interval * scale;
         self.i += 1;
         self.last_at = at;
         at
@@ -350,6 +373,50 @@ mod tests {
         }
         assert_eq!(plan.visible_tokens, 4);
         assert_eq!(plan.finish_reason, "length");
+    }
+
+    #[test]
+    fn a_slowdown_stretches_the_intervals_asked_for_after_it_and_nothing_else() {
+        let p = profile(&[
+            ("ttft_ms", "100"),
+            ("tokens_per_second", "100"),
+            ("output_tokens", "5"),
+            ("stall_at", "3"),
+            ("stall_ms", "50"),
+            ("jitter", "0.5"),
+        ]);
+        let unloaded: Vec<f64> = plan(&p, req(), &mut Rng::new(7))
+            .steps
+            .map(|s| ms(s.at))
+            .collect();
+        let mut steps = plan(&p, req(), &mut Rng::new(7)).steps;
+        let mut at = Vec::new();
+        // Tokens 0 and 1 unloaded, then the batch fills: intervals × 3 from token 2 on.
+        for factor in [1.0, 1.0, 3.0, 3.0, 3.0] {
+            steps.set_slowdown(factor);
+            at.push(ms(steps.next().unwrap().at));
+        }
+        assert!(steps.next().is_none());
+        assert_eq!(at[..2], unloaded[..2], "unchanged before the slowdown");
+        // Each later interval is its own jittered interval × 3; the stall is not
+        // slowed.
+        for i in 2..5 {
+            let stall = if i == 3 { 50.0 } else { 0.0 };
+            let want = (unloaded[i] - unloaded[i - 1] - stall) * 3.0 + stall;
+            // Deadlines are whole nanoseconds: a few of them apart after × 3.
+            assert!(
+                (at[i] - at[i - 1] - want).abs() < 1e-5,
+                "{at:?} {unloaded:?}"
+            );
+        }
+        // A factor that is not a slowdown is none.
+        let mut steps = plan(&p, req(), &mut Rng::new(7)).steps;
+        let mut odd = Vec::new();
+        for factor in [f64::NAN, 0.5, f64::INFINITY, -1.0, 1.0] {
+            steps.set_slowdown(factor);
+            odd.push(ms(steps.next().unwrap().at));
+        }
+        assert_eq!(odd, unloaded);
     }
 
     #[test]

@@ -50,6 +50,25 @@ impl Sink {
         }
     }
 
+    /// Waits for `deadline`; `Gone` at once if the client leaves first (the body's
+    /// receiver is dropped with its connection), so a stream whose client left stops
+    /// holding its place in the batch then, not at its next chunk.
+    pub async fn until(&self, deadline: Instant) -> Result<(), Gone> {
+        tokio::select! {
+            () = super::deadline::until(deadline) => Ok(()),
+            () = self.tx.closed() => Err(Gone),
+        }
+    }
+
+    /// Waits for `work` unless the client leaves first (then `Gone`, and `work` is
+    /// dropped: a wait for a slot in the batch leaves the queue).
+    pub async fn unless_gone<T>(&self, work: impl Future<Output = T>) -> Result<T, Gone> {
+        tokio::select! {
+            out = work => Ok(out),
+            () = self.tx.closed() => Err(Gone),
+        }
+    }
+
     /// Room for a buffered body of `bytes`, in one allocation: grown by doubling, the
     /// body would be copied as it grows and held up to twice over.
     pub fn reserve(&mut self, bytes: usize) {

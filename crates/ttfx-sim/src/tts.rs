@@ -1,7 +1,8 @@
 //! Simulated TTS at `/sim/{profile}/v1/audio/speech` (OpenAI's request shape): PCM16,
 //! WAV, or OpenAI-style SSE (`speech.audio.delta` with base64 audio, then
 //! `speech.audio.done`). The first chunk is due `ttfa_ms` after arrival; each later
-//! chunk of `audio_chunk_ms` audio takes `rtf` × that long to "synthesize".
+//! chunk of `audio_chunk_ms` audio takes `rtf` × that long to "synthesize", × `1 +
+//! load_rtf_slope × others` under load (load.rs).
 
 use std::time::Duration;
 
@@ -12,12 +13,13 @@ use tokio::time::Instant;
 use ttfx_core::decode::DialectKind;
 
 use super::body::Body;
-use super::deadline;
 use super::limits::{MAX_AUDIO_MS, MAX_HELD_BYTES, MAX_REPLY_MS};
+use super::load::{self, Synthesis};
 use super::profile::{Delivery, Failure, Profile};
 use super::sink::{Gone, Sink, body_channel};
 use super::synth::{SAMPLE_RATE, base64, pcm16, wav_header};
 use super::{Call, Refusal, json_error};
+use ttfx_core::server_timing::{ServerTiming, TimingSource};
 use ttfx_records::{RecordHandle, RecordOutcome, lock};
 
 /// Speech length per input character when the clip length is not given (≈ 14 chars/s).
@@ -89,6 +91,16 @@ pub async fn handle(mut call: Call) -> Response {
     if let Some(bytes) = held {
         sink.reserve(bytes);
     }
+    // In flight from its headers until the job ends (its last byte, or its client gone).
+    let synthesis = parsed.deployment.synthesis(p);
+    if p.load_rtf_slope > 0.0 {
+        lock(&front.record).header_timings.push(ServerTiming {
+            name: "batch".into(),
+            duration_ms: None,
+            description: Some((synthesis.others_at_start + 1).to_string()),
+            source: TimingSource::InBand,
+        });
+    }
     let job = Speech {
         fail_after: p.fail_after.unwrap_or(chunks.len() / 2),
         chunks,
@@ -96,6 +108,7 @@ pub async fn handle(mut call: Call) -> Response {
         arrival: call.arrival.at,
         failure: p.failure,
         record: front.record,
+        synthesis,
     };
     tokio::spawn(job.run(sink));
     res
@@ -145,6 +158,9 @@ fn audio_ms(p: &Profile, input_chars: usize) -> Result<u32, String> {
 #[derive(Debug, Clone, PartialEq)]
 struct AudioChunk {
     at: Duration,
+    /// The synthesis in the interval before it (`audio_chunk_ms × rtf`; none before the
+    /// first): the part load slows.
+    synth: Duration,
     from_ms: u32,
     to_ms: u32,
 }
@@ -163,6 +179,11 @@ fn chunk_plan(p: &Profile, audio_ms: u32) -> Vec<AudioChunk> {
             let synth = f64::from(k * chunk) / 1000.0 * p.rtf;
             AudioChunk {
                 at: Duration::from_secs_f64(first + synth + stall),
+                synth: if k == 0 {
+                    Duration::ZERO
+                } else {
+                    Duration::from_secs_f64(f64::from(chunk) / 1000.0 * p.rtf)
+                },
                 from_ms: k * chunk,
                 to_ms: ((k + 1) * chunk).min(audio_ms),
             }
@@ -300,6 +321,8 @@ struct Speech {
     /// Chunks sent before an injected failure.
     fail_after: usize,
     record: RecordHandle,
+    /// Counted among the profile's syntheses while the job lives.
+    synthesis: Synthesis,
 }
 
 impl Speech {
@@ -315,8 +338,14 @@ impl Speech {
         let cut = self
             .failure
             .filter(|f| matches!(f, Failure::InBand | Failure::Drop));
+        // Seconds load has added so far: each chunk's synthesis × (slowdown − 1), the
+        // slowdown read as the chunk before it has left (exactly 0 without load, so the
+        // plan's deadlines hold to the bit).
+        let mut extra = 0.0;
         for (k, chunk) in self.chunks.iter().enumerate() {
-            deadline::until(self.arrival + chunk.at).await;
+            extra += chunk.synth.as_secs_f64() * (self.synthesis.slowdown() - 1.0);
+            sink.until(load::later(self.arrival + chunk.at, extra))
+                .await?;
             if cut.is_some() && k == self.fail_after {
                 return self.fail(sink, cut).await;
             }

@@ -82,6 +82,7 @@ pub async fn handle(ws: WebSocketUpgrade, mut call: Call) -> Response {
         .filter(|m| !m.is_empty() && m.len() <= 200)
         .unwrap_or_else(|| format!("ttfx-sim-{}", call.profile));
     let setup = session::Setup {
+        deployment: parsed.deployment,
         profile: parsed.profile,
         seed: parsed.seed,
         model,

@@ -3,6 +3,8 @@
 //! premature `response.create`), and its events come back through a channel to this
 //! loop, the only writer on the socket.
 
+use std::sync::Arc;
+
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -13,6 +15,7 @@ use super::events::{self, Ids, Status};
 use super::turn::{Item, Out, Response};
 use crate::limits::MAX_REALTIME_MESSAGE_BYTES;
 use crate::llm::check_length;
+use crate::load::Deployment;
 use crate::profile::Profile;
 use crate::rng::Rng;
 use crate::schedule;
@@ -21,6 +24,8 @@ use crate::{Refusal, text};
 /// What the handshake settled.
 pub struct Setup {
     pub profile: Profile,
+    /// The profile's batch: each response is a stream in it, as an HTTP reply is.
+    pub deployment: Arc<Deployment>,
     pub seed: u64,
     pub model: String,
     /// The upgrade request's id (`x-request-id`): the socket's ids carry it.
@@ -275,6 +280,8 @@ impl Session {
             ids: self.ids.clone(),
             failure: self.setup.profile.failure,
             input_tokens,
+            deployment: self.setup.deployment.clone(),
+            profile: self.setup.profile.clone(),
         };
         let task = tokio::spawn(response.run(tx.clone()));
         self.active = Some(Active { number, task, turn });

@@ -1,6 +1,10 @@
 //! One response on the socket: the schedule the HTTP routes follow (`schedule::plan`),
 //! timed from the moment the client's `response.create` arrived, each delta sent at its
-//! absolute deadline as its own message.
+//! absolute deadline as its own message; a stream of the profile's batch as an HTTP
+//! reply is (load.rs), from its opening events to its end or its cancel (the task's
+//! abort drops its place).
+
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -8,7 +12,8 @@ use tokio::time::Instant;
 use super::events::{self, Ids, Status, Usage};
 use crate::deadline;
 use crate::llm::INJECTED;
-use crate::profile::Failure;
+use crate::load::Deployment;
+use crate::profile::{Failure, Profile};
 use crate::schedule::{Channel, Plan};
 
 /// What a response task hands the socket's loop, in order, with the response's number
@@ -38,6 +43,9 @@ pub struct Response {
     pub ids: Ids,
     pub failure: Option<Failure>,
     pub input_tokens: usize,
+    pub deployment: Arc<Deployment>,
+    /// The socket's profile: its load keys.
+    pub profile: Profile,
 }
 
 impl Response {
@@ -51,9 +59,16 @@ impl Response {
                 return;
             }
         }
+        // Admitted after the opening events, as an HTTP reply after its headers.
+        let running = self.deployment.admit(&self.profile).await;
+        let origin = self.at + running.shift();
         let mut text = String::new();
-        for step in self.plan.steps.by_ref() {
-            deadline::until(self.at + step.at).await;
+        loop {
+            self.plan.steps.set_slowdown(running.slowdown());
+            let Some(step) = self.plan.steps.next() else {
+                break;
+            };
+            deadline::until(origin + step.at).await;
             // Without a reasoning channel (`schedule::Request::reasoning_channel` false)
             // reasoning is only time; any step here is the answer.
             if step.channel == Channel::Visible {
@@ -73,7 +88,7 @@ impl Response {
         });
         let chars = text.chars().count();
         if let Some(at) = self.plan.steps.cut {
-            deadline::until(self.at + at).await;
+            deadline::until(origin + at).await;
             let last = if self.failure == Some(Failure::Drop) {
                 Out::Drop
             } else {
@@ -93,7 +108,7 @@ impl Response {
             return;
         }
         // Hidden reasoning at the end of the plan still takes its time.
-        deadline::until(self.at + self.plan.steps.last_at).await;
+        deadline::until(origin + self.plan.steps.last_at).await;
         for event in events::text_done(&self.ids, &self.turn, &text) {
             if send(event).await.is_err() {
                 return;
