@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use ttfx_collect::{FieldArgs, ImportArgs};
+use ttfx_load::LoadArgs;
 use ttfx_report::{DecodeArgs, ReportArgs};
 use ttfx_run::RunArgs;
 use ttfx_serve::ServeArgs;
@@ -32,4 +33,9 @@ pub enum Command {
     /// (exit 0: met, 1: a budget failed, 2: the run could not be made). docs/run.md.
     // Boxed: its many options would make every Command as large.
     Run(Box<RunArgs>),
+    /// Drive a chat endpoint or the simulator with load from native code, open loop
+    /// (Poisson arrivals at --rate) or closed loop (--concurrency streams), and print
+    /// TTFT, gaps, TPOT, e2e, throughput, goodput, errors and the generator's own
+    /// lateness. docs/load.md.
+    Load(Box<LoadArgs>),
 }

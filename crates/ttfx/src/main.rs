@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cli;
+mod load_cmd;
 
 /// A command that has no exit code of its own: 0, or its typed error to print.
 fn done(r: Result<(), impl Into<anyhow::Error>>) -> anyhow::Result<ExitCode> {
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         cli::Command::Import(args) => done(ttfx_collect::import_cmd::run(args)),
         // `run` decides its own code (1: a budget failed); an error is still 2.
         cli::Command::Run(args) => ttfx_run::run(args).map_err(Into::into),
+        cli::Command::Load(args) => load_cmd::run(*args),
     };
     match result {
         Ok(code) => code,

@@ -39,6 +39,14 @@ enum Section {
         #[arg(long)]
         quick: bool,
     },
+    /// `ttfx load`'s generator (#33): the highest open-loop rate it holds against the
+    /// simulator (`ttfx serve` in its own process) with its own lateness p99 ≤ 2 ms, from
+    /// a ladder of rates. Release builds; about a minute after the build.
+    Load {
+        /// Shorter steps, for development.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
@@ -46,6 +54,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Some(Section::Fidelity { runs }) => fidelity(runs),
         Some(Section::Import) => import(),
         Some(Section::Collect { quick }) => collect_load(quick),
+        Some(Section::Load { quick }) => load_generator(quick),
         None => all(),
     }
 }
@@ -317,6 +326,33 @@ fn collect_load(quick: bool) -> anyhow::Result<()> {
         load.arg("--quick");
     }
     cmd::run(&mut load)
+}
+
+/// The load generator's bench (`crates/ttfx-load/examples/load_bench.rs`): `ttfx` and
+/// the bench built in release together, the server a process of its own so the
+/// generator's two cores are not also the server's threads' queue.
+fn load_generator(quick: bool) -> anyhow::Result<()> {
+    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
+        "build",
+        "--quiet",
+        "--locked",
+        "--release",
+        "-p",
+        "ttfx",
+        "-p",
+        "ttfx-load",
+        "--bin",
+        "ttfx",
+        "--example",
+        "load_bench",
+    ]))?;
+    let release = paths::target().join("release");
+    let mut bench = Command::new(release.join("examples").join("load_bench"));
+    bench.arg(release.join("ttfx"));
+    if quick {
+        bench.arg("--quick");
+    }
+    cmd::run(&mut bench)
 }
 
 /// `ttfx serve` under concurrent SSE streams: the injected TTFT's lateness at 100 and

@@ -78,7 +78,9 @@ fn report_refuses_a_file_of_another_schema_with_the_same_message() {
 #[test]
 fn every_commands_help_and_a_refusal_are_unchanged() {
     let here = check::dir();
-    for command in ["", "serve", "run", "report", "decode", "field", "import"] {
+    for command in [
+        "", "serve", "run", "report", "decode", "field", "import", "load",
+    ] {
         let args: Vec<&str> = [command, "--help"]
             .into_iter()
             .filter(|a| !a.is_empty())

@@ -36,6 +36,7 @@ pub const CRATES: &[&str] = &[
     "crates/ttfx-collect",
     "crates/ttfx-report",
     "crates/ttfx-run",
+    "crates/ttfx-load",
     "crates/ttfx",
     "crates/xtask",
     "www",
