@@ -1216,3 +1216,89 @@ fn a_hostile_page_meets_chromium_in_its_sandbox_or_the_run_says_why_not() -> any
     }
     Ok(())
 }
+
+/// `--sweep`: at each step the simulator carries the load generator's streams, and the
+/// browsers' runs meet the batch it fills. The simulator's load model (docs/serve.md,
+/// "Under load") adds `load_ttft_ms` to a stream's first token per other stream running,
+/// so the step at 6 streams must show the browsers' and the load's TTFT higher by about
+/// 5 × 40 ms than at 1; a budget that holds at the first step breaks at the second.
+#[test]
+fn a_sweep_measures_the_browsers_under_each_load_level() -> anyhow::Result<()> {
+    let json = temp("sweep.json");
+    let junit = temp("sweep.xml");
+    let started = std::time::Instant::now();
+    let out = ttfx_run(&[
+        "--target",
+        "sim/default?ttft_ms=100&tokens_per_second=200&output_tokens=20&load_ttft_ms=40&seed=3",
+        "--sweep",
+        "concurrency=1,6",
+        "--runs",
+        "3",
+        "--step-warmup-s",
+        "1",
+        "--step-duration-s",
+        "3",
+        "--budget",
+        "ttft.p50<=220ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ])?;
+    let seconds = started.elapsed().as_secs_f64();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // The budget breaks at the second step: exit 1, said where.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("budget ttft.p50<=220ms breaks at concurrency=6"),
+        "{stdout}"
+    );
+    let sweep: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    assert_eq!(sweep["schema"], "ttfx-sweep/1");
+    let steps = sweep["steps"].as_array().context("steps")?;
+    assert_eq!(steps.len(), 2, "{sweep}");
+    let figure = |step: &Value, side: &str, metric: &str| -> anyhow::Result<f64> {
+        let target = &step["targets"][0];
+        let stats = match side {
+            "browser" => &target["browser"]["statistics"][metric],
+            _ => &target["load"]["metrics"][metric],
+        };
+        stats["p50"]
+            .as_f64()
+            .with_context(|| format!("{side} {metric} p50 in {step}"))
+    };
+    for (step, level) in steps.iter().zip([1.0, 6.0]) {
+        assert_eq!(step["level"]["kind"], "concurrency");
+        assert_eq!(step["level"]["value"].as_f64(), Some(level));
+        // The browsers made their runs, and only theirs are in the batch.
+        assert_eq!(step["targets"][0]["browser"]["outcomes"]["total"], 3, "{step}");
+        // The load's own requests, none of them failed; closed loop at the level.
+        let load = &step["targets"][0]["load"];
+        assert_eq!(load["mode"]["concurrency"].as_f64(), Some(level), "{load}");
+        assert_eq!(load["errors"]["total"], 0, "{load}");
+        assert!(load["requests"]["completed"].as_u64() > Some(0), "{load}");
+    }
+    // 5 more streams in the batch at 6 than at 1: +200 ms by the model. Below it by
+    // the scheduling of the closed loop (a stream between requests is not in the batch
+    // for the moment it takes to send the next), above it never by more than the
+    // browser's own stream (+40 ms) and timer lateness.
+    for side in ["browser", "load"] {
+        let low = figure(&steps[0], side, "ttft_ms")?;
+        let high = figure(&steps[1], side, "ttft_ms")?;
+        let added = high - low;
+        assert!(
+            (120.0..=300.0).contains(&added),
+            "{side}: ttft p50 {low:.1} → {high:.1} ms (+{added:.1}, model +200)\n{stdout}"
+        );
+    }
+    // One JUnit suite per step, the budget failing in the second only.
+    let cases = junit_cases(&junit)?;
+    assert_eq!(cases.len(), 2, "{cases:?}");
+    assert!(!cases[0].1 && cases[1].1, "{cases:?}");
+    // Each step: 1 s warm-up + at least 3 s of load; the browsers' sessions and runs fit
+    // inside or add a little. 2 × 4 s plus the browser's start is well under 40 s.
+    assert!(seconds < 40.0, "the sweep took {seconds:.1} s");
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&junit);
+    Ok(())
+}

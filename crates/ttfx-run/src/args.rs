@@ -165,6 +165,28 @@ pub struct RunArgs {
     /// wait for the reply, type the next prompt, …); every turn is measured.
     #[arg(long, value_name = "FILE", requires = "inject")]
     pub flow: Option<PathBuf>,
+
+    /// Measure while `ttfx load` drives every endpoint target in the background:
+    /// rate=R (Poisson arrivals, requests per second) or concurrency=C (streams at
+    /// once). The browsers' runs are not counted as load; the load is not counted as the
+    /// user's wait (docs/load.md).
+    #[arg(long, value_name = "rate=R|concurrency=C", conflicts_with = "sweep")]
+    pub under_load: Option<String>,
+
+    /// Step through load levels, e.g. concurrency=1,2,4,8,16 or rate=1,5,10,20: at each
+    /// step the load warms up, then the browsers make their --runs while it goes on;
+    /// the table prints per step the load's figures beside the browsers'.
+    #[arg(long, value_name = "rate=R1,R2,…|concurrency=C1,C2,…")]
+    pub sweep: Option<String>,
+
+    /// Seconds of load before each step's browser runs (default 3).
+    #[arg(long, value_name = "SECONDS")]
+    pub step_warmup_s: Option<f64>,
+
+    /// Seconds each step's load runs after its warm-up, at least (default 15); it goes
+    /// on until the step's browser runs end.
+    #[arg(long, value_name = "SECONDS")]
+    pub step_duration_s: Option<f64>,
 }
 
 /// The browser engines `ttfx run` drives, each through its own WebDriver server.

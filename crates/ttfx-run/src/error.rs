@@ -32,6 +32,9 @@ pub enum RunError {
     /// A run failed; the others stop with it.
     #[error("{0}")]
     RunFailed(Cause),
+    /// `--under-load` / `--sweep`: the background load could not start or failed.
+    #[error("the load (--under-load / --sweep): {0}")]
+    Load(String),
     /// `--json` or `--junit` could not be written.
     #[error(transparent)]
     Output(#[from] OutputError),
@@ -80,6 +83,10 @@ impl From<SiteError> for RunError {
 impl RunError {
     pub(crate) fn run_failed(e: anyhow::Error) -> RunError {
         RunError::RunFailed(Cause::of(e))
+    }
+
+    pub(crate) fn load(why: impl Into<String>) -> RunError {
+        RunError::Load(why.into())
     }
 }
 

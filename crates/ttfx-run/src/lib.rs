@@ -18,6 +18,7 @@ use std::time::Instant;
 use ttfx_core::report::{BatchReport, Run};
 
 mod args;
+mod background_load;
 pub mod budget;
 mod chain;
 mod driver;
@@ -25,11 +26,14 @@ mod error;
 mod flow;
 mod inject;
 mod junit;
+mod load_level;
 mod measure;
 mod output;
 mod scenario;
 mod setup_error;
 pub mod site;
+mod sweep;
+mod sweep_output;
 
 pub use args::RunArgs;
 pub use driver::{Browser, EndpointError};
@@ -75,6 +79,9 @@ pub fn run(args: Box<RunArgs>) -> Result<ExitCode, RunError> {
         .enable_all()
         .build()
         .map_err(RunError::Runtime)?;
+    if let Some(plan) = scenario.load.clone() {
+        return run_under_load(&args, &scenario, &plan, &runtime);
+    }
     let started = Instant::now();
     let mut measured = match runtime.block_on(measure_until_stopped(&scenario, &args)) {
         Ok(measured) => measured?,
@@ -85,6 +92,60 @@ pub fn run(args: Box<RunArgs>) -> Result<ExitCode, RunError> {
     let verdicts = verdicts(&scenario, &batches);
     report(&args, &scenario, &batches, &verdicts, &measured, seconds)?;
     Ok(exit_code(&verdicts))
+}
+
+/// `--under-load` / `--sweep`: every step measured, its table printed, `--json` the
+/// sweep document, `--junit` a suite per step; exit 1 when a budget fails at any step.
+fn run_under_load(
+    args: &RunArgs,
+    scenario: &scenario::Scenario,
+    plan: &load_level::LoadPlan,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<ExitCode, RunError> {
+    let steps = runtime.block_on(async {
+        tokio::select! {
+            steps = sweep::run_steps(scenario, args, plan, |runs| batches(scenario, runs)) => Ok(steps),
+            signal = stop_signal() => Err(signal),
+        }
+    });
+    let (steps, sandbox) = match steps {
+        Ok(steps) => steps?,
+        Err(signal) => return Ok(stopped_by(signal)),
+    };
+    let verdicts = sweep_output::verdicts(&steps, &scenario.budgets);
+    let table = sweep_output::render(plan, &steps, &verdicts, scenario.voice);
+    print!("{}", ttfx_core::printable::escape_controls(&table));
+    if let Some(sandbox) = &sandbox {
+        println!("sandbox: {}", sandbox.describe());
+    }
+    if let Some(path) = &args.json {
+        sweep_output::write_json(path, &sweep_output::json(plan, &steps, &verdicts)?)?;
+    }
+    if let Some(path) = &args.junit {
+        let names: Vec<String> = steps
+            .iter()
+            .map(|s| {
+                let label = s.batches.first().map_or("", |(l, _)| l.as_str());
+                format!("{label} at {}", s.level.label())
+            })
+            .collect();
+        let suites: Vec<junit::Suite<'_>> = steps
+            .iter()
+            .zip(&verdicts)
+            .zip(&names)
+            .map(|((s, v), name)| junit::Suite {
+                name,
+                verdicts: v,
+                seconds: s.seconds,
+            })
+            .collect();
+        std::fs::write(path, junit::render(&suites)).map_err(|cause| OutputError::Write {
+            path: path.clone(),
+            cause,
+        })?;
+    }
+    let all: Vec<budget::Verdict> = verdicts.into_iter().flatten().collect();
+    Ok(exit_code(&all))
 }
 
 /// A panic anywhere, even with `panic = "abort"`, first stops the browsers.
@@ -210,6 +271,38 @@ mod tests {
         let run = Run::try_parse_from(["ttfx run"].iter().chain(args)).expect("flags parse");
         let scenario = scenario::Scenario::from_args(&run.args)?;
         Ok((*Box::new(run.args), scenario))
+    }
+
+    #[test]
+    fn load_flags_make_a_plan_for_endpoints_and_are_refused_for_pages() {
+        let (_, scenario) = scenario_of(&[
+            "--target",
+            "sim/default",
+            "--sweep",
+            "concurrency=1,4",
+            "--step-duration-s",
+            "2",
+        ])
+        .expect("a scenario");
+        let plan = scenario.load.expect("a plan");
+        assert_eq!(plan.levels.len(), 2);
+        assert_eq!(plan.duration, std::time::Duration::from_secs(2));
+        let refused = |args: &[&str]| match scenario_of(args) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{args:?} was accepted"),
+        };
+        let e = refused(&["--url", "http://127.0.0.1:9/chat", "--under-load", "rate=5"]);
+        assert!(e.contains("is a page"), "{e}");
+        let e = refused(&["--target", "sim/default", "--under-load", "users=5"]);
+        assert!(e.contains("write rate=R"), "{e}");
+        let e = refused(&[
+            "--target",
+            "sim/default",
+            "--under-load",
+            "rate=5",
+            "--step-warmup-s=-1",
+        ]);
+        assert!(e.contains("--step-warmup-s"), "{e}");
     }
 
     #[test]

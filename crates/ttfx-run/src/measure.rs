@@ -79,74 +79,124 @@ struct Job {
     request_id: String,
 }
 
-pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns, RunError> {
-    let probe_pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
-    // The site and server are needed only when some target uses the runner's own page.
-    let site = if scenario.targets.iter().any(|t| !t.is_page()) {
-        Some(site::Site::runner(&probe_pkg)?)
-    } else {
-        None
-    };
-    let base = match &site {
-        Some(s) => Some(site::serve(s, scenario.config.as_deref(), &scenario.exposure).await?),
-        None => None,
-    };
-    let speech = speech_file(scenario.turn.as_ref(), site.as_ref())?;
-    let BrowserSetup {
-        args: browser_args,
-        firefox_prefs,
-        microphone: _microphone,
-    } = BrowserSetup::new(scenario, args.browser, speech.as_ref())?;
-    // Inject mode's preload script, read before a browser starts.
-    let preload = match &scenario.inject {
-        Some(inject) => Some(super::inject::preload_source(&probe_pkg, inject)?),
-        None => None,
-    };
-    let endpoint = match &args.webdriver {
-        Some(url) => Endpoint::remote(url, args.browser),
-        None => Endpoint::local(args.browser, args.driver.clone(), &browser_args),
-    }?;
-    // A sandbox we turned off is worth a line on stderr; a remote server's own choice is
-    // in the report only, so that a failure to reach it stays one clear line.
-    if let Some(sandbox @ Sandbox::Off { .. }) = &endpoint.sandbox {
-        eprintln!("ttfx run: {}", sandbox.describe());
-    }
-    if let (Some(user), Some(site)) = (endpoint.run_as(), &site) {
-        // The browser, as that account, reads the fake microphone's file from here.
-        std::os::unix::fs::chown(&site.dir, Some(user.uid), Some(user.gid))
-            .map_err(|cause| SetupError::SiteOwner { cause })?;
+/// What every batch of runs shares: the runner's site and server, the fake microphone,
+/// the driver. A sweep keeps one for all its steps, so the load generator and the
+/// browsers meet the same server.
+pub struct Bench {
+    /// Held for the server's life: the server serves its folder.
+    _site: Option<site::Site>,
+    /// The runner's server, `http://HOST:PORT`, when some target uses its page.
+    pub base: Option<String>,
+    speech: Option<SpeechFile>,
+    browser_args: Vec<String>,
+    firefox_prefs: Vec<(&'static str, bool)>,
+    /// Firefox's microphone, held until the run ends.
+    _microphone: Option<PulseMicrophone>,
+    preload: Option<String>,
+    endpoint: Endpoint,
+    /// Batches measured so far: a sweep's steps are batches on one server, whose record
+    /// store refuses a request id it has seen (409), so each batch names its own.
+    batches: std::sync::atomic::AtomicUsize,
+}
+
+impl Bench {
+    pub async fn prepare(scenario: &Scenario, args: &RunArgs) -> Result<Bench, RunError> {
+        let probe_pkg = args.probe_pkg.clone().unwrap_or_else(default_probe_pkg);
+        // The site and server are needed only when some target uses the runner's own page.
+        let site = if scenario.targets.iter().any(|t| !t.is_page()) {
+            Some(site::Site::runner(&probe_pkg)?)
+        } else {
+            None
+        };
+        let base = match &site {
+            Some(s) => Some(site::serve(s, scenario.config.as_deref(), &scenario.exposure).await?),
+            None => None,
+        };
+        let speech = speech_file(scenario.turn.as_ref(), site.as_ref())?;
+        let BrowserSetup {
+            args: browser_args,
+            firefox_prefs,
+            microphone,
+        } = BrowserSetup::new(scenario, args.browser, speech.as_ref())?;
+        // Inject mode's preload script, read before a browser starts.
+        let preload = match &scenario.inject {
+            Some(inject) => Some(super::inject::preload_source(&probe_pkg, inject)?),
+            None => None,
+        };
+        let endpoint = match &args.webdriver {
+            Some(url) => Endpoint::remote(url, args.browser),
+            None => Endpoint::local(args.browser, args.driver.clone(), &browser_args),
+        }?;
+        // A sandbox we turned off is worth a line on stderr; a remote server's own choice is
+        // in the report only, so that a failure to reach it stays one clear line.
+        if let Some(sandbox @ Sandbox::Off { .. }) = &endpoint.sandbox {
+            eprintln!("ttfx run: {}", sandbox.describe());
+        }
+        if let (Some(user), Some(site)) = (endpoint.run_as(), &site) {
+            // The browser, as that account, reads the fake microphone's file from here.
+            std::os::unix::fs::chown(&site.dir, Some(user.uid), Some(user.gid))
+                .map_err(|cause| SetupError::SiteOwner { cause })?;
+        }
+        Ok(Bench {
+            _site: site,
+            base,
+            speech,
+            browser_args,
+            firefox_prefs,
+            _microphone: microphone,
+            preload,
+            endpoint,
+            batches: std::sync::atomic::AtomicUsize::new(0),
+        })
     }
 
-    let jobs = jobs(scenario);
-    let total = jobs.len();
-    let queue = Arc::new(Mutex::new(jobs));
-    let progress = progress_bar(total as u64);
-    let ctx = Arc::new(Context_::new(
-        scenario,
-        args.browser,
-        base,
-        browser_args,
-        firefox_prefs,
-        preload,
-    ));
-    let mut sessions = Vec::new();
-    for w in 0..scenario.concurrency.min(total) {
-        let client = open_session(&endpoint, &ctx).await?;
-        let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
-        sessions.push(spawn_session(w, client, ctx, queue, progress));
+    /// The scenario's runs, each session opened for them and closed after.
+    pub async fn measure(
+        &self,
+        scenario: &Scenario,
+        args: &RunArgs,
+    ) -> Result<MeasuredRuns, RunError> {
+        let batch = self
+            .batches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ids = RequestIds::new(batch);
+        let jobs = jobs(scenario, &ids);
+        let total = jobs.len();
+        let queue = Arc::new(Mutex::new(jobs));
+        let progress = progress_bar(total as u64);
+        let ctx = Arc::new(Context_::new(
+            scenario,
+            args.browser,
+            self.base.clone(),
+            self.browser_args.clone(),
+            self.firefox_prefs.clone(),
+            self.preload.clone(),
+            ids,
+        ));
+        let mut sessions = Vec::new();
+        for w in 0..scenario.concurrency.min(total) {
+            let client = open_session(&self.endpoint, &ctx).await?;
+            let (ctx, queue, progress) = (ctx.clone(), queue.clone(), progress.clone());
+            sessions.push(spawn_session(w, client, ctx, queue, progress));
+        }
+        let done = join_sessions(sessions, &queue).await;
+        progress.finish_and_clear();
+        let (runs, ground_truth) =
+            by_target(done.map_err(RunError::run_failed)?, scenario.targets.len());
+        Ok(MeasuredRuns {
+            runs,
+            ground_truth,
+            sandbox: self.endpoint.sandbox.clone(),
+            speech: speech_truth(self.speech.clone(), scenario.turn.as_ref()),
+        })
     }
-    let done = join_sessions(sessions, &queue).await;
-    progress.finish_and_clear();
-    let endpoint_sandbox = endpoint.sandbox.clone();
-    drop(endpoint);
-    let (runs, ground_truth) =
-        by_target(done.map_err(RunError::run_failed)?, scenario.targets.len());
-    Ok(MeasuredRuns {
-        runs,
-        ground_truth,
-        sandbox: endpoint_sandbox,
-        speech: speech_truth(speech, scenario.turn.as_ref()),
-    })
+}
+
+pub async fn measure(scenario: &Scenario, args: &RunArgs) -> Result<MeasuredRuns, RunError> {
+    Bench::prepare(scenario, args)
+        .await?
+        .measure(scenario, args)
+        .await
 }
 
 /// A voice turn's fake microphone: espeak-ng's speech in the site's folder.
@@ -209,8 +259,7 @@ impl BrowserSetup {
 
 /// Every run to make, in order: the targets alternate within each round (A B A B …),
 /// each round with the next prompt.
-fn jobs(scenario: &Scenario) -> VecDeque<Job> {
-    let pid = std::process::id();
+fn jobs(scenario: &Scenario, ids: &RequestIds) -> VecDeque<Job> {
     (0..scenario.runs)
         .flat_map(|i| (0..scenario.targets.len()).map(move |t| (i, t)))
         .enumerate()
@@ -218,9 +267,40 @@ fn jobs(scenario: &Scenario) -> VecDeque<Job> {
             index,
             target,
             prompt: scenario.prompts[i % scenario.prompts.len()].clone(),
-            request_id: format!("ttfx-run-{pid}-{index}"),
+            request_id: ids.run(index),
         })
         .collect()
+}
+
+/// The request ids of one batch: `ttfx-run-PID-INDEX` for the first (the index last,
+/// where tests read it), `ttfx-run-PID-bN-INDEX` for a sweep's later steps.
+#[derive(Debug, Clone)]
+struct RequestIds {
+    prefix: String,
+    warm_prefix: String,
+}
+
+impl RequestIds {
+    fn new(batch: usize) -> RequestIds {
+        let pid = std::process::id();
+        let step = if batch == 0 {
+            String::new()
+        } else {
+            format!("-b{batch}")
+        };
+        RequestIds {
+            prefix: format!("ttfx-run-{pid}{step}"),
+            warm_prefix: format!("ttfx-warm-{pid}{step}"),
+        }
+    }
+
+    fn run(&self, index: usize) -> String {
+        format!("{}-{index}", self.prefix)
+    }
+
+    fn warm(&self, session: usize, target: usize, i: usize) -> String {
+        format!("{}-{session}-{target}-{i}", self.warm_prefix)
+    }
 }
 
 /// A browser session, bounded: a driver whose browser cannot start (no display for
@@ -343,6 +423,7 @@ struct Context_ {
     /// Inject mode's preload script (the bundle with its configuration).
     preload: Option<String>,
     browser: driver::Browser,
+    ids: RequestIds,
 }
 
 impl Context_ {
@@ -353,6 +434,7 @@ impl Context_ {
         browser_args: Vec<String>,
         firefox_prefs: Vec<(&'static str, bool)>,
         preload: Option<String>,
+        ids: RequestIds,
     ) -> Context_ {
         Context_ {
             scenario_targets: scenario.targets.clone(),
@@ -370,6 +452,7 @@ impl Context_ {
             inject: scenario.inject.clone(),
             preload,
             browser,
+            ids,
         }
     }
 }
@@ -398,7 +481,7 @@ async fn worker(
                 index: usize::MAX,
                 target: t,
                 prompt: ctx.prompt.clone(),
-                request_id: format!("ttfx-warm-{}-{w}-{t}-{i}", std::process::id()),
+                request_id: ctx.ids.warm(w, t, i),
             };
             runs_of(client, ctx, target, &job, &mut page)
                 .await

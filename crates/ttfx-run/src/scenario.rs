@@ -96,6 +96,15 @@ pub enum ScenarioError {
         path.display()
     )]
     FlowOpensAPage { path: PathBuf },
+    #[error(transparent)]
+    Load(#[from] super::load_level::LoadLevelError),
+    #[error(
+        "--under-load and --sweep drive an endpoint (sim/, proxy/, http(s)://): `{0}` is a \
+         page, whose requests are the page's own"
+    )]
+    LoadOnAPage(String),
+    #[error("--under-load and --sweep measure the runner's page: not with --inject")]
+    LoadWithInject,
     /// `--listen` and `--public-url` (boxed: the site's error is the largest).
     #[error(transparent)]
     Exposure(Box<SiteError>),
@@ -289,6 +298,8 @@ pub struct Scenario {
     pub exposure: super::site::Exposure,
     /// Inject mode: the probe goes into a page that does not embed it.
     pub inject: Option<super::inject::InjectScenario>,
+    /// `--under-load` / `--sweep`: the load the browsers measure under, step by step.
+    pub load: Option<super::load_level::LoadPlan>,
 }
 
 /// What a voice-to-voice turn says and does.
@@ -340,6 +351,7 @@ impl Scenario {
         } else {
             None
         };
+        let load = load_plan(args, &targets)?;
         Ok(Scenario {
             targets,
             prompts,
@@ -354,8 +366,31 @@ impl Scenario {
             turn,
             exposure: super::site::Exposure::from_args(args.listen, args.public_url.as_deref())?,
             inject,
+            load,
         })
     }
+}
+
+/// `--under-load` / `--sweep` with their step times; the load drives endpoints only.
+fn load_plan(
+    args: &RunArgs,
+    targets: &[RunTarget],
+) -> Result<Option<super::load_level::LoadPlan>, ScenarioError> {
+    let plan = super::load_level::plan(
+        args.under_load.as_deref(),
+        args.sweep.as_deref(),
+        args.step_warmup_s,
+        args.step_duration_s,
+    )?;
+    if plan.is_some() {
+        if args.inject {
+            return Err(ScenarioError::LoadWithInject);
+        }
+        if let Some(page) = targets.iter().find(|t| t.is_page()) {
+            return Err(ScenarioError::LoadOnAPage(page.label().to_owned()));
+        }
+    }
+    Ok(plan)
 }
 
 /// `--api` (or the file's `api`), parsed.
