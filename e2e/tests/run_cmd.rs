@@ -1271,7 +1271,10 @@ fn a_sweep_measures_the_browsers_under_each_load_level() -> anyhow::Result<()> {
         assert_eq!(step["level"]["kind"], "concurrency");
         assert_eq!(step["level"]["value"].as_f64(), Some(level));
         // The browsers made their runs, and only theirs are in the batch.
-        assert_eq!(step["targets"][0]["browser"]["outcomes"]["total"], 3, "{step}");
+        assert_eq!(
+            step["targets"][0]["browser"]["outcomes"]["total"], 3,
+            "{step}"
+        );
         // The load's own requests, none of them failed; closed loop at the level.
         let load = &step["targets"][0]["load"];
         assert_eq!(load["mode"]["concurrency"].as_f64(), Some(level), "{load}");
