@@ -7,7 +7,7 @@
 //! or of the layers below it, from the bottom:
 //! - plain data and rules over numbers: `milestone`, `server_timing`, `turn`, `segment`,
 //!   `handoff`, `playback`, `selection`, `order`, `percentile`, `stall`, `target`,
-//!   `printable`;
+//!   `printable`, `rng`;
 //! - decoding: `decode` (with `decimal`), `chat_api`, `transcription`;
 //! - the timeline: `timeline` and the `chunk_summary` it holds;
 //! - series, metrics and statistics: `series`, `gap`, `metrics`, `stats`, and what
@@ -32,6 +32,7 @@ pub mod playback;
 pub mod printable;
 pub mod recorder;
 pub mod report;
+pub mod rng;
 pub mod segment;
 pub mod selection;
 pub mod series;

@@ -1,15 +1,15 @@
 //! What the crate's tests share: deterministic random numbers and a relative comparison.
 
-/// SplitMix64: deterministic streams without a dependency.
-pub(crate) struct Rng(pub(crate) u64);
+/// Deterministic streams for tests, over the crate's SplitMix64.
+pub(crate) struct Rng(crate::rng::SplitMix64);
 
 impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(crate::rng::SplitMix64::new(seed))
+    }
+
     pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `lo..hi`.

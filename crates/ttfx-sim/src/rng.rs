@@ -1,29 +1,23 @@
-//! A tiny seeded generator (SplitMix64) for output lengths and jitter.
-//!
-//! Hand-written rather than `rand`: a seed printed in a record must replay the same reply
-//! in every later build, and `rand`'s `StdRng` does not promise value stability across
-//! versions. SplitMix64 passes BigCrush and is a few lines.
+//! The simulator's seeded draws (output lengths, jitter) over ttfx-core's SplitMix64, so a
+//! seed printed in a record replays the same reply in every later build.
+
+use ttfx_core::rng::SplitMix64;
 
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in [0, 1).
     pub fn unit(&mut self) -> f64 {
-        // The top 53 bits fill an f64 mantissa exactly.
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit()
     }
 
     /// Uniform integer in [lo, hi] (inclusive).

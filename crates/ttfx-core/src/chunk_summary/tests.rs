@@ -9,7 +9,7 @@ use crate::timeline::Timeline;
 
 #[test]
 fn a_bucket_holds_its_gap_and_its_middle_is_within_the_stated_error() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     for _ in 0..20_000 {
         // Log-uniform over 1 µs … 1,000 s, and the grid values browsers produce.
         let exponent = (rng.next() % 10_000) as f64 / 10_000.0 * 9.0 - 3.0;
@@ -36,7 +36,7 @@ fn a_bucket_holds_its_gap_and_its_middle_is_within_the_stated_error() {
 
 #[test]
 fn digest_percentiles_are_numpy_linear_within_the_stated_error() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     let shapes: [(&str, Vec<f64>); 4] = [
         (
             "steady stream on a 0.1 ms clock",
@@ -84,7 +84,7 @@ fn digest_percentiles_are_numpy_linear_within_the_stated_error() {
 
 #[test]
 fn digests_merge_as_if_every_gap_was_inserted_into_one() {
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let gaps: Vec<f64> = (0..3_000)
         .map(|_| rng.below(0, 400_000) as f64 / 1000.0)
         .collect();

@@ -26,7 +26,7 @@ fn chunk(at_ms: f64, visible_tokens: u32) -> Chunk {
 
 #[test]
 fn the_burst_window_gives_the_buffered_rule_s_largest_window() {
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     for round in 0..200 {
         // Times on a 12.5 ms grid put many chunks exactly 100 ms apart (the window's
         // edge), and repeated times come up often.
@@ -196,7 +196,7 @@ fn chat_stream(
     } else {
         (b"data: [DONE]\n\n", 1, 0, 0)
     };
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut ticks: u64 = 3_000; // 0.1 ms each: the first chunk at 300 ms
     let mut sent = Vec::with_capacity(n);
     for r in rs.iter_mut() {
