@@ -22,6 +22,7 @@ pub mod net_truth;
 pub mod page;
 pub mod paint_truth;
 pub mod paths;
+pub mod process;
 pub mod screencast;
 pub mod serve;
 pub mod site;

@@ -45,12 +45,13 @@ fn fetch_page() -> anyhow::Result<(ServeProcess, String)> {
 }
 
 fn ttfx_run(args: &[&str]) -> anyhow::Result<Output> {
-    Ok(Command::new(paths::ttfx_bin()?)
+    let mut command = Command::new(paths::ttfx_bin()?);
+    command
         .arg("run")
         .arg("--probe-pkg")
         .arg(paths::probe_pkg()?)
-        .args(args)
-        .output()?)
+        .args(args);
+    ttfx_e2e::process::output_within(&mut command, std::time::Duration::from_secs(240))
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -154,28 +154,46 @@ pub fn run(
     Ok(counts)
 }
 
+/// How long one binary may run before it is killed and counted failed:
+/// `$TTFX_E2E_BINARY_TIMEOUT_S`, else 900 s. The longest takes about 240 s on the 2-core
+/// machine; a hung one must fail the stage with the names of its unfinished tests (libtest
+/// prints "has been running for over 60 seconds") rather than run into CI's own limit,
+/// which prints nothing of it.
+pub const BINARY_TIMEOUT_ENV: &str = "TTFX_E2E_BINARY_TIMEOUT_S";
+
+fn binary_timeout() -> Duration {
+    std::env::var(BINARY_TIMEOUT_ENV)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map_or(Duration::from_secs(900), Duration::from_secs)
+}
+
 /// Runs one binary, its output captured and printed whole at its end.
 fn run_one(b: &TestBinary, dir: &Path, env: &[(OsString, OsString)]) -> Ran {
     let start = Instant::now();
-    let out = Command::new(&b.path)
-        .current_dir(dir)
-        .env("CARGO_MANIFEST_DIR", dir)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .output();
-    let seconds = start.elapsed().as_secs_f64();
-    let (stdout, stderr, ok) = match &out {
-        Ok(o) => (
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-            o.status.success(),
-        ),
+    let limit = binary_timeout();
+    let (stdout, mut stderr, ok) = match run_captured(b, dir, env, limit) {
+        Ok((stdout, stderr, Finished::Exited(ok))) => (stdout, stderr, ok),
+        Ok((stdout, mut stderr, Finished::TimedOut)) => {
+            stderr.push_str(&format!(
+                "xtask e2e: {} still running after {} s ({BINARY_TIMEOUT_ENV}): killed with \
+                 its process group (its browsers and drivers); the tests above without a \
+                 result are the ones that hung\n",
+                b.name,
+                limit.as_secs()
+            ));
+            (stdout, stderr, false)
+        }
         Err(e) => (
             String::new(),
-            format!("cannot start {}: {e}", b.path.display()),
+            format!("cannot run {}: {e:#}", b.path.display()),
             false,
         ),
     };
+    if !stderr.is_empty() && !stderr.ends_with('\n') {
+        stderr.push('\n');
+    }
+    let seconds = start.elapsed().as_secs_f64();
     let mut counts = TestCounts::default();
     for line in stdout.lines() {
         if let Some(c) = cmd::parse_test_result(line) {
@@ -200,6 +218,94 @@ fn run_one(b: &TestBinary, dir: &Path, env: &[(OsString, OsString)]) -> Ran {
         counts,
         ok,
     }
+}
+
+enum Finished {
+    Exited(bool),
+    TimedOut,
+}
+
+/// Runs `b` in a process group of its own with its output in files (a pipe that nobody
+/// reads would block it), waiting at most `limit`; on time, the whole group is killed so
+/// no browser outlives it.
+fn run_captured(
+    b: &TestBinary,
+    dir: &Path,
+    env: &[(OsString, OsString)],
+    limit: Duration,
+) -> anyhow::Result<(String, String, Finished)> {
+    use std::os::unix::process::CommandExt;
+    let out_dir =
+        std::env::temp_dir().join(format!("ttfx-e2e-out-{}-{}", std::process::id(), b.name));
+    std::fs::create_dir_all(&out_dir)?;
+    let (out_path, err_path) = (out_dir.join("stdout"), out_dir.join("stderr"));
+    let mut child = Command::new(&b.path)
+        .current_dir(dir)
+        .env("CARGO_MANIFEST_DIR", dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path)?)
+        .stderr(std::fs::File::create(&err_path)?)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("cannot start {}", b.path.display()))?;
+    let deadline = Instant::now() + limit;
+    let finished = loop {
+        if let Some(status) = child.try_wait()? {
+            break Finished::Exited(status.success());
+        }
+        if Instant::now() >= deadline {
+            // The drivers run in process groups of their own (ttfx-webdriver), and the
+            // binary killed cannot run their Drop: every group below it goes, found
+            // before the kill (orphans move to init).
+            let mut groups = descendant_groups(child.id());
+            groups.insert(child.id());
+            for group in groups {
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{group}")])
+                    .status();
+            }
+            let _ = child.wait();
+            break Finished::TimedOut;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let read =
+        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+    let (stdout, stderr) = (read(&out_path), read(&err_path));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    Ok((stdout, stderr, finished))
+}
+
+/// The process groups of every process below `root`, from /proc (Linux: the machines this
+/// runs on).
+fn descendant_groups(root: u32) -> std::collections::BTreeSet<u32> {
+    // (pid, parent, group) of every process: /proc/PID/stat's fields 4 and 5, after the
+    // command's parenthesis (which may itself hold spaces and parentheses).
+    let table: Vec<(u32, u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let mut rest = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+            let parent = rest.nth(1)?.parse().ok()?;
+            let group = rest.next()?.parse().ok()?;
+            Some((pid, parent, group))
+        })
+        .collect();
+    let mut below = vec![root];
+    let mut groups = std::collections::BTreeSet::new();
+    while let Some(p) = below.pop() {
+        for &(pid, parent, group) in &table {
+            if parent == p {
+                below.push(pid);
+                groups.insert(group);
+            }
+        }
+    }
+    groups
 }
 
 #[cfg(test)]
@@ -252,5 +358,72 @@ not json
         let names = |v: &[TestBinary]| v.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&lanes), ["probe", "run_cmd", "bundler", "ttfx_e2e"]);
         assert_eq!(names(&solo), ["audio_truth", "paint_truth"]);
+    }
+
+    /// A process's state letter, `None` once it is gone.
+    fn state(pid: &str) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+    }
+
+    #[test]
+    fn a_hung_binary_is_killed_on_time_with_the_groups_it_started() {
+        let dir = std::env::temp_dir().join(format!("xtask-hung-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("hung");
+        // A driver's way: a child in a group of its own (setsid), then the binary hangs.
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nsetsid sleep 300 &\necho $! > {}/driver\necho 'test t has been running for over 60 seconds'\nsleep 300\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let b = TestBinary {
+            name: "hung".into(),
+            path: script,
+        };
+        let start = Instant::now();
+        let (stdout, _, finished) = run_captured(&b, &dir, &[], Duration::from_secs(2)).unwrap();
+        let took = start.elapsed();
+        assert!(matches!(finished, Finished::TimedOut));
+        // The limit, plus one 200 ms poll and the kill.
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(stdout.contains("has been running"), "{stdout}");
+        let driver = std::fs::read_to_string(dir.join("driver")).unwrap();
+        let driver = driver.trim();
+        // Killed: gone, or a zombie waiting for an init that does not reap.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while matches!(state(driver), Some(c) if c != 'Z') && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            matches!(state(driver), None | Some('Z')),
+            "{driver}: {:?}",
+            state(driver)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_binary_that_ends_gives_its_status_and_output() {
+        let dir = std::env::temp_dir().join(format!("xtask-ends-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("ends");
+        std::fs::write(&script, "#!/bin/sh\necho out\necho err >&2\nexit 3\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let b = TestBinary {
+            name: "ends".into(),
+            path: script,
+        };
+        let (stdout, stderr, finished) =
+            run_captured(&b, &dir, &[], Duration::from_secs(30)).unwrap();
+        assert!(matches!(finished, Finished::Exited(false)));
+        assert_eq!((stdout.as_str(), stderr.as_str()), ("out\n", "err\n"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
