@@ -41,7 +41,9 @@ enum Section {
     },
     /// `ttfx load`'s generator (#33): the highest open-loop rate it holds against the
     /// simulator (`ttfx serve` in its own process) with its own lateness p99 ≤ 2 ms, from
-    /// a ladder of rates. Release builds; about a minute after the build.
+    /// a ladder of rates; then a five-step `ttfx run --sweep` with two browsers per step,
+    /// timed against its steps' durations. Release builds; about two minutes after the
+    /// build.
     Load {
         /// Shorter steps, for development.
         #[arg(long)]
@@ -352,7 +354,8 @@ fn load_generator(quick: bool) -> anyhow::Result<()> {
     if quick {
         bench.arg("--quick");
     }
-    cmd::run(&mut bench)
+    cmd::run(&mut bench)?;
+    crate::bench_sweep::sweep_timing(&release, quick)
 }
 
 /// `ttfx serve` under concurrent SSE streams: the injected TTFT's lateness at 100 and
