@@ -390,7 +390,12 @@ impl Runs {
         if let Some(at) = entry.response_start_ms {
             page.milestones.set(Milestone::ResponseStart, at);
         }
-        page.resource_timing = Some(entry);
+        // The page chose the string: only an ALPN id is kept.
+        let next_hop_protocol = ResourceTiming::protocol(entry.next_hop_protocol);
+        page.resource_timing = Some(ResourceTiming {
+            next_hop_protocol,
+            ..entry
+        });
         Ok(())
     }
 
@@ -642,8 +647,12 @@ impl Analysis {
         self.runs.visibility(run, at_ms, hidden).map_err(js)
     }
 
-    /// The request's Resource Timing entry, its times in ms since `request_start`.
+    /// The request's Resource Timing entry, its times in ms since `request_start` (a
+    /// time the engine gave as 0, hidden cross-origin, comes as `undefined`). The page
+    /// sends the entry's times as they are; what they mean (`request_queued_ms`) is
+    /// worked out here, in ttfx-core.
     #[wasm_bindgen(js_name = resourceTiming)]
+    #[allow(clippy::too_many_arguments)]
     pub fn resource_timing(
         &mut self,
         run: u32,
@@ -651,12 +660,24 @@ impl Analysis {
         response_start_ms: Option<f64>,
         response_end_ms: Option<f64>,
         encoded_body_size: Option<f64>,
+        fetch_start_ms: Option<f64>,
+        domain_lookup_start_ms: Option<f64>,
+        domain_lookup_end_ms: Option<f64>,
+        connect_start_ms: Option<f64>,
+        connect_end_ms: Option<f64>,
+        next_hop_protocol: Option<String>,
     ) -> Result<(), JsError> {
         let entry = ResourceTiming {
             request_start_ms,
             response_start_ms,
             response_end_ms,
             encoded_body_size: encoded_body_size.map(|v| v as u64),
+            fetch_start_ms,
+            domain_lookup_start_ms,
+            domain_lookup_end_ms,
+            connect_start_ms,
+            connect_end_ms,
+            next_hop_protocol,
         };
         self.runs.resource_timing(run, entry).map_err(js)
     }
@@ -728,6 +749,7 @@ mod tests {
             response_start_ms: Some(76.25),
             response_end_ms: Some(101.0),
             encoded_body_size: Some(chunk.len() as u64),
+            ..ResourceTiming::default()
         };
         runs.resource_timing(3, entry).unwrap();
         let report: serde_json::Value =

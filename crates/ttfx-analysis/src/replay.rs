@@ -196,6 +196,12 @@ impl Args<'_> {
             response_start_ms: self.opt_f64(1)?,
             response_end_ms: self.opt_f64(2)?,
             encoded_body_size: self.opt_f64(3)?.map(|v| v as u64),
+            fetch_start_ms: self.opt_f64(4)?,
+            domain_lookup_start_ms: self.opt_f64(5)?,
+            domain_lookup_end_ms: self.opt_f64(6)?,
+            connect_start_ms: self.opt_f64(7)?,
+            connect_end_ms: self.opt_f64(8)?,
+            next_hop_protocol: self.opt_string(9)?,
         })
     }
 }
@@ -391,5 +397,91 @@ mod tests {
             &json!([100_000, "begin", null, null, null, null]),
         )
         .expect("a place");
+    }
+
+    /// The entry's times as the probe sends them (`resourceTiming`'s ten arguments):
+    /// the analysis works out how long the browser held the request, and keeps only a
+    /// protocol that reads as an ALPN id.
+    #[test]
+    fn the_entry_s_times_give_request_queued_and_an_odd_protocol_is_dropped() {
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+        let report = |protocol: Value| -> Value {
+            let mut runs = Runs::default();
+            for call in [
+                json!([1, "begin", "auto", "r1", "lab", null]),
+                json!([1, "request", "POST", "http://x/v1", 1.0, "fetch"]),
+                json!([1, "environment", "chromium", "140", "ua", false, 0.1, 8]),
+                json!([1, "headers", 480.0, 200, "text/event-stream", null]),
+                json!([1, "chunks", [490.0, body.len() as f64], body]),
+                json!([1, "end", 500.0]),
+                // fetchStart 0.5; a new connection: DNS 1–2, connect 2–5; sent at 475.5.
+                json!([
+                    1,
+                    "resourceTiming",
+                    475.5,
+                    478.0,
+                    499.0,
+                    60,
+                    0.5,
+                    1.0,
+                    2.0,
+                    2.0,
+                    5.0,
+                    protocol
+                ]),
+            ] {
+                apply(&mut runs, &call).expect("a good call");
+            }
+            let text = apply(&mut runs, &json!([1, "finish", null, null]))
+                .expect("finish")
+                .expect("a report");
+            serde_json::from_str(&text).expect("JSON")
+        };
+        let r = report(json!("http/1.1"));
+        // (475.5 − 0.5) − 1 − 3 = 471 ms.
+        assert_eq!(r["run"]["metrics"]["request_queued_ms"]["value"], 471.0);
+        let entry = &r["run"]["timeline"]["resource_timing"];
+        assert_eq!(entry["next_hop_protocol"], "http/1.1");
+        assert_eq!(entry["connect_end_ms"], 5.0);
+        let notes = r["run"]["metrics"]["notes"].to_string();
+        assert!(notes.contains("per-host connection limit"), "{notes}");
+        // A page's long or odd string is no protocol; the figure stands without it.
+        for odd in [
+            json!("h".repeat(4096)),
+            json!("http/1.1\n\u{1b}[2J"),
+            json!(""),
+        ] {
+            let r = report(odd);
+            assert_eq!(
+                r["run"]["timeline"]["resource_timing"]["next_hop_protocol"],
+                Value::Null
+            );
+            assert_eq!(r["run"]["metrics"]["request_queued_ms"]["value"], 471.0);
+        }
+        // A protocol that is not a string is a clear error naming the argument.
+        let mut runs = Runs::default();
+        apply(&mut runs, &json!([1, "begin", null, null, null, null])).unwrap();
+        let e = apply(
+            &mut runs,
+            &json!([
+                1,
+                "resourceTiming",
+                1.0,
+                2.0,
+                3.0,
+                4,
+                0.5,
+                0.5,
+                0.5,
+                0.5,
+                0.5,
+                11
+            ]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ttfx replay: `resourceTiming` argument 9 must be a string, got 11"
+        );
     }
 }

@@ -21,7 +21,7 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Migration `i` takes a database from version `i` to `i + 1`. Never edit one that has
 /// shipped: add the next.
-const MIGRATIONS: [&str; 9] = [
+const MIGRATIONS: [&str; 10] = [
     MIGRATION_1,
     MIGRATION_2,
     MIGRATION_3,
@@ -31,6 +31,7 @@ const MIGRATIONS: [&str; 9] = [
     MIGRATION_QUERY_INDEXES,
     MIGRATION_GAP_COLUMNS,
     MIGRATION_NETWORK_AND_PAINT,
+    MIGRATION_REQUEST_QUEUED,
 ];
 
 /// Version 1: one row per run. Dimensions, the run's time, one column per metric, the
@@ -397,6 +398,24 @@ CREATE INDEX runs_gaps ON runs (
 );
 ";
 
+/// Version 10 (#33): `request_queued_ms`, how long the browser held the request before
+/// sending it (the per-host connection limit's wait), and the narrow covering index made
+/// again with it. No stored report has it, so there is nothing to backfill.
+const MIGRATION_REQUEST_QUEUED: &str = "
+ALTER TABLE runs ADD COLUMN request_queued_ms REAL;
+DROP INDEX runs_narrow;
+CREATE INDEX runs_narrow ON runs (
+    received_unix_ms, sample_rate, label, engine, page_path, outcome, source, hidden,
+    ttft_ms, ttft_visible_ms, e2e_ms, tpot_ms, output_tokens, output_tokens_per_s,
+    decode_tokens_per_s, dom_lag_ms, render_lag_ms, ttfa_ms, ttfa_from_tts_ms, rtf,
+    audio_arrival_rate, audio_behind_text_ms, underrun_count, underrun_silence_ms,
+    handoff_time_lost_ms, stall_count, voice_to_voice_ms, stage_endpointing_ms,
+    stage_transcription_ms, stage_llm_request_ms, stage_llm_first_token_ms,
+    stage_first_sentence_ms, stage_tts_first_byte_ms, stage_playout_ms, interrupt_ms,
+    submit_delay_ms, engine_hop_ms, request_queued_ms
+);
+";
+
 /// The column of a milestone's client − server gap (migration 8): `gap_<milestone>_ms`.
 pub fn gap_column(m: ttfx_core::Milestone) -> String {
     format!("gap_{}_ms", m.as_str())
@@ -405,7 +424,7 @@ pub fn gap_column(m: ttfx_core::Milestone) -> String {
 /// The metric columns, in the migrations' order: the per-request metrics of
 /// `ttfx_core::metrics::SCALARS` (a test checks that every one has its column, so a new
 /// metric needs a migration that adds it).
-pub const METRIC_COLUMNS: [&str; 29] = [
+pub const METRIC_COLUMNS: [&str; 30] = [
     "ttft_ms",
     "ttft_visible_ms",
     "e2e_ms",
@@ -435,6 +454,7 @@ pub const METRIC_COLUMNS: [&str; 29] = [
     "interrupt_ms",
     "submit_delay_ms",
     "engine_hop_ms",
+    "request_queued_ms",
 ];
 
 /// How a dimension's column holds its values.

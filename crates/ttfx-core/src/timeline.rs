@@ -236,6 +236,66 @@ pub struct ResourceTiming {
     /// `encodedBodySize` (0 when cross-origin without Timing-Allow-Origin).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoded_body_size: Option<u64>,
+    /// `fetchStart` (the entry's `startTime` for a fetch without redirects): when the
+    /// browser began to fetch. Its own queue lies between it and `requestStart`.
+    /// Absent in documents written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_start_ms: Option<f64>,
+    /// `domainLookupStart` … `domainLookupEnd`: the DNS lookup (both equal `fetchStart`
+    /// when none was needed; both 0, so absent, cross-origin without Timing-Allow-Origin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain_lookup_start_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain_lookup_end_ms: Option<f64>,
+    /// `connectStart` … `connectEnd`: opening the connection, TLS included (both equal
+    /// `domainLookupEnd`, or `fetchStart`, on a reused connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_start_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_end_ms: Option<f64>,
+    /// `nextHopProtocol`, the ALPN id (`http/1.1`, `h2`, `h3`); absent when the engine
+    /// gave none (an empty string: cross-origin without Timing-Allow-Origin, or not
+    /// known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_hop_protocol: Option<String>,
+}
+
+impl ResourceTiming {
+    /// The longest `next_hop_protocol` kept: registered ALPN ids are a few characters
+    /// (`http/1.1`, `h2`, `h3`); a page's longer or odd string is dropped, not stored.
+    pub const PROTOCOL_MAX_CHARS: usize = 16;
+
+    /// `protocol` if it reads as an ALPN id: 1 to [`Self::PROTOCOL_MAX_CHARS`] visible
+    /// ASCII characters.
+    pub fn protocol(protocol: Option<String>) -> Option<String> {
+        protocol.filter(|p| {
+            (1..=Self::PROTOCOL_MAX_CHARS).contains(&p.len())
+                && p.bytes().all(|b| b.is_ascii_graphic())
+        })
+    }
+
+    /// How long the browser held the request before sending it, beyond the DNS lookup and
+    /// the connection's set-up (HAR's `blocked`): (`requestStart` − `fetchStart`) − DNS −
+    /// connect, at least 0. The wait for a free connection (HTTP/1.1's six per host), the
+    /// browser's own scheduling and its request set-up (cache lookup, the hop to its
+    /// network process) are in it. Absent without `requestStart` or `fetchStart` (an
+    /// older document, or cross-origin without Timing-Allow-Origin, where the engine
+    /// gives 0), or when a span's end is missing, a time is not finite, or the result is
+    /// not: a missing span could not be taken out.
+    pub fn queued_ms(&self) -> Option<f64> {
+        let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
+        let request = finite(self.request_start_ms)?;
+        let fetch = finite(self.fetch_start_ms)?;
+        // Each span at least 0: the engines' clocks are coarsened (Firefox's jittered), so
+        // an end can read a step before its start.
+        let span = |start: Option<f64>, end: Option<f64>| -> Option<f64> {
+            Some((finite(end)? - finite(start)?).max(0.0))
+        };
+        let dns = span(self.domain_lookup_start_ms, self.domain_lookup_end_ms)?;
+        let connect = span(self.connect_start_ms, self.connect_end_ms)?;
+        let queued = (request - fetch - dns - connect).max(0.0);
+        queued.is_finite().then_some(queued)
+    }
 }
 
 /// Something that went wrong without failing the request.

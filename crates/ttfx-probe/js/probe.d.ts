@@ -80,7 +80,7 @@ export interface Timeline {
   request: { method?: string; url?: string; status?: number; content_type?: string; dialect?: string;
     /** How the probe received the stream; absent (older reports) means fetch. */
     transport?: Transport };
-  resource_timing?: { request_start_ms?: number; response_start_ms?: number; response_end_ms?: number; encoded_body_size?: number };
+  resource_timing?: { request_start_ms?: number; response_start_ms?: number; response_end_ms?: number; encoded_body_size?: number; fetch_start_ms?: number; domain_lookup_start_ms?: number; domain_lookup_end_ms?: number; connect_start_ms?: number; connect_end_ms?: number; next_hop_protocol?: string };
   anomalies?: Anomaly[];
   request_start_unix_ms?: number;
   /** Voice runs: the audio stream (see AudioMeasurement) and how first_audio_out was timed. */

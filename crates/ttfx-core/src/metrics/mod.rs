@@ -128,7 +128,7 @@ macro_rules! stage {
 
 /// The per-request scalar metrics, in the order tables show them. Plain function
 /// pointers, not generics: this table is in the browser probe's wasm.
-pub const SCALARS: [Scalar; 29] = [
+pub const SCALARS: [Scalar; 30] = [
     measured!(ttft_ms),
     measured!(ttft_visible_ms),
     measured!(e2e_ms),
@@ -137,6 +137,7 @@ pub const SCALARS: [Scalar; 29] = [
     measured!(output_tokens_per_s),
     measured!(decode_tokens_per_s),
     measured!(engine_hop_ms),
+    measured!(request_queued_ms),
     measured!(dom_lag_ms),
     measured!(render_lag_ms),
     measured!(ttfa_ms),
@@ -216,6 +217,11 @@ pub struct RequestMetrics {
     /// (where the first body bytes come with the headers; docs/metrics.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_hop_ms: Option<Measured>,
+    /// (requestStart − fetchStart) − DNS − connect, at least 0: how long the browser held
+    /// the request before sending it (HAR's `blocked`; the per-host connection limit's
+    /// wait is here; docs/metrics.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_queued_ms: Option<Measured>,
     /// first_paint − first_visible_token.
     pub render_lag_ms: Option<Measured>,
     /// first_dom − first_visible_token.
@@ -301,6 +307,7 @@ impl RequestMetrics {
             decode_tokens_per_s: tokens::decode_rate(tpot_ms),
             tpot_ms,
             engine_hop_ms: network::engine_hop(timeline),
+            request_queued_ms: network::request_queued(timeline),
             render_lag_ms: render::render_lag(timeline),
             dom_lag_ms: render::dom_lag(timeline),
             ttfa_ms: audio::ttfa(timeline, Milestone::RequestStart),

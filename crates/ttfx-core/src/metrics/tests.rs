@@ -691,6 +691,7 @@ fn each_scalar_name_reads_its_own_field() {
     m.interrupt_ms = measured(30.0);
     m.submit_delay_ms = measured(31.0);
     m.engine_hop_ms = measured(32.0);
+    m.request_queued_ms = measured(33.0);
 
     let json = serde_json::to_value(&m).unwrap();
     let by_name = |name: &str| {
@@ -788,5 +789,162 @@ fn a_missing_response_start_says_why() {
         !m.notes.iter().any(|n| n.contains("Resource Timing")),
         "{:?}",
         m.notes
+    );
+}
+
+/// A page's run whose Resource Timing entry began fetching at 0.5 ms, sent the request
+/// at `request_start`, with the DNS lookup and the connection's set-up given as
+/// (start, end) pairs, over `protocol`.
+fn queued_run(
+    request_start: f64,
+    dns: (f64, f64),
+    connect: (f64, f64),
+    protocol: Option<&str>,
+) -> Timeline {
+    let mut t = page_run();
+    t.resource_timing = Some(crate::timeline::ResourceTiming {
+        request_start_ms: Some(request_start),
+        response_start_ms: Some(request_start + 50.0),
+        fetch_start_ms: Some(0.5),
+        domain_lookup_start_ms: Some(dns.0),
+        domain_lookup_end_ms: Some(dns.1),
+        connect_start_ms: Some(connect.0),
+        connect_end_ms: Some(connect.1),
+        next_hop_protocol: protocol.map(str::to_owned),
+        ..Default::default()
+    });
+    t
+}
+
+fn queued(t: &Timeline) -> Option<f64> {
+    RequestMetrics::compute(t)
+        .unwrap()
+        .request_queued_ms
+        .map(|m| m.value)
+}
+
+#[test]
+fn a_reused_connection_queues_from_fetch_start_to_request_start() {
+    // Reused: DNS and connect read fetchStart (0.5); the request went out at 3 ms.
+    let t = queued_run(3.0, (0.5, 0.5), (0.5, 0.5), Some("http/1.1"));
+    let m = RequestMetrics::compute(&t).unwrap();
+    let q = m.request_queued_ms.unwrap();
+    assert!(close(q.value, 2.5), "{q:?}");
+    assert_eq!(q.source, Source::ClientClock);
+    assert_eq!(m.scalar("request_queued_ms"), Some(2.5));
+    // 2.5 ms is the engine's own set-up, not a queue: no note.
+    assert!(!m.notes.iter().any(|n| n.contains("held")), "{:?}", m.notes);
+}
+
+#[test]
+fn a_new_connection_and_its_dns_lookup_are_not_queueing() {
+    // fetchStart 0.5, DNS 1–11 (10 ms), connect 11–41 (30 ms), sent at 43: of the 42.5 ms
+    // before sending, 40 were the lookup and the set-up: 2.5 ms queued.
+    let t = queued_run(43.0, (1.0, 11.0), (11.0, 41.0), Some("http/1.1"));
+    assert!(close(queued(&t).unwrap(), 2.5));
+    // The same wait for a connection before a lookup (HTTP/1.1's sixth in use): the
+    // lookup and set-up still come out, the 300 ms before them stay.
+    let t = queued_run(343.0, (301.0, 311.0), (311.0, 341.0), Some("http/1.1"));
+    assert!(close(queued(&t).unwrap(), 302.5));
+}
+
+#[test]
+fn a_request_held_past_the_bound_has_a_note_naming_the_likely_cause() {
+    // Waited 470 ms for one of HTTP/1.1's six connections.
+    let m = RequestMetrics::compute(&queued_run(470.5, (0.5, 0.5), (0.5, 0.5), Some("http/1.1")))
+        .unwrap();
+    assert!(close(m.request_queued_ms.unwrap().value, 470.0));
+    assert_note(&m, "held the request 470.0 ms before sending it");
+    assert_note(
+        &m,
+        "over http/1.1: the likely cause is the per-host connection limit",
+    );
+    // Over h2 the connection is shared: the per-host limit is not the cause.
+    let m =
+        RequestMetrics::compute(&queued_run(470.5, (0.5, 0.5), (0.5, 0.5), Some("h2"))).unwrap();
+    assert_note(&m, "over h2: requests to one host share one connection");
+    assert!(
+        !m.notes
+            .iter()
+            .any(|n| n.contains("the likely cause is the per-host")),
+        "{:?}",
+        m.notes
+    );
+    // No protocol from the engine: said so, with HTTP/1.1's cause as the likely one.
+    let m = RequestMetrics::compute(&queued_run(470.5, (0.5, 0.5), (0.5, 0.5), None)).unwrap();
+    assert_note(&m, "the engine gave no protocol");
+    // At the bound, no note; just past it, one.
+    let at = network::QUEUED_NOTE_MS + 0.5;
+    let m =
+        RequestMetrics::compute(&queued_run(at, (0.5, 0.5), (0.5, 0.5), Some("http/1.1"))).unwrap();
+    assert!(!m.notes.iter().any(|n| n.contains("held")), "{:?}", m.notes);
+    let m = RequestMetrics::compute(&queued_run(
+        at + 0.1,
+        (0.5, 0.5),
+        (0.5, 0.5),
+        Some("http/1.1"),
+    ))
+    .unwrap();
+    assert_note(&m, "held the request");
+}
+
+#[test]
+fn hidden_cross_origin_times_leave_the_queue_absent_and_say_why() {
+    // Cross-origin without Timing-Allow-Origin: requestStart, responseStart, the DNS and
+    // connect times are 0, which the probe sends as absent; fetchStart is still given.
+    let mut t = page_run();
+    t.resource_timing = Some(crate::timeline::ResourceTiming {
+        fetch_start_ms: Some(0.5),
+        response_end_ms: Some(430.0),
+        ..Default::default()
+    });
+    let m = RequestMetrics::compute(&t).unwrap();
+    assert_eq!(m.request_queued_ms, None);
+    assert_eq!(m.scalar("request_queued_ms"), None);
+    assert_note(&m, "request_queued_ms are missing");
+    assert_note(&m, "without Timing-Allow-Origin");
+    // An older document: no fetchStart kept, so no figure (not 0).
+    let mut t = queued_run(3.0, (0.5, 0.5), (0.5, 0.5), None);
+    t.resource_timing.as_mut().unwrap().fetch_start_ms = None;
+    assert_eq!(queued(&t), None);
+    // A span with one end missing cannot be taken out: no figure rather than a guess.
+    let mut t = queued_run(43.0, (1.0, 11.0), (11.0, 41.0), None);
+    t.resource_timing.as_mut().unwrap().connect_end_ms = None;
+    assert_eq!(queued(&t), None);
+}
+
+#[test]
+fn negative_spans_and_waits_clamp_to_zero_and_non_finite_times_give_none() {
+    // A jittered clock: requestStart a step before fetchStart, connectEnd before
+    // connectStart. Each span and the result are at least 0, never negative.
+    let t = queued_run(0.0, (0.5, 0.5), (2.0, 1.0), Some("http/1.1"));
+    assert_eq!(queued(&t), Some(0.0));
+    // A connect span longer than the wait (DNS and connect outside fetchStart …
+    // requestStart): clamped to 0.
+    let t = queued_run(5.0, (0.5, 0.5), (0.5, 40.0), Some("http/1.1"));
+    assert_eq!(queued(&t), Some(0.0));
+    // A hostile document: a time that is not finite, or a difference that overflows.
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let mut t = queued_run(3.0, (0.5, 0.5), (0.5, 0.5), None);
+        t.resource_timing.as_mut().unwrap().domain_lookup_end_ms = Some(bad);
+        assert_eq!(queued(&t), None, "{bad}");
+    }
+    let mut t = queued_run(1e308, (0.5, 0.5), (0.5, 0.5), None);
+    t.resource_timing.as_mut().unwrap().fetch_start_ms = Some(-1e308);
+    assert_eq!(queued(&t), None);
+}
+
+#[test]
+fn an_older_resource_timing_entry_reads_with_the_new_fields_absent() {
+    let old = r#"{"request_start_ms": 2.5, "response_start_ms": 76.25, "encoded_body_size": 9}"#;
+    let e: crate::timeline::ResourceTiming = serde_json::from_str(old).unwrap();
+    assert_eq!(e.fetch_start_ms, None);
+    assert_eq!(e.next_hop_protocol, None);
+    assert_eq!(e.queued_ms(), None);
+    // Written back, the absent fields stay out: the document is what it was.
+    let again: serde_json::Value = serde_json::to_value(&e).unwrap();
+    assert_eq!(
+        again,
+        serde_json::from_str::<serde_json::Value>(old).unwrap()
     );
 }

@@ -13,6 +13,9 @@ import { SCHEMA_VERSION, VERSION } from "./version.js";
 // Run numbers are unique in the page: every probe's runs share the page's analysis.
 let nextRun = 1;
 
+// The Resource Timing entries runs have taken (resourceTiming()), page-wide.
+const taken = new WeakSet();
+
 // `window.__ttfx` keeps the last REPORT_RING reports, so a page that measures every
 // request for hours holds a bounded number (a QA driver reads them as they come; the
 // report of one run is also `run.finished()`'s value).
@@ -236,7 +239,9 @@ export class ProbeRun {
     for (const [at, hidden] of this.hidden) this.send("visibility", Math.max(0, at - start), hidden);
     if (entry) {
       const rel = (v) => (v > 0 ? v - start : undefined);
-      this.send("resourceTiming", rel(entry.requestStart), rel(entry.responseStart), rel(entry.responseEnd), entry.encodedBodySize);
+      // The entry's times as they are: the analysis works out what they mean (the
+      // request's queue, request_queued_ms). A 0 (hidden cross-origin) goes as undefined.
+      this.send("resourceTiming", ...["requestStart", "responseStart", "responseEnd"].map((k) => rel(entry[k])), entry.encodedBodySize, ...["fetchStart", "domainLookupStart", "domainLookupEnd", "connectStart", "connectEnd"].map((k) => rel(entry[k])), entry.nextHopProtocol);
       for (const s of entry.serverTiming || []) this.send("resourceServerTiming", s.name, s.duration, s.description);
     }
     for (const [part, value] of voice) this.send("voice", part, value);
@@ -263,13 +268,26 @@ export class ProbeRun {
   }
 
   // The request's Resource Timing entry: it appears only after the body ends, so poll for
-  // it (5 × 20 ms). Its absence (aborted streams) is not a failure.
+  // it (5 × 20 ms). Its absence (aborted streams) is not a failure. Requests to one URL
+  // in flight at once (several streams of a page) each have an entry under that name,
+  // and the engine begins them in the order they were called: a run takes the entry no
+  // other run took that began first at or after its own call (one clock step of slack:
+  // both times are coarsened), so two runs never share an entry (entries are the same
+  // objects on every read).
   async resourceTiming() {
     // A WebSocket's messages have no entry.
     if (!globalThis.performance || typeof performance.getEntriesByName !== "function" || !this.url || this.transport === "websocket") return null;
+    const from = this.start - (this.probe.environment[4] || 1);
     for (let i = 0; i < 5; i++) {
-      const entries = timed("task", () => performance.getEntriesByName(this.url, "resource").filter((e) => e.startTime >= this.start - 1));
-      if (entries.length > 0) return entries[entries.length - 1];
+      const entry = timed("task", () => {
+        let first = null;
+        for (const e of performance.getEntriesByName(this.url, "resource")) if (e.startTime >= from && !taken.has(e) && !(first && first.startTime <= e.startTime)) first = e;
+        return first;
+      });
+      if (entry) {
+        taken.add(entry);
+        return entry;
+      }
       await new Promise((r) => setTimeout(r, 20));
     }
     return null;
