@@ -1306,3 +1306,173 @@ fn a_sweep_measures_the_browsers_under_each_load_level() -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&junit);
     Ok(())
 }
+
+/// `--page-streams`: a stream of 480 ms (first token 300 ms after arrival, then 9 more
+/// at 50 tokens/s; no jitter), 8 at once from one page over plain HTTP/1.1 on loopback.
+const QUEUE_TARGET: &str =
+    "sim/default?ttft_ms=300&tokens_per_second=50&output_tokens=10&jitter=0&seed=5";
+
+/// Streams each page sends at once in the queue test: two past HTTP/1.1's six.
+const PAGE_STREAMS: usize = 8;
+
+/// How long a stream that was not queued may read: the engine's own set-up between
+/// `fetchStart` and `requestStart` (cache lookup, the hop to its network process),
+/// measured on this 2-core machine at up to 3 ms idle and up to 31 ms while it also
+/// builds (all three engines). The same bound as the report's note
+/// (`QUEUED_NOTE_MS`): a stream below it gets no note, one above it does.
+const NOT_QUEUED_BELOW_MS: f64 = ttfx_core::metrics::network::QUEUED_NOTE_MS;
+
+/// One page's 8 streams (in the order it sent them): the first six go out at once, the
+/// 7th and 8th wait for a connection. All times here are one page's clock (each run's
+/// `request_start_unix_ms` is the page's `timeOrigin` plus its start, so their
+/// differences are the page's own): a queued stream's request goes out once one of the
+/// six connections is free, no earlier than the first of the six responses ends (2 ms:
+/// two steps of the engines' 1 ms clocks) and no later than the last of them ends plus
+/// the engine's hand-over of the freed connection (WebKit took up to 80 ms, the others
+/// under 10 ms: 120 ms). The simulator holds each of the six 480 ms, so the wait is about
+/// one stream's duration; 400 ms is that less the 8 sends' spread in one task (under
+/// 30 ms measured) and a loaded machine's lateness.
+fn check_page_of_streams(page: &[Value]) -> Result<(), String> {
+    let value = |run: &Value, metric: &str| run["metrics"][metric]["value"].as_f64();
+    let queued: Vec<Option<f64>> = page.iter().map(|r| value(r, "request_queued_ms")).collect();
+    let shown = || format!("request_queued_ms of the page's streams: {queued:?}");
+    // A Resource Timing time of a run on the page's clock, from the page's time origin.
+    let at = |run: &Value, field: &str| -> Option<f64> {
+        let t = &run["timeline"];
+        Some(t["request_start_unix_ms"].as_f64()? + t["resource_timing"][field].as_f64()?)
+    };
+    let (first, rest) = page.split_at(6);
+    let ends: Vec<f64> = first
+        .iter()
+        .filter_map(|r| at(r, "response_end_ms"))
+        .collect();
+    let (Some(earliest), Some(latest), 6) = (
+        ends.iter().copied().reduce(f64::min),
+        ends.iter().copied().reduce(f64::max),
+        ends.len(),
+    ) else {
+        return Err(format!(
+            "the first six streams' entries have no end: {}",
+            shown()
+        ));
+    };
+    let notes = |run: &Value| run["metrics"]["notes"].to_string();
+    for (i, run) in first.iter().enumerate() {
+        match value(run, "request_queued_ms") {
+            Some(q) if q < NOT_QUEUED_BELOW_MS && !notes(run).contains("connection limit") => {}
+            _ => return Err(format!("stream {} was held back: {}", i + 1, shown())),
+        }
+    }
+    for (i, run) in rest.iter().enumerate() {
+        let n = i + 7;
+        let (Some(q), Some(sent)) = (value(run, "request_queued_ms"), at(run, "request_start_ms"))
+        else {
+            return Err(format!("stream {n} has no figure: {}", shown()));
+        };
+        if !(earliest - 2.0..=latest + 120.0).contains(&sent) {
+            return Err(format!(
+                "stream {n} was sent {:.1} ms after the first of the six ended ({:.1} ms \
+                 before the last did): {}",
+                sent - earliest,
+                latest - sent,
+                shown()
+            ));
+        }
+        if q < 400.0 {
+            return Err(format!(
+                "stream {n} waited {q:.1} ms, not a 480 ms stream: {}",
+                shown()
+            ));
+        }
+        let note = notes(run);
+        if !(note.contains("per-host connection limit") && note.contains("http/1.1")) {
+            return Err(format!("stream {n}'s note: {note}"));
+        }
+    }
+    Ok(())
+}
+
+/// `--page-streams 8` against the simulator over plain HTTP (HTTP/1.1) on loopback: each
+/// page's first six streams go out at once, the 7th and 8th wait for one of the six
+/// connections a browser opens to a host, and the report says so (`request_queued_ms`,
+/// the note, the table's line) in every engine that holds them in that order.
+async fn page_streams_past_six_wait_for_a_connection(
+    engine: ttfx_e2e::engines::Engine,
+) -> anyhow::Result<()> {
+    let runs = (2 * PAGE_STREAMS).to_string();
+    let streams = PAGE_STREAMS.to_string();
+    let name = format!("queue-{}.json", engine.name());
+    let (stdout, batch) = run_ok_with_batch(
+        &name,
+        &[
+            "--browser",
+            engine.name(),
+            "--target",
+            QUEUE_TARGET,
+            "--runs",
+            &runs,
+            "--page-streams",
+            &streams,
+        ],
+    )?;
+    let runs = batch["runs"].as_array().context("runs")?;
+    assert_eq!(runs.len(), 2 * PAGE_STREAMS, "{stdout}");
+    // Every run's figure is in the batch's statistics and the table.
+    let stats = &batch["statistics"]["request_queued_ms"];
+    assert_eq!(stats["count"].as_u64(), Some(runs.len() as u64), "{stats}");
+    assert!(
+        table_value(&stdout, "request_queued_ms", "max").is_some(),
+        "{stdout}"
+    );
+    // Each run of a page is its own stream: its own request id, all over HTTP/1.1.
+    for run in runs {
+        assert_eq!(
+            run["timeline"]["resource_timing"]["next_hop_protocol"], "http/1.1",
+            "{run}"
+        );
+    }
+    let mut failures = Vec::new();
+    for page in runs.chunks(PAGE_STREAMS) {
+        if let Err(e) = check_page_of_streams(page) {
+            failures.push(e);
+        }
+    }
+    if failures.is_empty() {
+        assert!(
+            stdout.contains("browser queue: 4 of 16 run(s) held by the browser"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("per-host limit of six connections"),
+            "{stdout}"
+        );
+        return Ok(());
+    }
+    match engine {
+        // WebKitGTK (libsoup) holds streams back, but not always the 7th and 8th of a
+        // page: one session sent all 8 of a page at once, another held its 3rd stream
+        // 102 ms, and its queued streams waited up to 584 ms for 480 ms ones.
+        ttfx_e2e::engines::Engine::WebKit => {
+            ttfx_e2e::engines::missing(
+                engine,
+                "page_streams_past_six_wait_for_a_connection",
+                "the 7th and 8th of 8 streams wait for a connection, the first six do not",
+                &failures.join("; "),
+            );
+            // What it does instead, said as the report says it: each held stream has a
+            // figure, and one held past the note's bound has the note.
+            for run in runs {
+                let q = run["metrics"]["request_queued_ms"]["value"].as_f64();
+                let note = run["metrics"]["notes"]
+                    .to_string()
+                    .contains("connection limit");
+                assert_eq!(q.map(|q| q > NOT_QUEUED_BELOW_MS), Some(note), "{run}");
+            }
+            Ok(())
+        }
+        _ => panic!("{}\n{stdout}", failures.join("\n")),
+    }
+}
+
+// Alone: its bounds are one machine's timing, not three browsers' streams at once.
+ttfx_e2e::engines!(alone page_streams_past_six_wait_for_a_connection);

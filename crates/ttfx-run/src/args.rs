@@ -48,6 +48,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub concurrency: Option<usize>,
 
+    /// Streams one page opens at once, 1..=16 (default 1): the runner page's request is
+    /// sent N times together, each its own run, so the browser's own limits (HTTP/1.1's
+    /// six connections per host) show in `request_queued_ms` (docs/run.md).
+    #[arg(long, value_name = "N")]
+    pub page_streams: Option<usize>,
+
     /// Warm-up runs per session and target, excluded from the results (default 1).
     #[arg(long)]
     pub warmup: Option<usize>,

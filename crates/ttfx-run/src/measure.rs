@@ -415,6 +415,8 @@ struct Context_ {
     firefox_prefs: Vec<(&'static str, bool)>,
     timeout: Duration,
     warmup: usize,
+    /// Streams the runner page opens at once (`--page-streams`).
+    page_streams: usize,
     ground_truth: bool,
     prompt: String,
     voice: bool,
@@ -443,6 +445,7 @@ impl Context_ {
             firefox_prefs,
             timeout: scenario.timeout,
             warmup: scenario.warmup,
+            page_streams: scenario.page_streams.max(1),
             // Only chromedriver has the performance log of DevTools Network events; an
             // injected page's requests carry no request id to find them by.
             ground_truth: browser == driver::Browser::Chromium && scenario.inject.is_none(),
@@ -494,22 +497,50 @@ async fn worker(
     }
     let mut done = Vec::new();
     loop {
-        let next = queue.lock().ok().and_then(|mut q| q.pop_front());
-        let Some(job) = next else { break };
-        let target = &ctx.scenario_targets[job.target];
-        let runs = runs_of(client, ctx, target, &job, &mut page)
-            .await
-            .with_context(|| format!("run {} against {}", job.index + 1, target.label()))?;
-        for run in runs {
+        // `--page-streams N`: the next N jobs go out from the page at once.
+        let group: Vec<Job> = match queue.lock() {
+            Ok(mut q) => {
+                let n = ctx.page_streams.min(q.len());
+                q.drain(..n).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        let Some(first) = group.first() else { break };
+        let runs: Vec<(Job, Run)> = if group.len() == 1 {
+            let target = &ctx.scenario_targets[first.target];
+            runs_of(client, ctx, target, first, &mut page)
+                .await
+                .with_context(|| format!("run {} against {}", first.index + 1, target.label()))?
+                .into_iter()
+                .map(|run| (first.clone(), run))
+                .collect()
+        } else {
+            page_streams(client, ctx, &group, &mut page)
+                .await
+                .with_context(|| {
+                    format!(
+                        "runs {}–{} (streams of one page)",
+                        first.index + 1,
+                        first.index + group.len()
+                    )
+                })?
+        };
+        // The log returns the events gathered since its last read: once per page's
+        // streams, each run found in them by its request id.
+        let events = if ctx.ground_truth {
+            driver::network_events(client).await
+        } else {
+            Vec::new()
+        };
+        for (job, run) in runs {
             let truth = if ctx.ground_truth {
-                let events = driver::network_events(client).await;
-                ground_truth(&run, &job, target, &events)
+                ground_truth(&run, &job, &ctx.scenario_targets[job.target], &events)
             } else {
                 None
             };
-            done.push((job.clone(), run, truth));
+            done.push((job, run, truth));
         }
-        progress.inc(1);
+        progress.inc(group.len() as u64);
     }
     Ok(done)
 }
@@ -546,6 +577,92 @@ async fn runs_of(
     }
 }
 
+/// A page's streams at once (`--page-streams`): the runner page sends every job's
+/// request in one task, each its own probe run and reply, and answers when all are over.
+/// Only endpoint targets come here (the scenario refuses pages, inject mode and voice).
+async fn page_streams(
+    client: &Client,
+    ctx: &Context_,
+    jobs: &[Job],
+    page: &mut Page,
+) -> anyhow::Result<Vec<(Job, Run)>> {
+    let base = ctx
+        .base
+        .as_deref()
+        .context("the runner's server is not running")?;
+    if !page.runner_open {
+        open_runner(client, base, false, false).await?;
+        page.runner_open = true;
+    }
+    let mut specs = Vec::new();
+    for job in jobs {
+        match &ctx.scenario_targets[job.target] {
+            target @ RunTarget::Endpoint { .. } => specs.push(run_spec(ctx, target, job)),
+            target => bail!("{} is a page: it sends its own requests", target.label()),
+        }
+    }
+    let out = client
+        .execute_async(STREAMS_SCRIPT, vec![Value::Array(specs)])
+        .await
+        .context("the runner page's script failed")?;
+    if let Some(e) = out.get("runnerError") {
+        bail!("the page failed: {e}");
+    }
+    let outs = out
+        .get("outs")
+        .and_then(Value::as_array)
+        .filter(|outs| outs.len() == jobs.len())
+        .context("the runner page answered no run per stream")?;
+    jobs.iter()
+        .zip(outs)
+        .map(|(job, out)| {
+            let label = ctx.scenario_targets[job.target].label();
+            let run = run_of(out, job, label)
+                .with_context(|| format!("run {} against {label}", job.index + 1))?;
+            Ok((job.clone(), run))
+        })
+        .collect()
+}
+
+/// What the runner page's `send` takes for one job against an endpoint target.
+fn run_spec(ctx: &Context_, target: &RunTarget, job: &Job) -> Value {
+    let RunTarget::Endpoint {
+        url, api, dialect, ..
+    } = target
+    else {
+        return Value::Null;
+    };
+    let same_origin = url.starts_with('/');
+    let record_url = (same_origin && (url.starts_with("/sim/") || url.starts_with("/proxy/")))
+        .then(|| format!("/records/{}", job.request_id));
+    json!({
+        "endpoint": url,
+        "body": api.streaming_body("ttfx-run", &job.prompt),
+        "dialect": dialect.map(|d| d.as_str()),
+        "requestId": job.request_id,
+        "timeoutMs": ctx.timeout.as_millis() as u64,
+        "recordUrl": record_url,
+        "ttsUrl": if ctx.voice { target.tts_url() } else { None },
+        "turn": ctx.turn.as_ref().map(|t| json!({
+            "sttUrl": target.stt_url(),
+            "bargeIn": t.barge_in,
+        })),
+    })
+}
+
+/// One run's answer from a page (`{report, record}`, or `{runnerError}`) as a run.
+fn run_of(out: &Value, job: &Job, label: &str) -> anyhow::Result<Run> {
+    if let Some(e) = out.get("runnerError") {
+        bail!("the page failed: {e}");
+    }
+    let report = out
+        .get("report")
+        .filter(|r| !r.is_null())
+        .context("the page pushed no report onto window.__ttfx (is the probe embedded?)")?;
+    let record = out.get("record").filter(|r| !r.is_null());
+    to_run(report, record, &job.request_id, label)
+}
+
 async fn one_run(
     client: &Client,
     ctx: &Context_,
@@ -554,9 +671,7 @@ async fn one_run(
     page: &mut Page,
 ) -> anyhow::Result<Run> {
     let out = match target {
-        RunTarget::Endpoint {
-            url, api, dialect, ..
-        } => {
+        RunTarget::Endpoint { .. } => {
             let base = ctx
                 .base
                 .as_deref()
@@ -565,23 +680,7 @@ async fn one_run(
                 open_runner(client, base, ctx.voice, ctx.turn.is_some()).await?;
                 page.runner_open = true;
             }
-            let same_origin = url.starts_with('/');
-            let record_url = (same_origin
-                && (url.starts_with("/sim/") || url.starts_with("/proxy/")))
-            .then(|| format!("/records/{}", job.request_id));
-            let spec = json!({
-                "endpoint": url,
-                "body": api.streaming_body("ttfx-run", &job.prompt),
-                "dialect": dialect.map(|d| d.as_str()),
-                "requestId": job.request_id,
-                "timeoutMs": ctx.timeout.as_millis() as u64,
-                "recordUrl": record_url,
-                "ttsUrl": if ctx.voice { target.tts_url() } else { None },
-                "turn": ctx.turn.as_ref().map(|t| json!({
-                    "sttUrl": target.stt_url(),
-                    "bargeIn": t.barge_in,
-                })),
-            });
+            let spec = run_spec(ctx, target, job);
             client
                 .execute_async(RUN_SCRIPT, vec![spec])
                 .await
@@ -604,15 +703,7 @@ async fn one_run(
                 .with_context(|| format!("the page {} did not run", target.label()))?
         }
     };
-    if let Some(e) = out.get("runnerError") {
-        bail!("the page failed: {e}");
-    }
-    let report = out
-        .get("report")
-        .filter(|r| !r.is_null())
-        .context("the page pushed no report onto window.__ttfx (is the probe embedded?)")?;
-    let record = out.get("record").filter(|r| !r.is_null());
-    to_run(report, record, &job.request_id, target.label())
+    run_of(&out, job, target.label())
 }
 
 /// The probe's run report, with the server's own record (when there is one) merged into
@@ -705,6 +796,13 @@ const RUN_SCRIPT: &str = r#"
 const [spec] = arguments;
 const done = arguments[arguments.length - 1];
 window.ttfxRunner.send(spec).then(done, (e) => done({ runnerError: String((e && e.stack) || e) }));
+"#;
+
+// `--page-streams`: every spec's stream from the page at once; one answer per spec.
+const STREAMS_SCRIPT: &str = r#"
+const [specs] = arguments;
+const done = arguments[arguments.length - 1];
+window.ttfxRunner.sendAll(specs).then((outs) => done({ outs }), (e) => done({ runnerError: String((e && e.stack) || e) }));
 "#;
 
 // The user's page: call window.chat.send(prompt) when the page offers it (the example

@@ -43,6 +43,7 @@ pub fn render(
             out.push_str(&detector(batch, speech));
         }
         out.push_str(&selections(&batch.runs));
+        out.push_str(&held_back(&batch.runs));
         out.push('\n');
     }
     out.push_str(&budgets(verdicts));
@@ -114,6 +115,52 @@ fn selections(runs: &[Run]) -> String {
         }
     }
     out
+}
+
+/// The runs the browser held before sending their request longer than
+/// [`QUEUED_NOTE_MS`](ttfx_core::metrics::network::QUEUED_NOTE_MS) (each such run's
+/// report has a note naming the likely cause), counted with the protocols they went over:
+/// the browser's own limits, said as a line of the table rather than left as noise.
+fn held_back(runs: &[Run]) -> String {
+    use ttfx_core::metrics::network::QUEUED_NOTE_MS;
+    let mut held = 0;
+    let mut longest: f64 = 0.0;
+    let mut protocols: Vec<&str> = Vec::new();
+    for run in runs {
+        let Some(q) = run.metrics.request_queued_ms.map(|m| m.value) else {
+            continue;
+        };
+        if q <= QUEUED_NOTE_MS {
+            continue;
+        }
+        held += 1;
+        longest = longest.max(q);
+        let protocol = run
+            .timeline
+            .resource_timing
+            .as_ref()
+            .and_then(|e| e.next_hop_protocol.as_deref())
+            .unwrap_or("protocol unknown");
+        if !protocols.contains(&protocol) {
+            protocols.push(protocol);
+        }
+    }
+    if held == 0 {
+        return String::new();
+    }
+    let cause = if protocols.iter().all(|p| matches!(*p, "h2" | "h3")) {
+        "one shared connection: its stream limit or the browser's scheduling"
+    } else {
+        "over HTTP/1.1 the per-host limit of six connections"
+    };
+    format!(
+        "browser queue: {held} of {} run(s) held by the browser over {QUEUED_NOTE_MS:.0} ms \
+         before sending (request_queued_ms, longest {longest:.1} ms; {}; likely cause: \
+         {cause})\n",
+        runs.len(),
+        // A protocol comes from the page's report: one line, whatever it holds.
+        escape_line(&protocols.join(", ")),
+    )
 }
 
 /// `<- FAIL budget (by X)` for each failed budget on `metric`, or None when all passed.

@@ -52,6 +52,13 @@ pub enum ScenarioError {
     NoRuns,
     #[error("--concurrency must be 1..=32 (one browser session each)")]
     Concurrency,
+    #[error("--page-streams must be 1..={MAX_PAGE_STREAMS} (streams one page opens at once)")]
+    PageStreams,
+    #[error(
+        "--page-streams drives the runner's page: not with {0} (a page's own requests, \
+         inject mode and voice turns are one at a time)"
+    )]
+    PageStreamsWith(&'static str),
     #[error("--timeout-s must be in (0, 3600]")]
     Timeout,
     #[error(transparent)]
@@ -128,6 +135,7 @@ struct ScenarioFile {
     prompts: Option<Vec<String>>,
     runs: Option<usize>,
     concurrency: Option<usize>,
+    page_streams: Option<usize>,
     warmup: Option<usize>,
     #[serde(default)]
     budgets: Vec<String>,
@@ -284,6 +292,8 @@ pub struct Scenario {
     pub prompts: Vec<String>,
     pub runs: usize,
     pub concurrency: usize,
+    /// Streams each page opens at once (`--page-streams`, 1 unless given).
+    pub page_streams: usize,
     pub warmup: usize,
     pub budgets: Vec<RunBudget>,
     pub browser_args: Vec<String>,
@@ -352,11 +362,13 @@ impl Scenario {
             None
         };
         let load = load_plan(args, &targets)?;
+        let page_streams = page_streams(args, &file, &targets, voice || turn.is_some())?;
         Ok(Scenario {
             targets,
             prompts,
             runs,
             concurrency,
+            page_streams,
             warmup: args.warmup.or(file.warmup).unwrap_or(1),
             budgets,
             browser_args,
@@ -470,6 +482,37 @@ fn run_counts(args: &RunArgs, file: &ScenarioFile) -> Result<(usize, usize), Sce
         return Err(ScenarioError::Concurrency);
     }
     Ok((runs, concurrency))
+}
+
+/// Most streams one page opens at once: past the six connections HTTP/1.1 gives a host,
+/// as many again wait; 16 shows that twice over without a page of hundreds of replies.
+pub const MAX_PAGE_STREAMS: usize = 16;
+
+/// `--page-streams` (or the file's `page_streams`): how many of the runner page's
+/// streams go out at once. Only the runner's own page sends them: a user's page sends
+/// its own requests, inject mode follows a flow, and a voice turn has one microphone.
+fn page_streams(
+    args: &RunArgs,
+    file: &ScenarioFile,
+    targets: &[RunTarget],
+    voice: bool,
+) -> Result<usize, ScenarioError> {
+    let n = args.page_streams.or(file.page_streams).unwrap_or(1);
+    if !(1..=MAX_PAGE_STREAMS).contains(&n) {
+        return Err(ScenarioError::PageStreams);
+    }
+    if n > 1 {
+        if args.inject {
+            return Err(ScenarioError::PageStreamsWith("--inject"));
+        }
+        if targets.iter().any(|t| t.is_page()) {
+            return Err(ScenarioError::PageStreamsWith("a page target"));
+        }
+        if voice {
+            return Err(ScenarioError::PageStreamsWith("--voice or --voice-turn"));
+        }
+    }
+    Ok(n)
 }
 
 /// How long one run may take.
@@ -873,5 +916,28 @@ mod tests {
         );
         let e = format!("{:#}", scenario_of(&["--api", "soap"]).unwrap_err());
         assert!(e.starts_with("--api: unknown API `soap` (known: "), "{e}");
+    }
+
+    #[test]
+    fn page_streams_are_1_to_16_and_only_on_the_runner_page() {
+        assert_eq!(scenario_of(&[]).unwrap().page_streams, 1);
+        let s = scenario_of(&["--page-streams", "8", "--target", "sim/default"]).unwrap();
+        assert_eq!(s.page_streams, 8);
+        for n in ["0", "17"] {
+            let e = format!("{:#}", scenario_of(&["--page-streams", n]).unwrap_err());
+            assert!(e.contains("--page-streams must be 1..=16"), "{n}: {e}");
+        }
+        for (args, what) in [
+            (&["--url", "http://a.test/"][..], "a page target"),
+            (&["--url", "http://a.test/", "--inject"][..], "--inject"),
+            (&["--voice"][..], "--voice or --voice-turn"),
+        ] {
+            let mut args = args.to_vec();
+            args.extend(["--page-streams", "2"]);
+            let e = format!("{:#}", scenario_of(&args).unwrap_err());
+            assert!(e.contains(&format!("not with {what}")), "{args:?}: {e}");
+        }
+        // One stream is what every mode does already.
+        scenario_of(&["--url", "http://a.test/", "--page-streams", "1"]).unwrap();
     }
 }

@@ -72,7 +72,7 @@ pub fn render(plan: &LoadPlan, steps: &[Step], verdicts: &[Vec<Verdict>], voice:
         );
         let _ = writeln!(
             out,
-            "  {:<18} | {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>8} | {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{}",
+            "  {:<18} | {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>8} | {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{}",
             "step",
             "load r/s",
             "ttft50",
@@ -90,6 +90,8 @@ pub fn render(plan: &LoadPlan, steps: &[Step], verdicts: &[Vec<Verdict>], voice:
             "vis90",
             "paint50",
             "tpot50",
+            "queue90",
+            "queuemx",
             if voice { "  ttfa50     rtf50" } else { "" }
         );
         for (step, _) in steps.iter().zip(verdicts) {
@@ -109,7 +111,7 @@ pub fn render(plan: &LoadPlan, steps: &[Step], verdicts: &[Vec<Verdict>], voice:
             };
             let _ = writeln!(
                 out,
-                "  {:<18} | {:>8.1} {:>7} {:>7} {:>7} {:>7} {:>8.0} {:>8} {:>6} {:>8} | {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{voice_cols}",
+                "  {:<18} | {:>8.1} {:>7} {:>7} {:>7} {:>7} {:>8.0} {:>8} {:>6} {:>8} | {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{voice_cols}",
                 step.level.label(),
                 load.achieved_rps,
                 opt(load.ttft_ms[0], 0),
@@ -127,6 +129,10 @@ pub fn render(plan: &LoadPlan, steps: &[Step], verdicts: &[Vec<Verdict>], voice:
                 stat(batch, "ttft_visible_ms", |s| s.p90),
                 opt(milestone_p50(batch, Milestone::FirstPaint), 0),
                 stat(batch, "tpot_ms", |s| s.p50),
+                // The browser's own queue: a few streams of a page held back (the rest
+                // not) show at p90 and max, where a median would read 0.
+                stat(batch, "request_queued_ms", |s| s.p90),
+                stat(batch, "request_queued_ms", |s| s.max),
             );
         }
         out.push('\n');
@@ -134,7 +140,8 @@ pub fn render(plan: &LoadPlan, steps: &[Step], verdicts: &[Vec<Verdict>], voice:
     out.push_str(
         "  (load: the load generator's own requests, from its send, ms; late99: its lateness \
          p99, ms. Browser columns: the browsers' runs only, ms; vis = ttft_visible, paint = \
-         first_paint since the request)\n",
+         first_paint since the request; queue = request_queued_ms, the time the browser \
+         held a request before sending it, p90 and max)\n",
     );
     out.push_str(&breaks(steps, verdicts));
     if targets == 2 {
