@@ -1,13 +1,18 @@
 //! `ttfx report FILE...`: percentiles per metric from report files (run or batch), or the
-//! merged batch as JSON.
+//! merged batch as JSON; budgets judged on it; the HTML page and the Markdown summary.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use clap::Args;
 use comfy_table::{CellAlignment, ColumnConstraint, Table, Width, presets};
-use ttfx_core::Milestone;
-use ttfx_core::metrics::{SCALAR_NAMES, Stage, StageTime, TurnBreakdown};
+use ttfx_core::metrics::{Stage, StageTime, TurnBreakdown};
+
+use crate::budget::{self, RunBudget, Verdict};
+use crate::document::{Document, Section};
+use crate::metric_rows::row_order;
+use crate::{html, summary_md};
 use ttfx_core::printable::{escape_controls, escape_json_controls};
 use ttfx_core::report::{BatchReport, ReportError, ReportFile, Run};
 use ttfx_core::stats::{Budget, BudgetError, Summary};
@@ -27,6 +32,21 @@ pub struct ReportArgs {
     /// Metrics ending in _per_s are floors, the rest ceilings.
     #[arg(long = "slo", value_name = "METRIC=LIMIT")]
     pub slo: Vec<String>,
+
+    /// A budget on the merged batch's statistics, METRIC.STAT<=LIMIT or >=, as `ttfx run
+    /// --budget` (e.g. ttft_visible.p90<=800ms); repeatable. Exit 1 when one fails.
+    #[arg(long, value_name = "BUDGET")]
+    pub budget: Vec<String>,
+
+    /// Write the report as one self-contained HTML page here (no network: styles and
+    /// charts inline): waterfalls, percentiles with the budgets, the client/server gap.
+    #[arg(long, value_name = "OUT")]
+    pub html: Option<PathBuf>,
+
+    /// Write a Markdown summary here (budgets, outcomes, p50/p90/p99; no links), e.g.
+    /// $GITHUB_STEP_SUMMARY.
+    #[arg(long, value_name = "OUT")]
+    pub summary_md: Option<PathBuf>,
 }
 
 /// Why `ttfx report` printed nothing. Each text names the file or the option and
@@ -42,11 +62,26 @@ pub enum ReportCmdError {
     NotAReport { path: PathBuf, problem: ReportError },
     #[error(transparent)]
     Slo(BudgetError),
+    #[error(transparent)]
+    Budget(budget::BudgetError),
     #[error("cannot write the batch: {0}")]
     Write(serde_json::Error),
+    #[error("cannot write {}: {cause}", path.display())]
+    WriteFile {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
 }
 
-pub fn run(args: ReportArgs) -> Result<(), ReportCmdError> {
+/// Exit 0, or 1 when a `--budget` failed (said on stderr).
+pub fn run(args: ReportArgs) -> Result<ExitCode, ReportCmdError> {
+    // Every budget is checked before a file is read.
+    let run_budgets = args
+        .budget
+        .iter()
+        .map(|b| RunBudget::parse(b))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ReportCmdError::Budget)?;
     let inputs = read_all(&args.files)?;
     let budgets = if args.slo.is_empty() {
         // Keep the budgets the inputs were judged against, but only if they all agree:
@@ -60,19 +95,74 @@ pub fn run(args: ReportArgs) -> Result<(), ReportCmdError> {
             .map_err(ReportCmdError::Slo)?
     };
     let batch = BatchReport::from_runs(inputs.runs, &budgets);
+    let verdicts: Vec<Verdict> = run_budgets
+        .iter()
+        .map(|b| b.judge(&batch.statistics))
+        .collect();
+    let heading = format!(
+        "ttfx report: {} run(s) from {} file(s)",
+        batch.outcomes.total,
+        args.files.len()
+    );
     if args.json {
         let json = serde_json::to_string_pretty(&batch).map_err(ReportCmdError::Write)?;
         // The files' strings (labels, models, URLs) may hold terminal controls.
         println!("{}", escape_json_controls(&json));
     } else {
-        let heading = format!(
-            "ttfx report: {} run(s) from {} file(s)",
-            batch.outcomes.total,
-            args.files.len()
-        );
-        print!("{}", escape_controls(&table(&batch, &heading, &|_| None)));
+        let mut text = table(&batch, &heading, &|metric| {
+            budget::fail_marks(&verdicts, metric)
+        });
+        text.push_str(&budget::verdict_lines(&verdicts));
+        print!("{}", escape_controls(&text));
     }
-    Ok(())
+    let label = labels(&batch);
+    let sections = [Section {
+        heading: &label,
+        batch: &batch,
+        verdicts: &verdicts,
+    }];
+    let doc = Document {
+        title: &heading,
+        sections: &sections,
+    };
+    if let Some(path) = &args.html {
+        write_file(path, &html::render(&doc))?;
+    }
+    if let Some(path) = &args.summary_md {
+        write_file(path, &summary_md::render(&doc))?;
+    }
+    let failed = verdicts.iter().filter(|v| !v.passed).count();
+    if failed > 0 {
+        eprintln!(
+            "ttfx report: {failed} of {} budget(s) failed",
+            verdicts.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the merged runs measured: their targets, in the order first seen (a few named,
+/// the rest counted), or `runs` when no run names one.
+fn labels(batch: &BatchReport) -> String {
+    let mut targets: Vec<&str> = Vec::new();
+    for t in batch.runs.iter().filter_map(|r| r.target.as_deref()) {
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+    }
+    match targets.len() {
+        0 => "runs".to_owned(),
+        1..=3 => targets.join(", "),
+        n => format!("{} and {} more target(s)", targets[..3].join(", "), n - 3),
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), ReportCmdError> {
+    std::fs::write(path, text).map_err(|cause| ReportCmdError::WriteFile {
+        path: path.to_path_buf(),
+        cause,
+    })
 }
 
 /// What the input files hold between them.
@@ -112,30 +202,6 @@ fn common_budgets(per_file: &[Option<Vec<Budget>>]) -> Vec<Budget> {
         Some(Some(first)) if per_file.iter().all(|b| b.as_ref() == Some(first)) => first.clone(),
         _ => Vec::new(),
     }
-}
-
-/// Table order: the per-request metrics in their documented order (pooled `icl_ms` next
-/// to `tpot_ms`), then the gaps in the order a user meets the milestones.
-fn row_order(batch: &BatchReport) -> Vec<&str> {
-    let mut names: Vec<&str> = Vec::new();
-    for name in SCALAR_NAMES {
-        names.push(name);
-        if name == "tpot_ms" {
-            names.push("icl_ms");
-        }
-    }
-    let mut gaps: Vec<(Milestone, &str)> = batch
-        .statistics
-        .keys()
-        .filter_map(|k| {
-            let m = k.strip_prefix("gap.")?.strip_suffix("_ms")?.parse().ok()?;
-            Some((m, k.as_str()))
-        })
-        .collect();
-    gaps.sort();
-    names.extend(gaps.into_iter().map(|(_, k)| k));
-    names.retain(|n| batch.statistics.contains_key(*n));
-    names
 }
 
 /// The percentile table (also `ttfx run`'s): `heading`, the outcome counts, one row per
@@ -288,6 +354,7 @@ fn stats_grid(rows: Vec<Vec<String>>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use ttfx_core::Milestone;
     use ttfx_core::timeline::Timeline;
 
     use super::*;

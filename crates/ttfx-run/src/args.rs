@@ -70,6 +70,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
 
+    /// Write the report as one self-contained HTML page here (no network: styles and
+    /// charts inline): waterfalls, percentiles with the budgets, the client/server gap.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write a Markdown summary here (budgets, outcomes, p50/p90/p99; no links), e.g.
+    /// $GITHUB_STEP_SUMMARY.
+    #[arg(long, value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
+
     /// A remote WebDriver endpoint (e.g. a Selenium Grid) instead of a local chromedriver.
     #[arg(long, value_name = "URL")]
     pub webdriver: Option<String>,

@@ -19,7 +19,6 @@ use ttfx_core::report::{BatchReport, Run};
 
 mod args;
 mod background_load;
-pub mod budget;
 mod chain;
 mod driver;
 mod error;
@@ -29,11 +28,16 @@ mod junit;
 mod load_level;
 mod measure;
 mod output;
+mod report_pages;
 mod scenario;
 mod setup_error;
 pub mod site;
 mod sweep;
 mod sweep_output;
+
+// Budgets are ttfx-report's (`ttfx report --budget` judges the same way); the runner's
+// modules name them as `budget::…`.
+pub use ttfx_report::budget;
 
 pub use args::RunArgs;
 pub use driver::{Browser, EndpointError};
@@ -144,6 +148,11 @@ fn run_under_load(
             cause,
         })?;
     }
+    let headings = report_pages::step_headings(&steps);
+    report_pages::write(
+        args,
+        &report_pages::step_sections(&steps, &verdicts, &headings),
+    )?;
     let all: Vec<budget::Verdict> = verdicts.into_iter().flatten().collect();
     Ok(exit_code(&all))
 }
@@ -210,7 +219,8 @@ fn verdicts(
     }
 }
 
-/// The table on stdout, then `--json` and `--junit` when asked for.
+/// The table on stdout, then `--json`, `--junit`, `--html` and `--summary-md` when asked
+/// for.
 fn report(
     args: &RunArgs,
     scenario: &scenario::Scenario,
@@ -243,7 +253,7 @@ fn report(
             cause,
         })?;
     }
-    Ok(())
+    report_pages::write(args, &report_pages::sections(batches, verdicts))
 }
 
 /// 1 when a budget failed (said on stderr), else success.

@@ -18,7 +18,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Serve(args) => done(ttfx_serve::run(args)),
         cli::Command::Decode(args) => done(ttfx_report::decode_cmd::run(args)),
-        cli::Command::Report(args) => done(ttfx_report::report_cmd::run(args)),
+        // `report` exits 1 when a --budget failed, as `run` does.
+        cli::Command::Report(args) => ttfx_report::report_cmd::run(args).map_err(Into::into),
         cli::Command::Field(args) => done(ttfx_collect::field_cmd::run(args)),
         cli::Command::Import(args) => done(ttfx_collect::import_cmd::run(args)),
         // `run` decides its own code (1: a budget failed); an error is still 2.

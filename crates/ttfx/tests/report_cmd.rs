@@ -250,3 +250,88 @@ fn a_report_whose_strings_clear_the_screen_prints_them_escaped() {
         assert!(!out.contains(CONTROLS), "{out:?}");
     }
 }
+
+/// `--budget` judges the merged batch as `ttfx run` does (exit 1 when one fails), and
+/// `--html` / `--summary-md` write the page and the summary with the same verdicts and
+/// percentiles the table prints.
+#[test]
+fn budgets_judge_the_merged_batch_and_the_page_and_summary_show_them() {
+    let dir = scratch("html");
+    let files = three_files(&dir);
+    let (html, md) = (dir.join("report.html"), dir.join("summary.md"));
+    let mut args = vec![
+        "report",
+        "--budget",
+        "ttft.p50<=300ms",
+        "--budget",
+        "ttft.p90<=300ms",
+        "--html",
+        html.to_str().unwrap(),
+        "--summary-md",
+        md.to_str().unwrap(),
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let out = ttfx(&args);
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(stderr, "ttfx report: 1 of 2 budget(s) failed\n");
+    // ttft p50 250 passes, p90 370 fails by 70.
+    assert!(
+        row(&stdout, "ttft_ms").ends_with(&["<-", "FAIL", "ttft.p90<=300ms", "by", "70.00"]),
+        "{stdout}"
+    );
+    assert!(stdout.contains("budgets: 1 passed, 1 failed\n"), "{stdout}");
+
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<h1>ttfx report: 4 run(s) from 3 file(s)</h1>"),
+        "{page}"
+    );
+    assert_eq!(page.matches("<tr data-run=").count(), 4);
+    assert!(
+        page.contains("<tr class=\"pass\" data-budget=\"ttft.p50&lt;=300ms\">"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<tr class=\"fail\" data-budget=\"ttft.p90&lt;=300ms\">"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<td>250.00</td><td>250.00</td><td>370.00</td>"),
+        "{page}"
+    );
+
+    let summary = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        summary.contains("❌ **1 of 2 budget(s) failed.**"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| ❌ FAIL | `ttft.p90<=300ms` |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| `ttft_ms` | 4 | 250.00 | 370.00 | 397.00 |"),
+        "{summary}"
+    );
+
+    // Passing budgets exit 0; a budget that does not parse is refused before anything
+    // is read or written.
+    let mut args = vec!["report", "--budget", "ttft.p50<=300ms"];
+    args.extend(files.iter().map(String::as_str));
+    assert_eq!(ttfx(&args).status.code(), Some(0));
+    let out = ttfx(&[
+        "report",
+        "--budget",
+        "ttft.p42<=1",
+        "--html",
+        "x.html",
+        "nope.json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("unknown statistic `p42`"), "{stderr}");
+}

@@ -1,6 +1,8 @@
 //! Budgets on batch statistics: `ttft_visible.p90<=800ms`. A budget names a metric (the
 //! report's names; `_ms` may be left off), a statistic (p50, p90, p95, p99, mean, min,
-//! max), `<=` or `>=`, and a limit with an optional unit (`ms`, `s`).
+//! max), `<=` or `>=`, and a limit with an optional unit (`ms`, `s`). `ttfx run` judges
+//! its batches with them (and exits 1 when one fails); `ttfx report --budget` judges a
+//! batch read back the same way; the HTML page and the Markdown summary show verdicts.
 
 use std::collections::BTreeMap;
 
@@ -204,6 +206,40 @@ impl RunBudget {
         };
         (self.metric != "icl_ms" && budget.is_minimum() == self.at_least).then_some(budget)
     }
+}
+
+/// `<- FAIL budget by X` for each failed budget on `metric` (a text table's row mark),
+/// or None when none failed.
+pub fn fail_marks(verdicts: &[Verdict], metric: &str) -> Option<String> {
+    let marks: Vec<String> = verdicts
+        .iter()
+        .filter(|v| !v.passed && v.budget.metric == metric)
+        .map(|v| {
+            let by = v.miss().map_or(String::new(), |m| format!(" by {m:.2}"));
+            format!("<- FAIL {}{by}", v.budget.text)
+        })
+        .collect();
+    (!marks.is_empty()).then(|| marks.join("  "))
+}
+
+/// The text tables' budget block: how many passed and failed, then one line each.
+pub fn verdict_lines(verdicts: &[Verdict]) -> String {
+    use std::fmt::Write as _;
+    if verdicts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let failed = verdicts.iter().filter(|v| !v.passed).count();
+    let _ = writeln!(
+        out,
+        "budgets: {} passed, {failed} failed",
+        verdicts.len() - failed
+    );
+    for v in verdicts {
+        let mark = if v.passed { "pass" } else { "FAIL" };
+        let _ = writeln!(out, "  {mark}  {:<32} {}", v.budget.text, v.describe());
+    }
+    out
 }
 
 /// The report's name for `name`: as given, or with `_ms` added (`ttft_visible`).
