@@ -444,3 +444,117 @@ fn two_chat_uis_are_compared_as_shipped_with_against() -> anyhow::Result<()> {
     anyhow::ensure!(stdout.contains("crossover"), "{stdout}");
     Ok(())
 }
+
+/// `--match` as users type it (#36): a path is a substring of the URL. It was read as the
+/// pattern `v1/chat` with the flags `completions`, the page's `RegExp` threw, and the probe
+/// never installed. A pattern is asked for with `re:`; a bad one is one line, exit 2,
+/// before any browser starts (the driver named here does not exist and is never reached).
+#[test]
+fn match_takes_a_path_as_typed_and_a_pattern_only_with_re() -> anyhow::Result<()> {
+    let _alone = alone();
+    let (_server, url) = fetch_page()?;
+    for m in ["/v1/chat/completions", r"re:/chat\/COMPLETIONS/i"] {
+        let (stdout, batch) = run_ok(&[
+            "--url", &url, "--inject", "--match", m, "--runs", "1", "--warmup", "0",
+        ])
+        .with_context(|| m.to_owned())?;
+        let runs = batch["runs"].as_array().context("runs")?;
+        assert_eq!(runs.len(), 1, "{m}: {stdout}");
+        let measured = runs[0]["timeline"]["request"]["url"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            measured.contains("/sim/default/v1/chat/completions"),
+            "{m}: measured {measured}"
+        );
+        check_turns(runs, "chromium")?;
+    }
+    for (m, says) in [
+        (
+            "re:(",
+            "--match \"re:(\" is not a valid regular expression: ",
+        ),
+        (
+            "re:/chat/g",
+            "--match \"re:/chat/g\": flag 'g' makes a pattern's test depend",
+        ),
+    ] {
+        let stderr = refused(
+            &[
+                "--url",
+                &url,
+                "--inject",
+                "--match",
+                m,
+                "--chromedriver",
+                "/nonexistent/chromedriver",
+            ],
+            says,
+        )?;
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    Ok(())
+}
+
+/// Nothing in the injected script fails silently (#36): a probe that throws while it
+/// installs leaves its error where the runner reads it, and the page sees nothing. The
+/// bundle goes in as the runner sends it, a BiDi preload script before the page's own,
+/// with a pattern the page's `RegExp` refuses (the runner itself never sends one: it
+/// checks `--match` first), in each engine inject mode runs in; the page is then read
+/// as the runner reads it.
+#[test]
+fn an_install_error_in_the_page_is_kept_for_the_runner() -> anyhow::Result<()> {
+    use fantoccini::ClientBuilder;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use ttfx_webdriver::{Driver, Engine, bidi::Bidi};
+
+    let _alone = alone();
+    let (_server, url) = fetch_page()?;
+    let bundle = std::fs::read_to_string(paths::probe_pkg()?.join("inject.js"))?;
+    let preload = format!(
+        "() => {{\nglobalThis.__ttfxInjectConfig = \
+         {{\"match\":{{\"pattern\":\"(\",\"flags\":\"\"}}}};\n{bundle}\n}}"
+    );
+    let runtime = tokio::runtime::Runtime::new()?;
+    for engine in [Engine::Chromium, Engine::Firefox] {
+        let driver = Driver::start(engine)?;
+        let state = runtime.block_on(async {
+            let mut caps = engine.capabilities(&[]);
+            caps.insert(
+                ttfx_webdriver::bidi::WEB_SOCKET_URL.into(),
+                serde_json::json!(true),
+            );
+            let client = ClientBuilder::new(HttpConnector::new())
+                .capabilities(caps)
+                .connect(driver.url())
+                .await?;
+            let (bidi, _events) = Bidi::attach(client.capabilities(), &[]).await?;
+            bidi.call(
+                "script.addPreloadScript",
+                serde_json::json!({ "functionDeclaration": preload }),
+            )
+            .await?;
+            client.goto(&url).await?;
+            let state = client
+                .execute(
+                    "return { failed: window[Symbol.for('ttfx.inject.failed')] || null, \
+                     installed: !!window[Symbol.for('ttfx.inject')], \
+                     pageWorks: !!document.getElementById('prompt') };",
+                    vec![],
+                )
+                .await;
+            let _ = client.close().await;
+            anyhow::Ok(state?)
+        })?;
+        assert_eq!(state["installed"], false, "{engine:?}: {state}");
+        assert_eq!(state["pageWorks"], true, "{engine:?}: {state}");
+        // The engine's own words after the name (Chromium: "Invalid regular expression:
+        // /(/: Unterminated group"; Firefox: "unterminated parenthetical").
+        let failed = state["failed"].as_str().unwrap_or_default();
+        assert!(
+            failed.starts_with("SyntaxError: ") && failed.len() > "SyntaxError: ".len() + 5,
+            "{engine:?}: {state}"
+        );
+    }
+    Ok(())
+}

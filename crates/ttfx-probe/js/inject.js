@@ -65,12 +65,14 @@ function install(config) {
   const probe = new Probe({ label: config.label || null, analysis: () => recording });
 
   // Which requests are measured: after arm(), those whose absolute URL matches
-  // `--match` (a substring, or /a regular expression/), else every one.
+  // `--match`, else every one. The runner checked the value and tags it: a substring or
+  // a pattern with its flags. A pattern this engine refuses throws, and the runner is
+  // told why (the catch at the end).
   let pattern = null;
-  if (typeof config.match === "string" && config.match !== "") {
-    const m = config.match.match(/^\/(.*)\/([a-z]*)$/);
-    pattern = m ? new RegExp(m[1], m[2]) : config.match;
-  }
+  const m = config.match;
+  if (m && typeof m.substring === "string") pattern = m.substring;
+  else if (m && typeof m.pattern === "string") pattern = new RegExp(m.pattern, m.flags || "");
+  else if (m != null) throw new Error("the --match value reached the page in a form it does not know");
   const match = (url) => armed && (pattern === null || (typeof pattern === "string" ? url.includes(pattern) : pattern.test(url)));
   const onStart = (run) => {
     started.push([run.key, run.requestStart, run.transport || "fetch", run.url || ""]);
@@ -203,11 +205,19 @@ function install(config) {
   };
 }
 
+// Why the probe did not install, for the runner (which reads it while it waits for KEY).
+const FAILED = Symbol.for("ttfx.inject.failed");
+
 try {
   const config = globalThis.__ttfxInjectConfig || {};
   delete globalThis.__ttfxInjectConfig;
   // Once per realm: a page that re-runs preload scripts (a document.open) keeps one probe.
   if (!globalThis[KEY] && typeof document !== "undefined") install(config);
 } catch (e) {
-  // The page must never see the probe fail; the runner finds no KEY and says so.
+  // The page must never see the probe fail, and the runner must know why it did.
+  try {
+    globalThis[FAILED] = String((e && e.name) || "Error") + ": " + String((e && e.message) || e);
+  } catch (_) {
+    // A page whose global refuses a property (frozen) cannot be told; the runner says so.
+  }
 }

@@ -157,9 +157,11 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "auto", requires = "inject")]
     pub inject_via: InjectVia,
 
-    /// With --inject: measure only requests whose URL contains this text (or matches
-    /// /a regular expression/), and take the first one after the submit as the stream.
-    #[arg(long = "match", value_name = "URL_PATTERN", requires = "inject")]
+    /// With --inject: measure only requests whose URL contains this text (a path as
+    /// typed: /v1/chat/completions), or with re: matches an EcmaScript pattern
+    /// (re:/v1/(chat|responses) or re:/completions$/i); take the first one after the
+    /// submit as the stream.
+    #[arg(long = "match", value_name = "TEXT|re:PATTERN", requires = "inject")]
     pub match_url: Option<String>,
 
     /// With --inject: the reply is the element matching this CSS selector (nearest

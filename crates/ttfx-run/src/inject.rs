@@ -30,6 +30,7 @@ use ttfx_webdriver::devtools::Cdp;
 use super::driver::Browser;
 use super::flow::{Flow, Step};
 use super::setup_error::SetupError;
+use super::url_match::UrlMatch;
 
 /// The bundle's file in the probe package (`cargo xtask probe-pkg`).
 pub const BUNDLE: &str = "inject.js";
@@ -41,8 +42,8 @@ pub use crate::args::InjectVia;
 pub struct InjectScenario {
     /// Each target page's flow, in the order of the targets (`--url`, then `--against`).
     pub flows: Vec<Flow>,
-    /// `--match`: a substring of the URL, or /a regular expression/.
-    pub match_url: Option<String>,
+    /// `--match`: a substring of the URL, or a `re:` pattern.
+    pub match_url: Option<UrlMatch>,
     /// `--reply`: the reply's element.
     pub reply: Option<String>,
     pub via: InjectVia,
@@ -63,7 +64,7 @@ pub fn preload_source(pkg: &Path, scenario: &InjectScenario) -> Result<String, S
         Ok(bundle) => bundle,
         Err(cause) => return Err(SetupError::NoInjectBundle { path, cause }),
     };
-    let config = json!({ "match": scenario.match_url });
+    let config = json!({ "match": scenario.match_url.as_ref().map(UrlMatch::to_config) });
     Ok(format!(
         "globalThis.__ttfxInjectConfig = {config};\n{bundle}"
     ))
@@ -457,13 +458,19 @@ async fn wait_ready(client: &Client) -> anyhow::Result<()> {
     loop {
         let state = client
             .execute(
-                &format!("return {{ probe: !!{KEY}, ready: document.readyState }};"),
+                &format!(
+                    "return {{ probe: !!{KEY}, ready: document.readyState, failed: \
+                     window[Symbol.for('ttfx.inject.failed')] || null }};"
+                ),
                 vec![],
             )
             .await
             .context("cannot read the page's state")?;
         if state["probe"] == json!(true) && state["ready"] != json!("loading") {
             return Ok(());
+        }
+        if let Some(failed) = state["failed"].as_str() {
+            bail!("{}", not_installed(failed));
         }
         if started.elapsed() > Duration::from_secs(10) {
             bail!(
@@ -474,6 +481,14 @@ async fn wait_ready(client: &Client) -> anyhow::Result<()> {
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// The runner's line for a probe that threw while it installed: the page's own words,
+/// bounded (the page could have put anything in the error).
+fn not_installed(failed: &str) -> String {
+    let failed: String = failed.chars().take(500).collect();
+    let failed = ttfx_core::printable::escape_controls(&failed);
+    format!("the injected probe did not install in the page: {failed}")
 }
 
 async fn arm(client: &Client) -> anyhow::Result<()> {
@@ -654,7 +669,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let scenario = InjectScenario {
             flows: vec![Flow::single("http://x/", "hi", None, None)],
-            match_url: Some("/v1/chat".into()),
+            match_url: Some(UrlMatch::parse("/v1/chat").unwrap()),
             reply: None,
             via: InjectVia::Auto,
             typed_prompt: true,
@@ -671,7 +686,9 @@ mod tests {
         );
         std::fs::write(dir.path().join(BUNDLE), "(()=>{})();").unwrap();
         let source = preload_source(dir.path(), &scenario).unwrap();
-        assert!(source.starts_with("globalThis.__ttfxInjectConfig = {\"match\":\"/v1/chat\"};"));
+        assert!(source.starts_with(
+            "globalThis.__ttfxInjectConfig = {\"match\":{\"substring\":\"/v1/chat\"}};"
+        ));
         assert!(source.ends_with("(()=>{})();"));
     }
 

@@ -34,6 +34,7 @@ mod setup_error;
 pub mod site;
 mod sweep;
 mod sweep_output;
+mod url_match;
 
 // Budgets are ttfx-report's (`ttfx report --budget` judges the same way); the runner's
 // modules name them as `budget::…`.

@@ -89,6 +89,8 @@ pub enum ScenarioError {
         "--inject measures the page's own voice, if any: --voice and --voice-turn drive the runner's page"
     )]
     InjectWithVoice,
+    #[error(transparent)]
+    Match(#[from] super::url_match::MatchError),
     #[error("give --type and --submit in the flow file's steps, not beside --flow")]
     FlowBesideTyping,
     #[error("--inject measures a page: give it with --url URL")]
@@ -603,7 +605,11 @@ fn inject_scenario(
         via: args.inject_via,
         typed_prompt: args.flow.is_none(),
         flows: page_flows(args, &urls, prompt)?,
-        match_url: args.match_url.clone().filter(|m| !m.is_empty()),
+        match_url: args
+            .match_url
+            .as_deref()
+            .map(super::url_match::UrlMatch::parse)
+            .transpose()?,
         reply: args.reply.clone().filter(|r| !r.is_empty()),
     })
 }
