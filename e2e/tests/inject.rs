@@ -558,3 +558,51 @@ fn an_install_error_in_the_page_is_kept_for_the_runner() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The probe travels with the binary (#36): `ttfx run --inject` without `--probe-pkg`,
+/// from a folder that holds nothing (no `target/probe-pkg`, no CARGO_TARGET_DIR), injects
+/// the bundle compiled into `ttfx` and says so in the report; with `--probe-pkg` the
+/// report names that package's file.
+#[test]
+fn inject_works_from_any_folder_with_the_probe_built_in() -> anyhow::Result<()> {
+    let _alone = alone();
+    let (_server, url) = fetch_page()?;
+    let empty = tempfile::tempdir()?;
+    let json = empty.path().join("batch.json");
+    let mut command = Command::new(paths::ttfx_bin()?);
+    command
+        .current_dir(empty.path())
+        .env_remove("CARGO_TARGET_DIR")
+        .args([
+            "run", "--url", &url, "--inject", "--runs", "1", "--warmup", "0",
+        ])
+        .arg("--json")
+        .arg(&json);
+    let out = ttfx_e2e::process::output_within(&mut command, std::time::Duration::from_secs(240))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let batch: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let runs = batch["runs"].as_array().context("runs")?;
+    check_turns(runs, "chromium")?;
+    let probe = runs[0]["timeline"]["selection"]["probe"].as_str();
+    assert!(
+        probe.is_some_and(|p| p.starts_with("ttfx-probe ") && p.ends_with(", built into ttfx")),
+        "{probe:?}"
+    );
+
+    let (_, batch) = run_ok(&["--url", &url, "--inject", "--runs", "1", "--warmup", "0"])?;
+    let probe = batch["runs"][0]["timeline"]["selection"]["probe"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let file = paths::probe_pkg()?.join("inject.js");
+    assert!(
+        probe.ends_with(&format!(", from {}", file.display())),
+        "{probe}"
+    );
+    Ok(())
+}

@@ -43,4 +43,9 @@ pub struct Selection {
     /// The turn of a multi-turn flow, from 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_turn: Option<u32>,
+    /// The probe the runner injected: its version and where it came from (`ttfx-probe
+    /// 0.1.0, built into ttfx`, or the `--probe-pkg` file). Absent in reports written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
 }

@@ -104,7 +104,8 @@ pub struct RunArgs {
     #[arg(long, alias = "chromedriver", value_name = "PATH")]
     pub driver: Option<PathBuf>,
 
-    /// The built probe package (default target/probe-pkg, from `cargo xtask probe-pkg`).
+    /// The built probe package (default target/probe-pkg, from `cargo xtask probe-pkg`);
+    /// with --inject, its inject.js replaces the bundle built into ttfx.
     #[arg(long, value_name = "DIR")]
     pub probe_pkg: Option<PathBuf>,
 

@@ -8,7 +8,6 @@
 //! chooses the stream and the reply (docs/run.md, "Inject mode").
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -32,8 +31,44 @@ use super::flow::{Flow, Step};
 use super::setup_error::SetupError;
 use super::url_match::UrlMatch;
 
-/// The bundle's file in the probe package (`cargo xtask probe-pkg`).
+/// The bundle's file in the probe package (`cargo xtask probe-pkg`), read with
+/// `--probe-pkg DIR`.
 pub const BUNDLE: &str = "inject.js";
+
+/// The inject bundle compiled in (`cargo xtask probe-front` makes and checks it), so
+/// `ttfx run --inject` needs no probe package: it works from any folder and after
+/// `cargo install`.
+const BUILT_IN: &str = include_str!("inject_bundle.js");
+
+/// Where the preload script comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BundleSource {
+    /// The bundle compiled into this binary.
+    BuiltIn,
+    /// `--probe-pkg DIR`: DIR's `inject.js` (a probe package built apart from the binary).
+    Package(std::path::PathBuf),
+}
+
+impl BundleSource {
+    /// What the report's `selection.probe` says of it: the version and where it came from.
+    fn label(&self) -> String {
+        match self {
+            BundleSource::BuiltIn => {
+                format!("ttfx-probe {}, built into ttfx", env!("CARGO_PKG_VERSION"))
+            }
+            BundleSource::Package(dir) => {
+                // The package's own version, when its package.json gives one.
+                let version = std::fs::read_to_string(dir.join("package.json"))
+                    .ok()
+                    .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                    .and_then(|json| json["version"].as_str().map(str::to_owned))
+                    .filter(|v| v.len() <= 64)
+                    .unwrap_or_else(|| "(version not given)".to_owned());
+                format!("ttfx-probe {version}, from {}", dir.join(BUNDLE).display())
+            }
+        }
+    }
+}
 
 pub use crate::args::InjectVia;
 
@@ -50,6 +85,8 @@ pub struct InjectScenario {
     /// The flow is `--type`/`--submit`'s one turn: it types each run's prompt
     /// (`--prompt`, cycled), not a flow file's text.
     pub typed_prompt: bool,
+    /// The compiled-in bundle, or `--probe-pkg`'s.
+    pub bundle: BundleSource,
 }
 
 /// Why WebKit is refused, in one line.
@@ -58,11 +95,16 @@ pub const WEBKIT_REFUSAL: &str = "--inject needs Chromium or Firefox: WebKitWebD
      can run before the page's own scripts";
 
 /// The preload script: the bundle with its configuration before it.
-pub fn preload_source(pkg: &Path, scenario: &InjectScenario) -> Result<String, SetupError> {
-    let path = pkg.join(BUNDLE);
-    let bundle = match std::fs::read_to_string(&path) {
-        Ok(bundle) => bundle,
-        Err(cause) => return Err(SetupError::NoInjectBundle { path, cause }),
+pub fn preload_source(scenario: &InjectScenario) -> Result<String, SetupError> {
+    let read;
+    let bundle = match &scenario.bundle {
+        BundleSource::BuiltIn => BUILT_IN,
+        BundleSource::Package(pkg) => {
+            let path = pkg.join(BUNDLE);
+            read = std::fs::read_to_string(&path)
+                .map_err(|cause| SetupError::NoInjectBundle { path, cause })?;
+            read.as_str()
+        }
     };
     let config = json!({ "match": scenario.match_url.as_ref().map(UrlMatch::to_config) });
     Ok(format!(
@@ -563,6 +605,7 @@ async fn wait_turn(
         reply_element: reply.element.filter(|_| reply.found),
         reply_share: reply.share.filter(|_| reply.found),
         flow_turn: (flow.turns() > 1).then_some(turn),
+        probe: Some(scenario.bundle.label()),
     });
     Ok(Run { timeline, ..run })
 }
@@ -664,32 +707,63 @@ impl Reply {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_preload_source_names_a_missing_bundle_and_carries_the_pattern() {
-        let dir = tempfile::tempdir().unwrap();
-        let scenario = InjectScenario {
+    fn scenario(bundle: BundleSource) -> InjectScenario {
+        InjectScenario {
             flows: vec![Flow::single("http://x/", "hi", None, None)],
             match_url: Some(UrlMatch::parse("/v1/chat").unwrap()),
             reply: None,
             via: InjectVia::Auto,
             typed_prompt: true,
-        };
-        let err = format!("{:#}", preload_source(dir.path(), &scenario).unwrap_err());
-        assert!(err.contains("cargo xtask probe-pkg"), "{err}");
-        assert_eq!(
-            err,
-            format!(
-                "no inject bundle at {} (build it with `cargo xtask probe-pkg`, or pass \
-                 --probe-pkg DIR): No such file or directory (os error 2)",
+            bundle,
+        }
+    }
+
+    #[test]
+    fn a_probe_pkg_s_bundle_is_read_and_a_missing_one_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = scenario(BundleSource::Package(dir.path().to_owned()));
+        let err = format!("{:#}", preload_source(&scenario).unwrap_err());
+        assert!(
+            err.starts_with(&format!(
+                "no inject bundle at {} (--probe-pkg DIR must hold",
                 dir.path().join(BUNDLE).display()
-            )
+            )) && err.ends_with("No such file or directory (os error 2)"),
+            "{err}"
         );
         std::fs::write(dir.path().join(BUNDLE), "(()=>{})();").unwrap();
-        let source = preload_source(dir.path(), &scenario).unwrap();
+        let source = preload_source(&scenario).unwrap();
         assert!(source.starts_with(
             "globalThis.__ttfxInjectConfig = {\"match\":{\"substring\":\"/v1/chat\"}};"
         ));
         assert!(source.ends_with("(()=>{})();"));
+        // The package's version, when its package.json gives one.
+        assert!(
+            scenario
+                .bundle
+                .label()
+                .contains("(version not given), from ")
+        );
+        std::fs::write(dir.path().join("package.json"), r#"{"version":"9.8.7"}"#).unwrap();
+        assert_eq!(
+            scenario.bundle.label(),
+            format!(
+                "ttfx-probe 9.8.7, from {}",
+                dir.path().join(BUNDLE).display()
+            )
+        );
+    }
+
+    #[test]
+    fn without_probe_pkg_the_bundle_built_in_is_injected() {
+        let scenario = scenario(BundleSource::BuiltIn);
+        let source = preload_source(&scenario).unwrap();
+        // The committed bundle (probe-front keeps it current), whole, after the config.
+        assert!(source.ends_with(BUILT_IN));
+        assert!(BUILT_IN.contains("ttfx.inject") && BUILT_IN.len() > 10_000);
+        assert_eq!(
+            scenario.bundle.label(),
+            format!("ttfx-probe {}, built into ttfx", env!("CARGO_PKG_VERSION"))
+        );
     }
 
     /// What `take()` would hand back, as the page's JSON.

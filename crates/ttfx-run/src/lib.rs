@@ -384,6 +384,7 @@ mod tests {
             reply_element: Some("div\r\n#fake-line\x1b]52;c;cGF3bmVk\x07".to_owned()),
             reply_share: None,
             flow_turn: None,
+            probe: None,
         });
         let batches = batches(&scenario, vec![vec![run]]);
         let table = output::render(&batches, &[], &[], None, 0);

@@ -120,7 +120,7 @@ impl Bench {
         } = BrowserSetup::new(scenario, args.browser, speech.as_ref())?;
         // Inject mode's preload script, read before a browser starts.
         let preload = match &scenario.inject {
-            Some(inject) => Some(super::inject::preload_source(&probe_pkg, inject)?),
+            Some(inject) => Some(super::inject::preload_source(inject)?),
             None => None,
         };
         let endpoint = match &args.webdriver {

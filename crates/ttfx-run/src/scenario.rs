@@ -610,6 +610,10 @@ fn inject_scenario(
             .as_deref()
             .map(super::url_match::UrlMatch::parse)
             .transpose()?,
+        bundle: match &args.probe_pkg {
+            Some(dir) => super::inject::BundleSource::Package(dir.clone()),
+            None => super::inject::BundleSource::BuiltIn,
+        },
         reply: args.reply.clone().filter(|r| !r.is_empty()),
     })
 }

@@ -16,7 +16,9 @@ pub enum SetupError {
     #[error("Firefox's microphone (PulseAudio): {}", Chain(cause))]
     Microphone { cause: PulseError },
     #[error(
-        "no inject bundle at {} (build it with `cargo xtask probe-pkg`, or pass --probe-pkg DIR): {cause}",
+        "no inject bundle at {} (--probe-pkg DIR must hold a probe package's inject.js, as \
+         `cargo xtask probe-pkg` builds it; without --probe-pkg the bundle built into ttfx \
+         is used): {cause}",
         path.display()
     )]
     NoInjectBundle {

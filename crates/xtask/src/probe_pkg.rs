@@ -152,28 +152,15 @@ fn minify_front(to: &Path) -> anyhow::Result<()> {
     )
 }
 
-/// The inject bundle (`js/inject.js` with the front it imports) as one classic script:
-/// what `ttfx run --inject` adds to a page before the page's own scripts. A preload
-/// script is a function body, not a module, so it is an IIFE. It stays out of the npm
-/// package's files (only the runner uses it). Its analysis is the runner's, so the
-/// front's Worker and module loading (`import.meta.url`) are never reached; esbuild's
-/// note about them is silenced with the log level.
+/// The inject bundle: the committed one (`cargo xtask probe-front` makes it, and the
+/// check keeps it current), which `ttfx run --inject` also carries compiled in; the
+/// package's copy is what `--probe-pkg DIR` reads. It stays out of the npm package's
+/// files (only the runner uses it).
 fn bundle_inject(to: &Path) -> anyhow::Result<()> {
-    cmd::run(
-        Command::new(crate::paths::esbuild())
-            .arg(probe_front::front_dir().join("inject.js"))
-            .args([
-                "--bundle",
-                "--minify",
-                "--format=iife",
-                "--target=es2020",
-                "--legal-comments=none",
-                "--log-level=error",
-                // The front's fallback module import, never reached here (see above).
-                "--external:./analysis/*",
-            ])
-            .arg(format!("--outfile={}", to.display())),
-    )
+    let from = probe_front::inject_bundle_path();
+    std::fs::copy(&from, to)
+        .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    Ok(())
 }
 
 /// Binaryen's size passes over a wasm-bindgen module, with its own inlining off: the

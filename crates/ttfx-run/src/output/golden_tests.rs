@@ -57,6 +57,7 @@ fn select(run: &mut Run, i: usize) {
         reply_element: Some("div#answer.msg".to_owned()),
         reply_share: Some(0.96),
         flow_turn: None,
+        probe: None,
     });
 }
 
