@@ -12,7 +12,8 @@
 //! - the timeline: `timeline` and the `chunk_summary` it holds;
 //! - series, metrics and statistics: `series`, `gap`, `metrics`, `stats`, and what
 //!   fills or reads a timeline (`recorder`, `voice_result`, `server_record`);
-//! - the report and the field: `report`, `field`, `crossover`.
+//! - the report and the field: `report`, `field`, `crossover`, and `sweep_file` (a
+//!   `ttfx run --sweep` file read back for its curves).
 //!
 //! A test in `cargo xtask test` (xtask's `module_graph`) fails on any cycle between
 //! modules.
@@ -40,6 +41,7 @@ pub mod server_record;
 pub mod server_timing;
 pub mod stall;
 pub mod stats;
+pub mod sweep_file;
 pub mod target;
 #[cfg(test)]
 mod test_support;

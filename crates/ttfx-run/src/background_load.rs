@@ -109,7 +109,7 @@ impl BackgroundLoad {
     }
 }
 
-fn figures(report: &ttfx_load::LoadReport) -> LoadFigures {
+pub(super) fn figures(report: &ttfx_load::LoadReport) -> LoadFigures {
     let metric = |name: &str| report.metrics.get(name);
     let ttft = metric("ttft_ms");
     LoadFigures {

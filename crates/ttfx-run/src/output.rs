@@ -17,7 +17,7 @@ use ttfx_report::report_cmd;
 use ttfx_webdriver::sandbox::Sandbox;
 
 #[cfg(test)]
-mod golden_tests;
+pub(crate) mod golden_tests;
 
 pub fn render(
     batches: &[(String, BatchReport)],

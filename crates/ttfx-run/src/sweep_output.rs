@@ -244,7 +244,19 @@ pub fn json(
         }
         let budgets: Vec<Value> = vs
             .iter()
-            .map(|v| json!({"budget": v.budget.text, "passed": v.passed, "value": v.value}))
+            .map(|v| {
+                // The budget parsed as well as written: a reader (the lab page) draws its
+                // limit without the budget grammar, which lives here.
+                json!({
+                    "budget": v.budget.text,
+                    "metric": v.budget.metric,
+                    "stat": v.budget.stat.name(),
+                    "at_least": v.budget.at_least,
+                    "limit": v.budget.limit,
+                    "passed": v.passed,
+                    "value": v.value,
+                })
+            })
             .collect();
         out.push(json!({
             "level": { "kind": step.level.kind.as_str(), "value": step.level.value },
@@ -275,4 +287,213 @@ pub fn write_json(path: &Path, value: &Value) -> Result<(), OutputError> {
         path: path.to_owned(),
         cause,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    // Test code: a failed step is a failed test.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use ttfx_core::Milestone;
+    use ttfx_core::percentile::percentile;
+    use ttfx_core::report::BatchReport;
+    use ttfx_core::stats::Summary;
+    use ttfx_core::sweep_file::{LoadKind as FileKind, SweepFile};
+
+    use super::super::background_load::figures;
+    use super::super::budget::RunBudget;
+    use super::super::load_level::{LoadKind, LoadLevel, LoadPlan};
+    use super::super::output::golden_tests::{TARGETS, replayed_runs};
+    use super::*;
+
+    /// What `ttfx load` reports for a step: its ttft, tpot and e2e from `ms` (scaled).
+    fn load_report(scale: f64) -> ttfx_load::LoadReport {
+        let summary = |base: &[f64]| {
+            Summary::of(&base.iter().map(|v| v * scale).collect::<Vec<_>>()).unwrap()
+        };
+        ttfx_load::LoadReport {
+            schema: ttfx_load::SCHEMA.to_owned(),
+            schema_version: ttfx_load::SCHEMA_VERSION,
+            target: "sim/default".to_owned(),
+            url: "http://127.0.0.1:1/sim/default/v1/chat/completions".to_owned(),
+            api: "openai-chat".to_owned(),
+            mode: ttfx_load::ModeReport {
+                kind: "concurrency".to_owned(),
+                rate_per_s: None,
+                concurrency: Some(2),
+            },
+            seed: 0,
+            warmup_s: 1.0,
+            duration_s: None,
+            timeout_s: 60.0,
+            window_s: 3.0,
+            elapsed_s: 3.5,
+            stopped: true,
+            requests: ttfx_load::Requests {
+                sent: 12,
+                completed: 11,
+                failed: 1,
+                ..Default::default()
+            },
+            throughput: ttfx_load::Throughput {
+                requests_per_s: 3.1 * scale,
+                output_tokens_per_s: 120.5 * scale,
+                output_tokens: 400.0,
+                goodput_per_s: None,
+                goodput: None,
+            },
+            metrics: BTreeMap::from([
+                ("ttft_ms".to_owned(), summary(&[200.0, 240.0, 310.0])),
+                ("tpot_ms".to_owned(), summary(&[20.0, 22.0, 30.0])),
+                ("e2e_ms".to_owned(), summary(&[900.0, 1000.0, 1300.0])),
+            ]),
+            errors: ttfx_load::Errors {
+                total: 1,
+                by_class: BTreeMap::from([("http_503".to_owned(), 1)]),
+            },
+            generator: ttfx_load::Generator {
+                lateness_ms: None,
+                scheduled_per_s: None,
+                achieved_per_s: 3.4,
+                held: None,
+            },
+        }
+    }
+
+    /// Written by `json`, read back by ttfx-core's reader (the lab page's): every figure
+    /// the curves draw agrees with what was written, and the budget breaks where `ttfx
+    /// run` prints it does.
+    #[test]
+    fn the_sweep_json_reads_back_with_the_core_reader() {
+        let runs = replayed_runs();
+        let plan = LoadPlan {
+            levels: [1.0, 4.0]
+                .map(|value| LoadLevel {
+                    kind: LoadKind::Concurrency,
+                    value,
+                })
+                .to_vec(),
+            warmup: Duration::from_secs(1),
+            duration: Duration::from_secs(3),
+        };
+        let steps: Vec<Step> = plan
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, level)| {
+                // The second step's runs are the first's, later: the first token 400 ms on.
+                let mut runs = runs.clone();
+                for run in &mut runs {
+                    for (m, at) in run.timeline.milestones.clone().iter() {
+                        if m != Milestone::RequestStart {
+                            run.timeline.milestones.set(m, at + 400.0 * i as f64);
+                        }
+                    }
+                    for chunk in &mut run.timeline.chunks {
+                        chunk.at_ms += 400.0 * i as f64;
+                    }
+                    *run = ttfx_core::report::Run::new(
+                        run.id.clone(),
+                        run.target.clone(),
+                        run.timeline.clone(),
+                    )
+                    .unwrap();
+                }
+                let second = runs.split_off(3);
+                Step {
+                    level: *level,
+                    batches: vec![
+                        (TARGETS[0].to_owned(), BatchReport::from_runs(runs, &[])),
+                        (TARGETS[1].to_owned(), BatchReport::from_runs(second, &[])),
+                    ],
+                    loads: vec![
+                        figures(&load_report(1.0 + i as f64)),
+                        figures(&load_report(2.0 + i as f64)),
+                    ],
+                    seconds: 4.5,
+                }
+            })
+            .collect();
+        let first_ttft = steps[0].batches[0].1.statistics["ttft_visible_ms"].p90;
+        // A ceiling between the two steps' p90: it holds at the first and breaks at the
+        // second.
+        let budget =
+            RunBudget::parse(&format!("ttft_visible.p90<={:.0}ms", first_ttft + 200.0)).unwrap();
+        let verdicts = verdicts(&steps, std::slice::from_ref(&budget));
+        let text = serde_json::to_string_pretty(&json(&plan, &steps, &verdicts).unwrap()).unwrap();
+
+        let sweep = SweepFile::from_json(&text).unwrap();
+        assert_eq!((sweep.warmup_s, sweep.duration_s), (1.0, 3.0));
+        assert_eq!(sweep.targets, TARGETS);
+        assert_eq!(sweep.kind(), FileKind::Concurrency);
+        for (read, step) in sweep.steps.iter().zip(&steps) {
+            assert_eq!(read.level.label(), step.level.label());
+            assert_eq!(read.seconds, step.seconds);
+            assert!(
+                read.crossover.is_some(),
+                "two targets: a crossover per step"
+            );
+            for (figures, ((_, batch), load)) in read
+                .targets
+                .iter()
+                .zip(step.batches.iter().zip(&step.loads))
+            {
+                let stat = |name: &str| batch.statistics.get(name).map(|s| (s.p50, s.p90));
+                let pair = |q: Option<ttfx_core::sweep_file::Quantiles>| q.map(|q| (q.p50, q.p90));
+                assert_eq!(figures.browser.runs, batch.outcomes.total);
+                assert_eq!(pair(figures.browser.ttft_ms), stat("ttft_ms"));
+                assert_eq!(
+                    pair(figures.browser.ttft_visible_ms),
+                    stat("ttft_visible_ms")
+                );
+                assert_eq!(pair(figures.browser.tpot_ms), stat("tpot_ms"));
+                assert_eq!(pair(figures.browser.ttfa_ms), stat("ttfa_ms"));
+                assert!(figures.browser.ttft_visible_ms.is_some());
+                assert!(figures.browser.first_paint_ms.is_some(), "the page painted");
+                // First paint: the median `render` prints (milestone_p50), and the p90.
+                let paints: Vec<f64> = batch
+                    .runs
+                    .iter()
+                    .filter_map(|r| r.timeline.milestones.get(Milestone::FirstPaint))
+                    .collect();
+                assert_eq!(
+                    figures.browser.first_paint_ms.map(|q| q.p50),
+                    milestone_p50(batch, Milestone::FirstPaint)
+                );
+                assert_eq!(
+                    figures.browser.first_paint_ms.map(|q| q.p90),
+                    percentile(&paints, 90.0)
+                );
+                assert_eq!(figures.load.ttft_ms.map(|q| q.p50), load.ttft_ms[0]);
+                assert_eq!(figures.load.ttft_ms.map(|q| q.p90), load.ttft_ms[1]);
+                assert_eq!(figures.load.tpot_ms.map(|q| q.p50), load.tpot_ms_p50);
+                assert_eq!(figures.load.e2e_ms.map(|q| q.p50), load.e2e_ms_p50);
+                assert_eq!(figures.load.output_tokens_per_s, load.output_tokens_per_s);
+                assert_eq!(figures.load.errors, load.errors);
+            }
+        }
+        // The budget as parsed, its verdict per step, and the break the table prints.
+        let read = &sweep.budgets[0];
+        assert_eq!(read.text, budget.text);
+        assert_eq!(read.metric.as_deref(), Some("ttft_visible_ms"));
+        assert_eq!(read.stat.as_deref(), Some("p90"));
+        assert_eq!(
+            (read.at_least, read.limit_ms()),
+            (Some(false), Some(budget.limit))
+        );
+        for (read, judged) in sweep.steps.iter().zip(&verdicts) {
+            assert_eq!(read.verdicts[0].passed, judged[0].passed);
+            assert_eq!(read.verdicts[0].value, judged[0].value);
+        }
+        let broke = sweep.first_break(0).unwrap();
+        assert_eq!(broke, 1);
+        let printed = breaks(&steps, &verdicts);
+        assert!(
+            printed.contains(&format!("breaks at {}", sweep.steps[broke].level.label())),
+            "{printed}"
+        );
+    }
 }

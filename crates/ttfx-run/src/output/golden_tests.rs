@@ -20,7 +20,7 @@ mod check;
 #[path = "../../../ttfx/tests/golden/replay.rs"]
 mod replay;
 
-const TARGETS: [&str; 2] = ["sim/fast-start-slow-stream", "sim/slow-start-fast-stream"];
+pub(crate) const TARGETS: [&str; 2] = ["sim/fast-start-slow-stream", "sim/slow-start-fast-stream"];
 
 /// Two pass (the last a floor), two fail (one limit in seconds), one fails because no
 /// run has its metric; each also sets a goodput budget.
@@ -34,7 +34,7 @@ const BUDGETS: [&str; 5] = [
 
 /// The recorded calls replayed into runs, in run order: the first three for the first
 /// target, the rest for the second.
-fn replayed_runs() -> Vec<Run> {
+pub(crate) fn replayed_runs() -> Vec<Run> {
     let reports = replay::finished_reports(&check::input("runner_calls.json"));
     let runs: Vec<Run> = reports
         .iter()
