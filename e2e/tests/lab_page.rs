@@ -1457,3 +1457,236 @@ async fn a_benchmark_file_is_read_in_the_page_beside_its_runs() -> anyhow::Resul
     );
     Ok(())
 }
+
+/// Where a sweep step's target holds a figure.
+type Figure = fn(&Value) -> &Value;
+
+/// A real sweep (`ttfx run --sweep concurrency=1,2,4,8` against two simulated
+/// deployments that slow down with load; ttfx-core's reader fixture, docs/load.md's
+/// worked sweep) loaded through "load a report" is drawn against the load level: one
+/// line per target and figure, each point at its step's level and the file's value and
+/// where the axes put them, the budget's limit as a line, and its break marked at the
+/// first step that failed it. A document of another schema is the reader's message.
+#[tokio::test]
+async fn a_sweep_file_is_drawn_as_curves_against_load() -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(
+        paths::workspace_root()
+            .join("crates/ttfx-core/testdata/sweep/two-targets-concurrency.json"),
+    )?;
+    let sweep: Value = serde_json::from_str(&text)?;
+    let lab = Lab::open().await?;
+    let loaded = lab.import("sweep.json", &text).await?;
+    lab.client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#sweep-wait"))
+        .await?;
+    // Everything drawn, in one script: what each element says it stands for and where
+    // it is.
+    let drawn = lab
+        .client
+        .execute(
+            "const svg = document.getElementById('sweep-wait');
+             const all = (css, f) => [...svg.querySelectorAll(css)].map(f);
+             const n = (e, a) => parseFloat(e.getAttribute(a));
+             return {
+               kind: svg.dataset.kind,
+               axis: svg.querySelector('text.axis-x').textContent,
+               lines: all('path.sweep-line', p => [p.dataset.target, p.dataset.figure]),
+               points: all('circle.sweep-pt', c => ({target: c.dataset.target,
+                 figure: c.dataset.figure, level: n(c, 'data-level'),
+                 value: n(c, 'data-value'), x: n(c, 'cx'), y: n(c, 'cy')})),
+               y_ticks: all('line.grid[data-value]', l => [n(l, 'data-value'), n(l, 'y1')]),
+               x_ticks: all('line.grid[data-level]', l => [n(l, 'data-level'), n(l, 'x1')]),
+               budgets: all('line.budget-line', l => [l.dataset.budget, n(l, 'data-limit-ms'), n(l, 'y1')]),
+               breaks: all('g.budget-break', g => ({budget: g.dataset.budget,
+                 step: n(g, 'data-step'), label: g.dataset.levelLabel,
+                 x: n(g.querySelector('line.break-mark'), 'x1'),
+                 text: g.querySelector('text').textContent})),
+             };",
+            Vec::new(),
+        )
+        .await?;
+    let budget_items = lab.text("#sweep-budgets").await?;
+    let table_rows = lab.rows(".sweep-table").await?;
+    let mut table_targets = Vec::new();
+    for table in lab
+        .client
+        .find_all(Locator::Css("table.sweep-table"))
+        .await?
+    {
+        table_targets.push(table.attr("data-target").await?.unwrap_or_default());
+    }
+    if let Ok(path) = std::env::var("TTFX_SWEEP_SCREENSHOT") {
+        // docs/load.md's picture: the Sweep panel alone.
+        lab.client.set_window_size(1200, 2400).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let panel = lab.client.find(Locator::Css("#sweep")).await?;
+        std::fs::write(path, panel.screenshot().await?)?;
+    }
+    let other = lab
+        .import(
+            "load.json",
+            r#"{"schema": "ttfx-load", "schema_version": 1}"#,
+        )
+        .await?;
+    let still = lab
+        .client
+        .find_all(Locator::Css("#sweep-wait path.sweep-line"))
+        .await?
+        .len();
+    lab.client.close().await?;
+
+    let steps = sweep["steps"].as_array().cloned().unwrap_or_default();
+    let targets: Vec<String> = steps[0]["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["target"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        loaded,
+        format!(
+            "sweep.json: loaded a sweep of {} step(s) of concurrency, {} target(s)",
+            steps.len(),
+            targets.len()
+        )
+    );
+    assert_eq!(drawn["kind"], "concurrency");
+    assert_eq!(drawn["axis"], "concurrency (streams at once)");
+    // The figure each line draws, read from the file as the page should.
+    let figures: [(&str, Figure); 3] = [
+        ("browser-ttft-visible", |t| {
+            &t["browser"]["statistics"]["ttft_visible_ms"]["p50"]
+        }),
+        (
+            "browser-ttft",
+            |t| &t["browser"]["statistics"]["ttft_ms"]["p50"],
+        ),
+        ("load-ttft", |t| &t["load"]["metrics"]["ttft_ms"]["p50"]),
+    ];
+    let lines = drawn["lines"].as_array().cloned().unwrap_or_default();
+    assert_eq!(lines.len(), targets.len() * figures.len(), "{lines:?}");
+    let points = drawn["points"].as_array().cloned().unwrap_or_default();
+    assert_eq!(points.len(), targets.len() * figures.len() * steps.len());
+    let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let axis = |ticks: &Value| -> Vec<(f64, f64)> {
+        ticks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| (num(&t[0]), num(&t[1])))
+            .collect()
+    };
+    let (y_ticks, x_ticks) = (axis(&drawn["y_ticks"]), axis(&drawn["x_ticks"]));
+    assert!(
+        y_ticks.len() >= 3 && x_ticks.len() == steps.len(),
+        "{drawn}"
+    );
+    for target in &targets {
+        for (figure, read) in figures {
+            assert!(
+                lines.iter().any(|l| l[0] == *target && l[1] == figure),
+                "no {figure} line for {target}"
+            );
+            for step in &steps {
+                let level = num(&step["level"]["value"]);
+                let t = step["targets"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|t| t["target"] == *target)
+                    .unwrap_or(&Value::Null);
+                let value = num(read(t));
+                let p = points
+                    .iter()
+                    .find(|p| {
+                        p["target"] == *target && p["figure"] == figure && num(&p["level"]) == level
+                    })
+                    .unwrap_or(&Value::Null);
+                // The page's serde_json parses floats the fast way (no float_roundtrip
+                // in its wasm): within a unit in the last place of the file's.
+                assert!(
+                    (num(&p["value"]) - value).abs() <= 1e-12 * value.abs(),
+                    "{target} {figure} at {level}: {} drawn, {value} in the file",
+                    p["value"]
+                );
+                let y = on_axis(y_ticks[0], y_ticks[1], value);
+                let x = on_axis(x_ticks[0], x_ticks[1], level);
+                assert!((num(&p["y"]) - y).abs() < 0.01, "{p} against y {y}");
+                assert!((num(&p["x"]) - x).abs() < 0.01, "{p} against x {x}");
+            }
+        }
+    }
+    // The first visible token waits longer under load at the last step than at the first.
+    let first_vis =
+        |s: &Value| num(&s["targets"][0]["browser"]["statistics"]["ttft_visible_ms"]["p50"]);
+    assert!(first_vis(&steps[steps.len() - 1]) > first_vis(&steps[0]));
+
+    // The budget: its limit across the chart, its break at the first failing step.
+    let budget = &steps[0]["budgets"][0];
+    let text = budget["budget"].as_str().unwrap_or_default();
+    let limit = num(&budget["limit"]);
+    let budgets = drawn["budgets"].as_array().cloned().unwrap_or_default();
+    assert_eq!(budgets.len(), 1, "{budgets:?}");
+    assert_eq!(
+        (budgets[0][0].as_str(), num(&budgets[0][1])),
+        (Some(text), limit)
+    );
+    assert!((num(&budgets[0][2]) - on_axis(y_ticks[0], y_ticks[1], limit)).abs() < 0.01);
+    let broke = steps
+        .iter()
+        .position(|s| s["budgets"][0]["passed"] == false)
+        .ok_or_else(|| anyhow::anyhow!("the fixture's budget breaks"))?;
+    let label = format!("concurrency={}", num(&steps[broke]["level"]["value"]));
+    let breaks = drawn["breaks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(breaks.len(), 1, "{breaks:?}");
+    assert_eq!(breaks[0]["step"].as_f64(), Some(broke as f64));
+    assert_eq!(breaks[0]["label"].as_str(), Some(label.as_str()));
+    assert_eq!(
+        breaks[0]["text"].as_str(),
+        Some(format!("{text} breaks at {label}").as_str())
+    );
+    let x = on_axis(x_ticks[0], x_ticks[1], num(&steps[broke]["level"]["value"]));
+    assert!((num(&breaks[0]["x"]) - x).abs() < 0.01, "{breaks:?}");
+    assert!(
+        budget_items.contains(&format!("budget {text} breaks at {label} (")),
+        "{budget_items}"
+    );
+    // The tables: one per target, a row per step, their figures the file's.
+    assert_eq!(
+        table_rows.len(),
+        steps.len() * targets.len(),
+        "{table_rows:?}"
+    );
+    let in_order =
+        (0..targets.len()).flat_map(|t| steps.iter().map(move |s| (s, &s["targets"][t])));
+    for (row, (step, target)) in table_rows.iter().zip(in_order) {
+        let stats = &target["browser"]["statistics"];
+        assert_eq!(
+            row[..5],
+            [
+                format!("concurrency={}", num(&step["level"]["value"])),
+                target["browser"]["outcomes"]["total"].to_string(),
+                shown(&stats["ttft_visible_ms"]["p50"]),
+                shown(&stats["ttft_visible_ms"]["p90"]),
+                shown(&stats["ttft_ms"]["p50"]),
+            ],
+            "{row:?}"
+        );
+        assert_eq!(
+            row[9],
+            shown(&target["load"]["metrics"]["ttft_ms"]["p50"]),
+            "{row:?}"
+        );
+    }
+    assert_eq!(table_targets, targets);
+
+    // Another ttfx document with a schema is the reader's message; the sweep stays drawn.
+    assert_eq!(
+        other,
+        "load.json: unsupported schema \"ttfx-load\" (this ttfx reads ttfx-sweep/1 sweeps)"
+    );
+    assert_eq!(still, lines.len());
+    Ok(())
+}

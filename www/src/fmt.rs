@@ -21,6 +21,17 @@ pub fn wire_name<T: Serialize>(value: &T) -> String {
         .unwrap_or_default()
 }
 
+/// An SVG path through `points` (viewBox units) in order: `M x y L x y …`; empty for
+/// no points.
+pub fn svg_path(points: &[(f64, f64)]) -> String {
+    points
+        .iter()
+        .enumerate()
+        .map(|(k, (x, y))| format!("{}{x:.1} {y:.1}", if k == 0 { "M" } else { "L" }))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Maps a data range onto a pixel range.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scale {
@@ -106,6 +117,15 @@ mod tests {
         );
         assert_eq!(s.ticks(3), vec![-1000.0, 0.0, 1000.0]);
         assert_eq!(Scale::spanning(200.0, 1000.0, 0.0, 10.0).d0, 0.0);
+    }
+
+    #[test]
+    fn a_path_moves_to_its_first_point_and_draws_to_the_rest() {
+        assert_eq!(
+            svg_path(&[(1.0, 2.0), (3.24, 4.0), (5.0, 6.06)]),
+            "M1.0 2.0 L3.2 4.0 L5.0 6.1"
+        );
+        assert_eq!(svg_path(&[]), "");
     }
 
     #[test]

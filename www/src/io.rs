@@ -1,10 +1,12 @@
 //! Export and import: the batch report JSON goes out as a download (and sits on the page
 //! as `data-report`, for QA drivers); a report file from elsewhere comes in and is shown
-//! by the same components. A bad file is a message, never a panic.
+//! by the same components, and a `ttfx run --sweep` file comes in the same way and is
+//! drawn by the Sweep panel. A bad file is a message, never a panic.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use ttfx_core::report::{BatchReport, ReportFile};
+use ttfx_core::sweep_file::SweepFile;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlInputElement, Url};
@@ -16,9 +18,26 @@ pub fn export_json(batch: &BatchReport) -> String {
     serde_json::to_string_pretty(batch).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
-/// Reads a report file; the error is the reader's own message, which names the problem.
-pub fn import_json(text: &str) -> Result<ReportFile, String> {
-    ReportFile::from_json(text).map_err(|e| e.to_string())
+/// What a loaded file turned out to be.
+#[derive(Debug)]
+pub enum Imported {
+    Report(ReportFile),
+    Sweep(SweepFile),
+}
+
+/// Reads a report or a sweep file; the error is the reader's own message, which names
+/// the problem. A document naming a `schema` is a sweep (or another ttfx document the
+/// sweep reader names as unsupported); reports carry `schema_version` instead.
+pub fn import_json(text: &str) -> Result<Imported, String> {
+    if ttfx_core::sweep_file::names_a_schema(text) {
+        SweepFile::from_json(text)
+            .map(Imported::Sweep)
+            .map_err(|e| e.to_string())
+    } else {
+        ReportFile::from_json(text)
+            .map(Imported::Report)
+            .map_err(|e| e.to_string())
+    }
 }
 
 #[component]
@@ -50,7 +69,19 @@ pub fn ImportExport() -> impl IntoView {
                 }
             };
             match import_json(&text) {
-                Ok(report) => {
+                Ok(Imported::Sweep(sweep)) => {
+                    message.set(Some((
+                        true,
+                        format!(
+                            "{name}: loaded a sweep of {} step(s) of {}, {} target(s)",
+                            sweep.steps.len(),
+                            sweep.kind().as_str(),
+                            sweep.targets.len()
+                        ),
+                    )));
+                    lab.sweep.set(Some(sweep));
+                }
+                Ok(Imported::Report(report)) => {
                     if let ReportFile::Batch(b) = &report
                         && let Some(g) = &b.goodput
                     {
@@ -103,6 +134,14 @@ fn save(text: &str, filename: &str) -> Result<(), String> {
 pub(crate) mod tests {
     use super::*;
 
+    /// A report file read through the import path.
+    pub(crate) fn report(text: &str) -> ReportFile {
+        match import_json(text).unwrap() {
+            Imported::Report(r) => r,
+            Imported::Sweep(_) => panic!("read as a sweep"),
+        }
+    }
+
     #[test]
     fn a_bad_file_is_a_message() {
         assert!(
@@ -124,7 +163,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_run_report_from_elsewhere_loads() {
-        let file = import_json(&documented_run()).unwrap();
+        let file = report(&documented_run());
         assert_eq!(file.runs().len(), 1);
         assert_eq!(file.runs()[0].target.as_deref(), Some("sim/reasoning"));
     }
@@ -132,7 +171,33 @@ pub(crate) mod tests {
     #[test]
     fn export_reads_back() {
         let batch = BatchReport::from_runs(Vec::new(), &[]);
-        let back = import_json(&export_json(&batch)).unwrap();
+        let back = report(&export_json(&batch));
         assert!(back.runs().is_empty());
+    }
+
+    #[test]
+    fn a_sweep_is_told_from_a_report_by_its_schema() {
+        let sweep = r#"{"schema": "ttfx-sweep/1", "warmup_s": 1, "duration_s": 2, "steps": [
+            {"level": {"kind": "rate", "value": 2}, "seconds": 3, "budgets": [],
+             "targets": [{"target": "sim/default",
+                "browser": {"outcomes": {"total": 1}, "statistics": {}, "runs": []},
+                "load": {"metrics": {}, "throughput": {"requests_per_s": 2,
+                         "output_tokens_per_s": 9}, "errors": {"total": 0}}}]}]}"#;
+        match import_json(sweep).unwrap() {
+            Imported::Sweep(s) => assert_eq!(s.targets, ["sim/default"]),
+            Imported::Report(_) => panic!("read as a report"),
+        }
+        // Another ttfx document with a schema (`ttfx load --json`) is named, not guessed.
+        let e = import_json(r#"{"schema": "ttfx-load", "schema_version": 1}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "unsupported schema \"ttfx-load\" (this ttfx reads ttfx-sweep/1 sweeps)"
+        );
+        // A sweep with a field missing says which.
+        let e = import_json(r#"{"schema": "ttfx-sweep/1", "steps": []}"#).unwrap_err();
+        assert!(
+            e.starts_with("not a ttfx sweep: missing field `warmup_s`"),
+            "{e}"
+        );
     }
 }

@@ -11,6 +11,7 @@
 use leptos::prelude::*;
 use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Budget;
+use ttfx_core::sweep_file::SweepFile;
 
 mod bench_file;
 mod chat;
@@ -26,6 +27,7 @@ mod profiles;
 pub mod reply;
 pub mod request;
 mod summary;
+mod sweep;
 pub mod target;
 mod turn;
 mod upstreams;
@@ -51,6 +53,9 @@ pub struct Lab {
     pub batch: Memo<BatchReport>,
     /// What became of the measured runs posted to the server's collector.
     pub stored: RwSignal<collect::Stored>,
+    /// A `ttfx run --sweep` file loaded for its curves (the Sweep panel), apart from
+    /// the runs: its batches are per step, not one batch.
+    pub sweep: RwSignal<Option<SweepFile>>,
 }
 
 impl Lab {
@@ -67,6 +72,7 @@ impl Lab {
             listening: RwSignal::new(false),
             batch,
             stored: RwSignal::new(collect::Stored::default()),
+            sweep: RwSignal::new(None),
         }
     }
 }
@@ -95,7 +101,8 @@ enum Tab {
 /// state); the Field view asks the collector only once it is first opened.
 #[component]
 pub fn App() -> impl IntoView {
-    provide_context(Lab::new());
+    let state = Lab::new();
+    provide_context(state);
     let tab = RwSignal::new(Tab::Lab);
     let field_opened = RwSignal::new(false);
     let selected = move |t: Tab| move || (tab.get() == t).to_string();
@@ -130,6 +137,12 @@ pub fn App() -> impl IntoView {
                     <io::ImportExport/>
                     <summary::BatchSummary/>
                 </section>
+                <Show when=move || state.sweep.with(Option::is_some)>
+                    <section class="panel sweep" id="sweep">
+                        <h2>"Under load: a sweep"</h2>
+                        <sweep::SweepView/>
+                    </section>
+                </Show>
                 <section class="panel compare">
                     <h2>"Compare two targets"</h2>
                     <compare::ComparePanel/>

@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn a_joined_record_pairs_with_the_client_milestones() {
-        let file = crate::io::import_json(&crate::io::tests::documented_run()).unwrap();
+        let file = crate::io::tests::report(&crate::io::tests::documented_run());
         let mut run = file.into_runs().remove(0);
         // Start from the client's side only, then join a record like the simulator's.
         run.timeline.server = ServerData::default();

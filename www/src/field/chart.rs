@@ -8,7 +8,7 @@ use leptos::prelude::*;
 
 use super::api::{Point, Series, group_name};
 use super::gap::Mark;
-use crate::fmt::{Scale, num};
+use crate::fmt::{Scale, num, svg_path};
 
 pub const WIDTH: f64 = 760.0;
 pub const HEIGHT: f64 = 240.0;
@@ -117,12 +117,7 @@ pub fn geometry(series: &Series, marks: &[Mark]) -> Geometry {
                 .iter()
                 .map(|p| (x.at(p.start_unix_ms + bucket / 2.0), y.at(value(p))))
                 .collect();
-            let path = points
-                .iter()
-                .enumerate()
-                .map(|(k, (px, py))| format!("{}{px:.1} {py:.1}", if k == 0 { "M" } else { "L" }))
-                .collect::<Vec<_>>()
-                .join(" ");
+            let path = svg_path(&points);
             lines.push(Line {
                 group: i,
                 group_name: name.clone(),
