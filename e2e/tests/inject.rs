@@ -606,3 +606,64 @@ fn inject_works_from_any_folder_with_the_probe_built_in() -> anyhow::Result<()> 
     );
     Ok(())
 }
+
+/// Ground truth and gaps for a page's own request (#36): the page's request carries no id
+/// of the runner's. Its response from `ttfx serve` names the server's record
+/// (`Server-Timing: ttfx-record`), which the runner joins, so the report has the gap
+/// rows, and the id itself stays out of the report. In Chromium the DevTools record of
+/// the request is found by its URL, method and start: `ground_truth` holds each run.
+#[test]
+fn a_pages_own_request_gets_its_server_record_and_ground_truth() -> anyhow::Result<()> {
+    let _alone = alone();
+    let (_server, url) = fetch_page()?;
+    for browser in ["chromium", "firefox"] {
+        let dir = tempfile::tempdir()?;
+        let json = dir.path().join("batch.json");
+        let out = ttfx_run(&[
+            "--url",
+            &url,
+            "--inject",
+            "--browser",
+            browser,
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+            json.to_str().context("path")?,
+        ])?;
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        anyhow::ensure!(out.status.success(), "{browser}: {stdout}\n{stderr}");
+        let file = std::fs::read_to_string(&json)?;
+        assert!(
+            !file.contains("ttfx-record"),
+            "{browser}: the record id leaked"
+        );
+        let batch: Value = serde_json::from_str(&file)?;
+        let runs = batch["runs"].as_array().context("runs")?;
+        assert_eq!(runs.len(), 2, "{browser}: {stdout}");
+        check_turns(runs, browser)?;
+        for run in runs {
+            let anomalies = &run["timeline"]["anomalies"];
+            assert!(
+                !anomalies.to_string().contains("no_server_record"),
+                "{browser}: {anomalies}"
+            );
+            // The simulator's record names the first visible token; the client's is
+            // later by the network and the page (never earlier than the server sent it).
+            let gaps = run["metrics"]["gaps"].as_array().context("gaps")?;
+            let visible = gaps
+                .iter()
+                .find(|g| g["milestone"] == "first_visible_token")
+                .with_context(|| format!("{browser}: no first_visible_token gap in {gaps:?}"))?;
+            let gap = visible["gap_ms"].as_f64().context("gap_ms")?;
+            assert!(gap >= 0.0 && gap < 150.0, "{browser}: {visible}");
+        }
+        let truth = batch["ground_truth"].as_array().map_or(0, Vec::len);
+        match browser {
+            "chromium" => assert_eq!(truth, 2, "{browser}: {}", batch["ground_truth"]),
+            _ => assert_eq!(truth, 0, "{browser}: DevTools is Chromium's"),
+        }
+    }
+    Ok(())
+}

@@ -17,11 +17,7 @@ const TARGET: &str = "sim/default?ttft_ms=400&tokens_per_second=200&output_token
 fn ttfx_run(args: &[&str]) -> anyhow::Result<Output> {
     let pkg = paths::probe_pkg()?;
     let mut command = Command::new(paths::ttfx_bin()?);
-    command
-        .arg("run")
-        .arg("--probe-pkg")
-        .arg(&pkg)
-        .args(args);
+    command.arg("run").arg("--probe-pkg").arg(&pkg).args(args);
     // The longest run here (the sweep, the voice turns) takes under a minute.
     ttfx_e2e::process::output_within(&mut command, std::time::Duration::from_secs(240))
 }

@@ -407,6 +407,11 @@ impl Runs {
         duration_ms: Option<f64>,
         description: Option<String>,
     ) -> Result<(), AnalysisError> {
+        // `ttfx serve`'s record id never enters a report (ServerData::record_id): the
+        // header's copy is kept apart by the recorder, this one is dropped.
+        if name == ttfx_core::recorder::RECORD_TIMING {
+            return Ok(());
+        }
         self.page(run)?.server_timings.push(ServerTiming {
             name,
             duration_ms,
@@ -727,6 +732,30 @@ mod tests {
 
     fn sse(content: &str) -> String {
         format!("data: {{\"choices\":[{{\"delta\":{{\"content\":{content:?}}}}}]}}\n\n")
+    }
+
+    #[test]
+    fn ttfx_serves_record_id_never_enters_the_report_from_either_copy() {
+        let chunk = sse("Hi");
+        let mut runs = Runs::default();
+        runs.begin_page(4, None, None, None, None).unwrap();
+        runs.recorder(4).unwrap().headers(
+            30.0,
+            200,
+            Some("text/event-stream"),
+            &["queue;dur=1, ttfx-record;desc=ttfx-secretish"],
+        );
+        runs.chunks(4, &[80.0, chunk.len() as f64], chunk.as_bytes())
+            .unwrap();
+        runs.recorder(4).unwrap().end(100.0);
+        // Resource Timing's serverTiming holds the same entries.
+        for (name, desc) in [("queue", ""), ("ttfx-record", "ttfx-secretish")] {
+            runs.resource_server_timing(4, name.into(), Some(0.0), Some(desc.into()))
+                .unwrap();
+        }
+        let report = runs.finish(4).unwrap().report;
+        assert!(!report.contains("ttfx-secretish") && !report.contains("ttfx-record"));
+        assert_eq!(report.matches("\"queue\"").count(), 2, "{report}");
     }
 
     #[test]

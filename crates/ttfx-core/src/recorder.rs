@@ -16,6 +16,38 @@ use crate::series::{KEPT_CHUNKS, SeriesBound, Summarizer};
 use crate::server_timing::{ServerTiming, TimingSource};
 use crate::timeline::{Anomaly, Chunk, Failure, FailureClass, ServerWallClock, Timeline};
 
+/// The `Server-Timing` metric `ttfx serve` names its record of a request with
+/// (ttfx-edge's arrival stamp): `ttfx-record;desc=ID`.
+pub const RECORD_TIMING: &str = "ttfx-record";
+
+/// The record id in `Server-Timing` header values, for a reader of a page's recorded
+/// calls (the runner's inject mode, whose reports come back as JSON without it).
+pub fn record_id_in<'a>(server_timing: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let parsed = server_timing_header::parse_headers(server_timing);
+    first_record_id(
+        parsed
+            .timings
+            .into_iter()
+            .filter(|t| t.name == RECORD_TIMING),
+    )
+}
+
+/// The first well-formed id among `ttfx-record` entries.
+fn first_record_id(entries: impl IntoIterator<Item = ServerTiming>) -> Option<String> {
+    entries
+        .into_iter()
+        .filter_map(|t| t.description)
+        .find(|id| plain_record_id(id))
+}
+
+/// A record id as `ttfx serve` makes or keeps them: short and plain, safe in a URL path.
+pub fn plain_record_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
 /// Most anomalies kept per request: a broken stream can produce one per frame, and the
 /// report must stay small. The count of dropped ones is recorded in the last entry.
 const MAX_ANOMALIES: usize = 32;
@@ -124,9 +156,16 @@ impl Recorder {
             );
         }
         if !server_timing.is_empty() {
-            let parsed = server_timing_header::parse_headers(server_timing.iter().copied());
+            let mut parsed = server_timing_header::parse_headers(server_timing.iter().copied());
             self.timeline.server.wall_clock = wall_clock(&parsed.timings);
-            self.timeline.server.timings.extend(parsed.timings);
+            // `ttfx serve`'s record id is kept apart, never among the timings (see
+            // ServerData::record_id).
+            let (ids, timings): (Vec<_>, Vec<_>) = parsed
+                .timings
+                .drain(..)
+                .partition(|t| t.name == RECORD_TIMING);
+            self.timeline.server.record_id = first_record_id(ids);
+            self.timeline.server.timings.extend(timings);
             for junk in parsed.junk {
                 self.anomaly(at_ms, "server_timing_junk", junk.to_string());
             }
@@ -431,6 +470,30 @@ mod tests {
         assert_eq!(t.request.dialect.as_deref(), Some("openai-chat"));
         assert!(t.failure.is_none());
         t.validate().unwrap();
+    }
+
+    #[test]
+    fn ttfx_serves_record_id_is_kept_apart_and_never_written_out() {
+        let mut r = recorder();
+        r.headers(
+            10.0,
+            200,
+            None,
+            &[
+                "queue;dur=1",
+                // A malformed id first (a path in it): skipped, the plain one after it wins.
+                "ttfx-record;desc=\"../x\", ttfx-record;desc=ttfx-3f9a, ttfx-record;desc=other",
+            ],
+        );
+        let t = r.finish();
+        assert_eq!(t.server.record_id.as_deref(), Some("ttfx-3f9a"));
+        let names: Vec<_> = t.server.timings.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["queue"]);
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(
+            !json.contains("ttfx-3f9a") && !json.contains("ttfx-record"),
+            "{json}"
+        );
     }
 
     #[test]

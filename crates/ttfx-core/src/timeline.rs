@@ -540,6 +540,12 @@ pub struct ServerData {
     /// The server's own wall-clock receive/send times, when it reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_clock: Option<ServerWallClock>,
+    /// `ttfx serve`'s id for its record of this request (`Server-Timing: ttfx-record;
+    /// desc=ID`), so a runner that measured a page's own request can join the record.
+    /// Never written out: the id is what reads the record, and reports and beacons
+    /// leave the page.
+    #[serde(skip)]
+    pub record_id: Option<String>,
 }
 
 impl ServerData {

@@ -27,8 +27,7 @@ pub struct Arrival {
 /// header); otherwise the server makes one.
 fn client_id(value: &HeaderValue) -> Option<String> {
     let s = value.to_str().ok()?;
-    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    (!s.is_empty() && s.len() <= 128 && s.chars().all(plain)).then(|| s.to_owned())
+    ttfx_core::recorder::plain_record_id(s).then(|| s.to_owned())
 }
 
 /// A server-made id: `ttfx-` and [`crate::random::ID_BITS`] random bits, so the record
@@ -56,6 +55,17 @@ pub async fn stamp(mut req: Request, next: Next) -> Response {
     let mut res = next.run(req).await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         res.headers_mut().insert(REQUEST_ID, v);
+    }
+    // The record's id again where a probe reads it: a page's own request carries no id
+    // of the runner's, and a probe reads Server-Timing, not x-request-id. The runner
+    // that measured the page joins `/records/{id}` by it; reports never hold it
+    // (ttfx-core keeps it out of the timings). Appended: the simulator's own
+    // Server-Timing stays as it is.
+    if let Ok(v) =
+        HeaderValue::from_str(&format!("{};desc={id}", ttfx_core::recorder::RECORD_TIMING))
+    {
+        res.headers_mut()
+            .append(HeaderName::from_static("server-timing"), v);
     }
     // Resource Timing hides a cross-origin response's timings without this.
     res.headers_mut().insert(

@@ -31,7 +31,7 @@ mod table;
 mod tally;
 
 pub use args::{LoadArgs, parse_duration};
-pub use client::ClientError;
+pub use client::{ClientError, HttpClient, new as http_client};
 pub use command::Command;
 pub use error::LoadError;
 pub use report::{

@@ -286,6 +286,7 @@ impl Record {
                 sent_unix_ms: sent,
                 source,
             }),
+            record_id: None,
         }
     }
 }

@@ -295,9 +295,18 @@ pub struct NetworkTimes {
     pub first_data_ms: f64,
 }
 
-/// Finds the request that carried `x-request-id: request_id` and its first data.
-pub fn network_times(events: &[Event], request_id: &str) -> Option<NetworkTimes> {
-    let record = network::find_request(events, request_id)?;
+/// Finds the request that carried `x-request-id: request_id` and its first data; else,
+/// for a page's own request (which carries no id of the runner's), the request to `url`
+/// with `method` sent nearest `started_unix_ms` (`network::find_request_by`).
+pub fn network_times(
+    events: &[Event],
+    request_id: &str,
+    page_request: Option<(&str, &str, f64)>,
+) -> Option<NetworkTimes> {
+    let record = network::find_request(events, request_id).or_else(|| {
+        let (url, method, started_unix_ms) = page_request?;
+        network::find_request_by(events, url, method, started_unix_ms)
+    })?;
     Some(NetworkTimes {
         response_ms: record.response_s.map(|t| (t - record.sent_s) * 1000.0),
         first_data_ms: (record.first_data_s - record.sent_s) * 1000.0,
@@ -356,9 +365,9 @@ mod tests {
                 json!({"requestId": "9", "timestamp": 100.3}),
             ),
         ];
-        let t = network_times(&events, "run-1").unwrap();
+        let t = network_times(&events, "run-1", None).unwrap();
         assert!((t.first_data_ms - 300.0).abs() < 1e-6, "{t:?}");
         assert!((t.response_ms.unwrap() - 250.0).abs() < 1e-6, "{t:?}");
-        assert!(network_times(&events, "absent").is_none());
+        assert!(network_times(&events, "absent", None).is_none());
     }
 }

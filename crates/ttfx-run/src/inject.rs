@@ -207,6 +207,8 @@ struct PageState {
     /// Each finished run's report, read once as it comes.
     reports: HashMap<u32, Run>,
     failed: HashMap<u32, String>,
+    /// `ttfx serve`'s record id of each run whose response named one.
+    record_ids: HashMap<u32, String>,
 }
 
 impl PageState {
@@ -227,8 +229,19 @@ impl PageState {
             let replayed = replay(&mut self.runs, call)
                 .and_then(|report| report.map(|r| parse_run(&r)).transpose());
             let Some(key) = key else { continue };
+            // `ttfx serve`'s record id, which reports never carry (record_join.rs):
+            // read from the headers call as the page made it.
+            if call.get(1).and_then(Value::as_str) == Some("headers")
+                && let Some(id) = call
+                    .get(5)
+                    .and_then(Value::as_str)
+                    .and_then(|v| ttfx_core::recorder::record_id_in([v]))
+            {
+                self.record_ids.insert(key, id);
+            }
             match replayed {
-                Ok(Some(run)) => {
+                Ok(Some(mut run)) => {
+                    run.timeline.server.record_id = self.record_ids.get(&key).cloned();
                     self.reports.insert(key, run);
                 }
                 Ok(None) => {}

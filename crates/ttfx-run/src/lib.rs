@@ -28,6 +28,7 @@ mod junit;
 mod load_level;
 mod measure;
 mod output;
+mod record_join;
 mod report_pages;
 mod scenario;
 mod setup_error;

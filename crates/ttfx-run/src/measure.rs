@@ -424,6 +424,10 @@ struct Context_ {
     inject: Option<super::inject::InjectScenario>,
     /// Inject mode's preload script (the bundle with its configuration).
     preload: Option<String>,
+    /// Inject mode: the client that reads `ttfx serve`'s record of a page's request
+    /// (record_join.rs); `None` outside inject mode, or when it could not be made (the
+    /// runs then say so).
+    records: Option<super::record_join::RecordClient>,
     browser: driver::Browser,
     ids: RequestIds,
 }
@@ -446,14 +450,18 @@ impl Context_ {
             timeout: scenario.timeout,
             warmup: scenario.warmup,
             page_streams: scenario.page_streams.max(1),
-            // Only chromedriver has the performance log of DevTools Network events; an
-            // injected page's requests carry no request id to find them by.
-            ground_truth: browser == driver::Browser::Chromium && scenario.inject.is_none(),
+            // Only chromedriver has the performance log of DevTools Network events. A
+            // page's own request is found by its URL, method and start (#36).
+            ground_truth: browser == driver::Browser::Chromium,
             prompt: scenario.prompts[0].clone(),
             voice: scenario.voice,
             turn: scenario.turn.clone(),
             inject: scenario.inject.clone(),
             preload,
+            records: scenario
+                .inject
+                .as_ref()
+                .and_then(|_| ttfx_load::http_client(None).ok()),
             browser,
             ids,
         }
@@ -533,6 +541,10 @@ async fn worker(
             Vec::new()
         };
         for (job, run) in runs {
+            let run = match (&ctx.inject, &ctx.records) {
+                (Some(_), Some(client)) => super::record_join::join(run, client).await,
+                _ => run,
+            };
             let truth = if ctx.ground_truth {
                 ground_truth(&run, &job, &ctx.scenario_targets[job.target], &events)
             } else {
@@ -746,7 +758,16 @@ fn ground_truth(
     events: &[ttfx_webdriver::devtools::Event],
 ) -> Option<GroundTruth> {
     let probe = run.timeline.milestones.get(Milestone::FirstByte)?;
-    let net = driver::network_times(events, &job.request_id)?;
+    let request = &run.timeline.request;
+    let page_request = match (
+        &request.url,
+        &request.method,
+        run.timeline.request_start_unix_ms,
+    ) {
+        (Some(url), Some(method), Some(at)) => Some((url.as_str(), method.as_str(), at)),
+        _ => None,
+    };
+    let net = driver::network_times(events, &job.request_id, page_request)?;
     Some(GroundTruth {
         run_id: job.request_id.clone(),
         target: target.label().to_owned(),

@@ -717,10 +717,10 @@ async fn retention_removes_old_runs_and_a_restart_keeps_the_rest() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(
-        version, 9,
+        version, 10,
         "the schema with the voice turn's and the submit delay's columns, the imported \
          benchmarks' tables, the arrival's index, the OTLP outbox, the queries' narrow \
-         index, the gap columns, and the engine hop's and the new milestones' columns"
+         index, the gap columns, the engine hop's and the new milestones' columns, and the request queue's column"
     );
 }
 

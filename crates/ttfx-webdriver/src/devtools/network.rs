@@ -39,23 +39,72 @@ impl RequestRecord {
 /// The first request that carried `x-request-id: id` (any case of the header's name) and
 /// its events; `None` when there is no such request or it received no body bytes.
 pub fn find_request(events: &[Event], id: &str) -> Option<RequestRecord> {
-    let (request_id, sent_s, sent_wall_s) = events.iter().find_map(|e| {
+    let sent = events.iter().find_map(|e| {
         if e.method != "Network.requestWillBeSent" {
             return None;
         }
-        let p = &e.params;
-        let ours = p["request"]["headers"]
+        let ours = e.params["request"]["headers"]
             .as_object()?
             .iter()
             .any(|(k, v)| k.eq_ignore_ascii_case("x-request-id") && v.as_str() == Some(id));
-        ours.then(|| {
-            Some((
-                p["requestId"].as_str()?.to_owned(),
-                p["timestamp"].as_f64()?,
-                p["wallTime"].as_f64(),
-            ))
-        })?
+        ours.then(|| sent_of(e))?
     })?;
+    record_of(events, sent)
+}
+
+/// How far apart the page's clock reading of a request's start and DevTools' `wallTime`
+/// may be for the two to be one request: both read the system clock within the same
+/// `fetch` call, a few ms apart at most on a busy machine; 100 ms leaves room for a
+/// loaded one and still tells apart requests a page sends a turn apart.
+pub const SAME_REQUEST_MS: f64 = 100.0;
+
+/// A page's own request, which carries no id of the caller's (#36): the request to `url`
+/// (origin and path; the query is not compared, as reports drop it) with `method` whose
+/// `wallTime` is nearest to `started_unix_ms`, within [`SAME_REQUEST_MS`]; `None` when
+/// there is none or it received no body bytes.
+pub fn find_request_by(
+    events: &[Event],
+    url: &str,
+    method: &str,
+    started_unix_ms: f64,
+) -> Option<RequestRecord> {
+    let without_query = |u: &str| u.split(['?', '#']).next().unwrap_or(u).to_owned();
+    let url = without_query(url);
+    let sent = events
+        .iter()
+        .filter(|e| e.method == "Network.requestWillBeSent")
+        .filter(|e| {
+            let r = &e.params["request"];
+            r["url"].as_str().map(without_query).as_deref() == Some(url.as_str())
+                && r["method"]
+                    .as_str()
+                    .is_some_and(|m| m.eq_ignore_ascii_case(method))
+        })
+        .filter_map(sent_of)
+        .filter_map(|sent| {
+            let apart = (sent.2? * 1000.0 - started_unix_ms).abs();
+            (apart <= SAME_REQUEST_MS).then_some((apart, sent))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))?
+        .1;
+    record_of(events, sent)
+}
+
+/// A `requestWillBeSent`'s request id, monotonic and wall time.
+fn sent_of(e: &Event) -> Option<(String, f64, Option<f64>)> {
+    let p = &e.params;
+    Some((
+        p["requestId"].as_str()?.to_owned(),
+        p["timestamp"].as_f64()?,
+        p["wallTime"].as_f64(),
+    ))
+}
+
+/// The record of the request `sent` names, from its events.
+fn record_of(
+    events: &[Event],
+    (request_id, sent_s, sent_wall_s): (String, f64, Option<f64>),
+) -> Option<RequestRecord> {
     let request_id = request_id.as_str();
     let of_request = |method: &'static str| {
         events
@@ -133,6 +182,43 @@ mod tests {
         assert_eq!(found.timing_ms("sendStart"), Some(100_000.5));
         assert_eq!(found.timing_ms("connectStart"), None);
         assert_eq!(find_request(&events, "absent"), None);
+    }
+
+    /// A request to `url` with no id header, sent at `wall_s`, with its data.
+    fn page_request(id: &str, url: &str, method: &str, at_s: f64, wall_s: f64) -> Vec<Event> {
+        vec![
+            event(
+                "Network.requestWillBeSent",
+                json!({"requestId": id, "timestamp": at_s, "wallTime": wall_s,
+                       "request": {"url": url, "method": method, "headers": {}}}),
+            ),
+            at("Network.dataReceived", id, at_s + 0.3),
+        ]
+    }
+
+    #[test]
+    fn a_pages_own_request_is_found_by_url_method_and_time() {
+        let url = "http://127.0.0.1:9/sim/default/v1/chat/completions";
+        let mut events = page_request("a", &format!("{url}?seed=1"), "POST", 10.0, 1000.0);
+        events.extend(page_request("b", url, "POST", 20.0, 1010.0));
+        events.extend(page_request("c", url, "GET", 20.0, 1010.0));
+        events.extend(page_request(
+            "d",
+            "http://127.0.0.1:9/other",
+            "POST",
+            20.0,
+            1010.0,
+        ));
+        // The second turn's request: nearest in time, the query ignored.
+        let found = find_request_by(&events, &format!("{url}?x"), "post", 1_010_050.0).unwrap();
+        assert_eq!(found.sent_s, 20.0);
+        let found = find_request_by(&events, url, "POST", 999_990.0).unwrap();
+        assert_eq!(found.sent_s, 10.0);
+        // Farther than SAME_REQUEST_MS from both: none, rather than a wrong one.
+        assert!(find_request_by(&events, url, "POST", 1_005_000.0).is_none());
+        assert!(
+            find_request_by(&events, "http://127.0.0.1:9/nothing", "POST", 1_010_000.0).is_none()
+        );
     }
 
     #[test]
