@@ -100,8 +100,23 @@ pub const STREAM: ChartSpec = ChartSpec {
     ],
 };
 
+/// The browser's own queue (#33 point 4): how long it held a request before sending it,
+/// the line that shows a browser limit (HTTP/1.1's six connections per host) apart from
+/// the server's load.
+pub const QUEUE: ChartSpec = ChartSpec {
+    id: "sweep-queue",
+    title: "time the browser held the request against load",
+    figures: &[Figure {
+        id: "browser-queue",
+        name: "browser request_queued p90",
+        budget_metric: Some("request_queued_ms"),
+        dash: "solid",
+        read: |t| t.browser.request_queued_ms.map(|q| q.p90),
+    }],
+};
+
 /// Every chart of the view, in order.
-pub const CHARTS: [&ChartSpec; 2] = [&WAIT, &STREAM];
+pub const CHARTS: [&ChartSpec; 3] = [&WAIT, &STREAM, &QUEUE];
 
 /// The chart a budget is drawn on: the one showing its metric, else the first (its
 /// break is still marked there).
@@ -426,6 +441,45 @@ mod tests {
         assert_eq!(stream.lines.len(), 1);
         assert_eq!(stream.lines[0].figure.id, "load-tpot");
         assert!(stream.budget_lines.is_empty() && stream.breaks.is_empty());
+    }
+
+    #[test]
+    fn the_browsers_own_queue_is_its_own_line_on_its_own_chart() {
+        // Without the figure (no --page-streams), the queue chart has nothing to draw.
+        let none = sweep(
+            &[1.0, 2.0],
+            &[&[(400.0, 390.0, 380.0), (450.0, 440.0, 430.0)]],
+            "",
+        );
+        assert!(geometry(&none, 2).lines.is_empty());
+        // With it: the browsers' request_queued p90 per step, its budget on this chart.
+        let text = r#"{"schema": "ttfx-sweep/1", "warmup_s": 1, "duration_s": 4, "steps": [
+            {"level": {"kind": "concurrency", "value": 1}, "seconds": 5, "budgets": [],
+             "targets": [{"target": "t0",
+               "browser": {"outcomes": {"total": 8}, "runs": [],
+                 "statistics": {"request_queued_ms": {"p50": 2, "p90": 480}}},
+               "load": {"metrics": {}, "throughput": {"requests_per_s": 1,
+                 "output_tokens_per_s": 1}, "errors": {"total": 0}}}]},
+            {"level": {"kind": "concurrency", "value": 8}, "seconds": 5, "budgets": [],
+             "targets": [{"target": "t0",
+               "browser": {"outcomes": {"total": 8}, "runs": [],
+                 "statistics": {"request_queued_ms": {"p50": 3, "p90": 900}}},
+               "load": {"metrics": {}, "throughput": {"requests_per_s": 1,
+                 "output_tokens_per_s": 1}, "errors": {"total": 0}}}]}]}"#;
+        let s = SweepFile::from_json(text).unwrap();
+        let g = geometry(&s, 2);
+        assert_eq!(g.lines.len(), 1);
+        assert_eq!(g.lines[0].figure.id, "browser-queue");
+        let values: Vec<f64> = g.lines[0].points.iter().map(|p| p.value_ms).collect();
+        assert_eq!(values, [480.0, 900.0]);
+        let budget = BudgetSpec {
+            text: String::new(),
+            metric: Some("request_queued_ms".into()),
+            stat: None,
+            at_least: None,
+            limit: None,
+        };
+        assert_eq!(chart_of(&budget), 2);
     }
 
     #[test]
