@@ -10,7 +10,7 @@ use ttfx_core::printable::escape_line;
 use ttfx_core::report::{BatchReport, Run};
 use ttfx_core::stats::Summary;
 
-use super::budget::Verdict;
+use super::budget::{Verdict, fail_marks, verdict_lines};
 use super::error::OutputError;
 use super::measure::{GroundTruth, SpeechTruth};
 use ttfx_report::report_cmd;
@@ -46,7 +46,7 @@ pub fn render(
         out.push_str(&held_back(&batch.runs));
         out.push('\n');
     }
-    out.push_str(&budgets(verdicts));
+    out.push_str(&verdict_lines(verdicts));
     if let [(a_label, a), (b_label, b)] = batches {
         out.push_str(&crossover_block(a_label, a, b_label, b));
     }
@@ -161,37 +161,6 @@ fn held_back(runs: &[Run]) -> String {
         // A protocol comes from the page's report: one line, whatever it holds.
         escape_line(&protocols.join(", ")),
     )
-}
-
-/// `<- FAIL budget (by X)` for each failed budget on `metric`, or None when all passed.
-fn fail_marks(verdicts: &[Verdict], metric: &str) -> Option<String> {
-    let marks: Vec<String> = verdicts
-        .iter()
-        .filter(|v| !v.passed && v.budget.metric == metric)
-        .map(|v| {
-            let by = v.miss().map_or(String::new(), |m| format!(" by {m:.2}"));
-            format!("<- FAIL {}{by}", v.budget.text)
-        })
-        .collect();
-    (!marks.is_empty()).then(|| marks.join("  "))
-}
-
-fn budgets(verdicts: &[Verdict]) -> String {
-    if verdicts.is_empty() {
-        return String::new();
-    }
-    let mut out = String::new();
-    let failed = verdicts.iter().filter(|v| !v.passed).count();
-    let _ = writeln!(
-        out,
-        "budgets: {} passed, {failed} failed",
-        verdicts.len() - failed
-    );
-    for v in verdicts {
-        let mark = if v.passed { "pass" } else { "FAIL" };
-        let _ = writeln!(out, "  {mark}  {:<32} {}", v.budget.text, v.describe());
-    }
-    out
 }
 
 /// The page's detector against the recording it heard: speech_start → speech_end beside
