@@ -1,6 +1,7 @@
-//! The chat UI fixtures of e2e/chat-uis (issue #20): four real chat pages that stream
-//! differently (EventSource, XMLHttpRequest, a WebSocket, a React app on the official
-//! `openai` client) and none of which loads the probe. [`ChatUi::serve`] starts what one
+//! The chat UI fixtures of e2e/chat-uis (issues #20 and #36): five real chat pages that
+//! stream differently (EventSource, XMLHttpRequest, a WebSocket, a React app on the
+//! official `openai` client, a React app on the Vercel AI SDK's `streamText`) and none of
+//! which loads the probe. [`ChatUi::serve`] starts what one
 //! needs: a `ttfx serve` for the API and a second `ttfx serve --dist` for the page, so the
 //! page talks to an API of another origin as a deployed app does; [`send`] and
 //! [`wait_reply`] drive the page over WebDriver.
@@ -40,14 +41,18 @@ pub enum Kind {
     WebSocket,
     /// A React app built by Vite, streaming through the `openai` npm client.
     ReactOpenAi,
+    /// A React app built by Vite, streaming with the Vercel AI SDK (`streamText` of `ai`
+    /// over `@ai-sdk/openai-compatible`).
+    ReactAiSdk,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 5] = [
         Kind::EventSource,
         Kind::Xhr,
         Kind::WebSocket,
         Kind::ReactOpenAi,
+        Kind::ReactAiSdk,
     ];
 
     /// Its folder under e2e/chat-uis.
@@ -57,6 +62,7 @@ impl Kind {
             Kind::Xhr => "xhr",
             Kind::WebSocket => "websocket",
             Kind::ReactOpenAi => "react-openai",
+            Kind::ReactAiSdk => "react-ai-sdk",
         }
     }
 }
@@ -80,8 +86,8 @@ impl ChatUi {
         let bin = paths::ttfx_bin()?;
         let api = ServeProcess::start(&bin, &[])?;
         let (dist, built) = match kind {
-            Kind::ReactOpenAi => {
-                let built = Built::react_app()?;
+            Kind::ReactOpenAi | Kind::ReactAiSdk => {
+                let built = Built::react_app(kind)?;
                 (built.dist(), Some(built))
             }
             _ => (fixture_dir(kind), None),
@@ -127,9 +133,10 @@ pub fn fixture_dir(kind: Kind) -> PathBuf {
 struct Built(PathBuf);
 
 impl Built {
-    /// e2e/chat-uis/react-openai copied to a fresh folder, its `node_modules` a link to
-    /// setup's install, built by Vite into `dist/`.
-    fn react_app() -> anyhow::Result<Built> {
+    /// The React fixture `kind` (e2e/chat-uis/react-openai or react-ai-sdk) copied to a
+    /// fresh folder, its `node_modules` a link to setup's install, built by Vite into
+    /// `dist/`.
+    fn react_app(kind: Kind) -> anyhow::Result<Built> {
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "ttfx-chat-ui-react-{}-{}",
@@ -138,9 +145,9 @@ impl Built {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         let built = Built(dir);
-        copy_dir(&fixture_dir(Kind::ReactOpenAi), &built.0)?;
+        copy_dir(&fixture_dir(kind), &built.0)?;
         link_dir(
-            &paths::chat_ui_node_modules()?,
+            &paths::chat_ui_node_modules(kind.folder())?,
             &built.0.join("node_modules"),
         )?;
         let out = Command::new("node")
@@ -151,7 +158,8 @@ impl Built {
             .context("cannot run node")?;
         if !out.status.success() {
             bail!(
-                "vite build of the React chat UI failed:\n{}{}",
+                "vite build of {} failed:\n{}{}",
+                kind.folder(),
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 
 /// The workspace root (the folder holding the root `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
@@ -120,38 +120,59 @@ pub fn probe_tarball() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// The `node_modules` folder holding the React chat UI's libraries (`react`, `react-dom`,
-/// `openai`): `$TTFX_CHAT_UI_NODE_MODULES`, else the prefix `cargo xtask setup` installs
-/// them into, named by the versions e2e/chat-uis/react-openai/package.json pins (the same
-/// pins as setup's, which an xtask test checks).
-pub fn chat_ui_node_modules() -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("TTFX_CHAT_UI_NODE_MODULES") {
+/// The `node_modules` folder holding a React chat UI fixture's libraries (`fixture`: its
+/// folder under e2e/chat-uis, `react-openai` or `react-ai-sdk`): `$TTFX_CHAT_UI_NODE_MODULES`
+/// (react-openai) or `$TTFX_AI_SDK_CHAT_UI_NODE_MODULES` (react-ai-sdk), else the prefix
+/// `cargo xtask setup` installs them into, named by the versions the fixture's
+/// package.json pins (the same pins as setup's, which an xtask test checks).
+pub fn chat_ui_node_modules(fixture: &str) -> anyhow::Result<PathBuf> {
+    let var = match fixture {
+        "react-openai" => "TTFX_CHAT_UI_NODE_MODULES",
+        "react-ai-sdk" => "TTFX_AI_SDK_CHAT_UI_NODE_MODULES",
+        other => bail!("e2e/chat-uis/{other} is not built with npm libraries"),
+    };
+    if let Some(path) = std::env::var_os(var) {
         return Ok(PathBuf::from(path));
     }
-    let manifest = workspace_root().join("e2e/chat-uis/react-openai/package.json");
+    let manifest = workspace_root()
+        .join("e2e/chat-uis")
+        .join(fixture)
+        .join("package.json");
     let text = std::fs::read_to_string(&manifest)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", manifest.display()))?;
     let manifest: serde_json::Value = serde_json::from_str(&text)?;
-    let pin = |name: &str| {
-        manifest["dependencies"][name]
-            .as_str()
-            .unwrap_or("?")
-            .to_owned()
+    let deps = manifest["dependencies"]
+        .as_object()
+        .with_context(|| format!("{fixture}/package.json has no dependencies"))?;
+    let pin = |name: &str| deps.get(name).and_then(|v| v.as_str()).unwrap_or("?");
+    // The prefix names of crates/xtask/src/paths.rs.
+    let prefix = match fixture {
+        "react-openai" => format!(
+            "chat-ui-deps-react-{}-openai-{}",
+            pin("react"),
+            pin("openai")
+        ),
+        _ => format!(
+            "chat-ui-deps-react-{}-ai-{}-openai-compatible-{}-zod-{}",
+            pin("react"),
+            pin("ai"),
+            pin("@ai-sdk/openai-compatible"),
+            pin("zod")
+        ),
     };
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
-    let path = home
-        .join(".cache/ttfx")
-        .join(format!(
-            "chat-ui-deps-react-{}-openai-{}",
-            pin("react"),
-            pin("openai")
-        ))
-        .join("node_modules");
-    if !path.join("openai/package.json").is_file() || !path.join("react-dom").is_dir() {
+    let path = home.join(".cache/ttfx").join(prefix).join("node_modules");
+    let missing: Vec<&str> = deps
+        .keys()
+        .map(String::as_str)
+        .filter(|name| !path.join(name).join("package.json").is_file())
+        .collect();
+    if !missing.is_empty() {
         bail!(
-            "no react/openai install at {} (run `cargo xtask setup`, which installs them)",
+            "no {} at {} (run `cargo xtask setup`, which installs them)",
+            missing.join(", "),
             path.display()
         );
     }

@@ -1,9 +1,9 @@
 //! The chat UI fixtures of e2e/chat-uis are real chat UIs: in each engine, a prompt typed
 //! and sent (the button, then Enter) appends the user's message and a reply that streams
 //! the simulator's exact text, over each page's own transport (EventSource,
-//! XMLHttpRequest, a WebSocket, the `openai` client in a Vite-built React app), from an
-//! API on another origin; a second turn appends a second reply. None of the pages loads
-//! the probe: these tests are the ground `ttfx run --url … --inject` measures on.
+//! XMLHttpRequest, a WebSocket, the `openai` client or the Vercel AI SDK's `streamText` in
+//! a Vite-built React app), from an API on another origin; a second turn appends a second
+//! reply. None of the pages loads the probe: these tests are the ground `ttfx run --url … --inject` measures on.
 
 use std::time::{Duration, Instant};
 
@@ -110,10 +110,15 @@ async fn react_openai(engine: Engine) -> anyhow::Result<()> {
     two_turns(Kind::ReactOpenAi, engine).await
 }
 
+async fn react_ai_sdk(engine: Engine) -> anyhow::Result<()> {
+    two_turns(Kind::ReactAiSdk, engine).await
+}
+
 engines!(eventsource);
 engines!(xhr);
 engines!(websocket);
 engines!(react_openai);
+engines!(react_ai_sdk);
 
 /// A stream the server refuses (HTTP 500 before the stream; for the socket, its
 /// handshake) shows as a failed reply in every fixture, not as an endless "streaming",

@@ -336,10 +336,11 @@ fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The four chat UIs built differently (e2e/chat-uis: EventSource, XMLHttpRequest, a
-/// Realtime-style WebSocket, React with the official `openai` client over fetch), each
-/// served apart from its API, none loading the probe: each measured with --inject in
-/// Chromium and Firefox, on its own transport, within the injected delay's bound.
+/// The five chat UIs built differently (e2e/chat-uis: EventSource, XMLHttpRequest, a
+/// Realtime-style WebSocket, React with the official `openai` client or the Vercel AI SDK
+/// over fetch), each served apart from its API, none loading the probe: each measured
+/// with --inject in Chromium and Firefox, on its own transport, within the injected
+/// delay's bound.
 #[test]
 fn chat_uis_on_every_transport_are_measured_with_inject() -> anyhow::Result<()> {
     let _alone = alone();
@@ -350,7 +351,7 @@ fn chat_uis_on_every_transport_are_measured_with_inject() -> anyhow::Result<()> 
             Kind::EventSource => ("eventsource", "openai-chat"),
             Kind::Xhr => ("xhr", "openai-chat"),
             Kind::WebSocket => ("websocket", "openai-realtime"),
-            Kind::ReactOpenAi => ("fetch", "openai-chat"),
+            Kind::ReactOpenAi | Kind::ReactAiSdk => ("fetch", "openai-chat"),
         };
         for browser in ["chromium", "firefox"] {
             let what = format!("{} in {browser}", kind.folder());

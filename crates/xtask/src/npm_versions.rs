@@ -28,3 +28,13 @@ pub const BINARYEN_VERSION: &str = "132.0.0";
 /// same pins (a test checks). openai 6.x: 7.x asks for Node.js 22, these machines have 20.
 pub const REACT_VERSION: &str = "19.3.1";
 pub const OPENAI_VERSION: &str = "6.30.1";
+
+/// The libraries of the Vercel AI SDK chat UI fixture (e2e/chat-uis/react-ai-sdk, issue
+/// #36): a React app that streams with `streamText` of `ai` through
+/// `@ai-sdk/openai-compatible`, built by Vite in its e2e test; its package.json lists the
+/// same pins (a test checks). `ai` 6.x: every 7.x asks for Node.js 22, these machines have
+/// 20. The two share `@ai-sdk/provider-utils` 4.0.65, so the bundle holds one copy. zod is
+/// their peer dependency: pinned, or npm would pick its newest.
+pub const AI_SDK_VERSION: &str = "6.0.326";
+pub const AI_SDK_OPENAI_COMPATIBLE_VERSION: &str = "2.0.92";
+pub const ZOD_VERSION: &str = "4.6.7";

@@ -59,6 +59,20 @@ pub fn chat_ui_deps() -> PathBuf {
     ))
 }
 
+/// The Vercel AI SDK chat UI fixture's libraries (`react`, `react-dom`, `ai`,
+/// `@ai-sdk/openai-compatible`, `zod`), installed by `cargo xtask setup` into their own
+/// prefix of the per-user cache; the e2e helper finds it by the same name
+/// (e2e/src/paths.rs).
+pub fn ai_sdk_chat_ui_deps() -> PathBuf {
+    npm_cache().join(format!(
+        "chat-ui-deps-react-{}-ai-{}-openai-compatible-{}-zod-{}",
+        npm_versions::REACT_VERSION,
+        npm_versions::AI_SDK_VERSION,
+        npm_versions::AI_SDK_OPENAI_COMPATIBLE_VERSION,
+        npm_versions::ZOD_VERSION
+    ))
+}
+
 /// Where `cargo xtask setup` installs npm tools: per user, shared by every checkout, so a
 /// warm machine does not install them again.
 fn npm_cache() -> PathBuf {

@@ -12,8 +12,8 @@ use clap::Args;
 
 use crate::cmd;
 use crate::npm_versions::{
-    BINARYEN_VERSION, ESBUILD_VERSION, OPENAI_VERSION, REACT_VERSION, TYPESCRIPT_VERSION,
-    VITE_VERSION,
+    AI_SDK_OPENAI_COMPATIBLE_VERSION, AI_SDK_VERSION, BINARYEN_VERSION, ESBUILD_VERSION,
+    OPENAI_VERSION, REACT_VERSION, TYPESCRIPT_VERSION, VITE_VERSION, ZOD_VERSION,
 };
 use crate::paths;
 use crate::webdriver_json;
@@ -71,9 +71,11 @@ pub enum Tool {
     Esbuild,
     /// Binaryen from npm: wasm-opt for the package's analysis wasm.
     Binaryen,
-    /// `react`, `react-dom` and `openai` from npm, for the React chat UI fixture that Vite
-    /// builds in the e2e tests (e2e/chat-uis/react-openai). No JSX plugin: the app calls
-    /// `React.createElement`, so Vite alone builds it.
+    /// The libraries of the React chat UI fixtures that Vite builds in the e2e tests, each
+    /// fixture's in its own prefix: `react`, `react-dom` and `openai`
+    /// (e2e/chat-uis/react-openai); `react`, `react-dom`, `ai`,
+    /// `@ai-sdk/openai-compatible` and `zod` (e2e/chat-uis/react-ai-sdk). No JSX plugin:
+    /// the apps call `React.createElement`, so Vite alone builds them.
     ChatUiDeps,
     /// Debian's `pulseaudio` and `pulseaudio-utils` (root to install): the sound server
     /// the first-audio truth plays into (a null sink) and records (`parec`, `pacat`,
@@ -179,7 +181,11 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
             Tool::Binaryen => {
                 ensure_npm_package("binaryen", BINARYEN_VERSION, &paths::wasm_opt())?;
             }
-            Tool::ChatUiDeps => ensure_chat_ui_deps()?,
+            Tool::ChatUiDeps => {
+                for (prefix, packages) in chat_ui_deps() {
+                    ensure_npm_libraries(&prefix, &packages)?;
+                }
+            }
             Tool::SoundServer => ensure_sound_server()?,
             Tool::Speech => ensure_speech()?,
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
@@ -411,12 +417,42 @@ fn ensure_npm_package(name: &str, version: &str, bin: &Path) -> anyhow::Result<(
     Ok(())
 }
 
-/// The React chat UI's libraries in one prefix (`paths::chat_ui_deps`), unless each is
-/// there already.
-fn ensure_chat_ui_deps() -> anyhow::Result<()> {
-    let prefix = paths::chat_ui_deps();
-    let packages = ["react", "react-dom", "openai"];
-    let present = packages.iter().all(|name| {
+/// Each React chat UI fixture's libraries (npm name, pinned version), and the prefix
+/// they go to.
+fn chat_ui_deps() -> [(std::path::PathBuf, Vec<(&'static str, &'static str)>); 2] {
+    [
+        (
+            paths::chat_ui_deps(),
+            vec![
+                ("react", REACT_VERSION),
+                ("react-dom", REACT_VERSION),
+                ("openai", OPENAI_VERSION),
+            ],
+        ),
+        (
+            paths::ai_sdk_chat_ui_deps(),
+            vec![
+                ("react", REACT_VERSION),
+                ("react-dom", REACT_VERSION),
+                ("ai", AI_SDK_VERSION),
+                (
+                    "@ai-sdk/openai-compatible",
+                    AI_SDK_OPENAI_COMPATIBLE_VERSION,
+                ),
+                ("zod", ZOD_VERSION),
+            ],
+        ),
+    ]
+}
+
+/// `npm install` of `packages` (name, version) into `prefix` in one go, unless each is
+/// there already (the prefix's name carries the versions).
+fn ensure_npm_libraries(prefix: &Path, packages: &[(&str, &str)]) -> anyhow::Result<()> {
+    let specs: Vec<String> = packages
+        .iter()
+        .map(|(name, version)| format!("{name}@{version}"))
+        .collect();
+    let present = packages.iter().all(|(name, _)| {
         prefix
             .join("node_modules")
             .join(name)
@@ -424,23 +460,22 @@ fn ensure_chat_ui_deps() -> anyhow::Result<()> {
             .is_file()
     });
     if present {
-        eprintln!("xtask setup: react {REACT_VERSION} and openai {OPENAI_VERSION} present");
+        eprintln!("xtask setup: {} present", specs.join(", "));
         return Ok(());
     }
     ensure_node()?;
     eprintln!(
-        "xtask setup: installing react {REACT_VERSION} and openai {OPENAI_VERSION} into {}",
+        "xtask setup: installing {} into {}",
+        specs.join(", "),
         prefix.display()
     );
-    std::fs::create_dir_all(&prefix)
+    std::fs::create_dir_all(prefix)
         .with_context(|| format!("cannot create {}", prefix.display()))?;
     cmd::run(
         Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(format!("react@{REACT_VERSION}"))
-            .arg(format!("react-dom@{REACT_VERSION}"))
-            .arg(format!("openai@{OPENAI_VERSION}")),
+            .arg(prefix)
+            .args(&specs),
     )
 }
 
@@ -527,18 +562,36 @@ mod tests {
         }
     }
 
-    /// The fixture's package.json says what setup installs, so the app an e2e test builds
+    /// Each React fixture's package.json says what setup installs into its prefix (the
+    /// same libraries, at the same versions, nothing more), so the app an e2e test builds
     /// is the one described.
     #[test]
-    fn the_react_chat_ui_pins_what_setup_installs() {
-        let path = crate::paths::root().join("e2e/chat-uis/react-openai/package.json");
-        let text = std::fs::read_to_string(path).unwrap();
-        let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let deps = &manifest["dependencies"];
-        assert_eq!(deps["react"], REACT_VERSION);
-        assert_eq!(deps["react-dom"], REACT_VERSION);
-        assert_eq!(deps["openai"], OPENAI_VERSION);
-        assert_eq!(deps.as_object().map(|d| d.len()), Some(3), "{deps}");
+    fn the_react_chat_uis_pin_what_setup_installs() {
+        let [(openai_prefix, openai), (ai_sdk_prefix, ai_sdk)] = chat_ui_deps();
+        for (fixture, prefix, packages) in [
+            ("react-openai", openai_prefix, openai),
+            ("react-ai-sdk", ai_sdk_prefix, ai_sdk),
+        ] {
+            let path = crate::paths::root()
+                .join("e2e/chat-uis")
+                .join(fixture)
+                .join("package.json");
+            let text = std::fs::read_to_string(path).unwrap();
+            let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let deps = manifest["dependencies"].as_object().unwrap();
+            let pinned: std::collections::BTreeMap<&str, &str> = deps
+                .iter()
+                .map(|(name, version)| (name.as_str(), version.as_str().unwrap()))
+                .collect();
+            let installed: std::collections::BTreeMap<&str, &str> =
+                packages.iter().copied().collect();
+            assert_eq!(pinned, installed, "{fixture}");
+            // The prefix is named by every version it holds, so a new pin installs anew.
+            let name = prefix.file_name().unwrap().to_string_lossy().into_owned();
+            for (_, version) in &packages {
+                assert!(name.contains(version), "{fixture}: {name}");
+            }
+        }
         assert!(TEST_TOOLS.contains(&Tool::ChatUiDeps));
     }
 
