@@ -13,6 +13,7 @@ pub mod bounds;
 pub mod browser;
 pub mod byte_server;
 pub mod chat_uis;
+pub mod driver_tap;
 
 pub mod engines;
 pub mod load;
