@@ -203,7 +203,8 @@ async fn provider_timing_headers_reach_the_record_and_server_timing_reaches_the_
     )
     .await;
     assert_eq!(c.status, 200, "{}", c.text());
-    // The page gets every Server-Timing header as sent, readable by its scripts.
+    // The page gets every Server-Timing header as sent, readable by its scripts, and
+    // ttfx serve's own naming its record (the runner joins a page's request by it).
     let server_timing: Vec<&str> = c
         .headers
         .get_all("server-timing")
@@ -212,7 +213,11 @@ async fn provider_timing_headers_reach_the_record_and_server_timing_reaches_the_
         .collect();
     assert_eq!(
         server_timing,
-        ["queue;dur=12.5, prefill;dur=40", "cfL4;desc=\"?proto=TCP\""]
+        [
+            "queue;dur=12.5, prefill;dur=40",
+            "cfL4;desc=\"?proto=TCP\"",
+            "ttfx-record;desc=timing-1"
+        ]
     );
     let exposed = c.header("access-control-expose-headers").unwrap_or("");
     assert!(exposed.contains("server-timing"), "{exposed}");
