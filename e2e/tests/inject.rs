@@ -84,6 +84,33 @@ fn refused(args: &[&str], says: &str) -> anyhow::Result<String> {
     Ok(stderr)
 }
 
+/// A two-turn flow file in `dir`: `first` typed into `#prompt` and sent with `#send`,
+/// then "And then?" sent with Enter, each turn waiting for its reply.
+fn two_turn_flow(dir: &std::path::Path, first: &str) -> anyhow::Result<PathBuf> {
+    let flow = dir.join("flow.toml");
+    std::fs::write(
+        &flow,
+        format!(
+            r##"
+[[step]]
+type = "{first}"
+into = "#prompt"
+[[step]]
+submit = "#send"
+[[step]]
+wait = "reply"
+[[step]]
+type = "And then?"
+[[step]]
+submit = "enter"
+[[step]]
+wait = "reply"
+"##
+        ),
+    )?;
+    Ok(flow)
+}
+
 fn milestone(run: &Value, name: &str) -> Option<f64> {
     run["timeline"]["milestones"][name].as_f64()
 }
@@ -235,25 +262,7 @@ fn every_turn_of_a_flow_is_measured() -> anyhow::Result<()> {
     let _alone = alone();
     let (_server, url) = fetch_page()?;
     let dir = tempfile::tempdir()?;
-    let flow = dir.path().join("flow.toml");
-    std::fs::write(
-        &flow,
-        r##"
-[[step]]
-type = "Hello there"
-into = "#prompt"
-[[step]]
-submit = "#send"
-[[step]]
-wait = "reply"
-[[step]]
-type = "And then?"
-[[step]]
-submit = "enter"
-[[step]]
-wait = "reply"
-"##,
-    )?;
+    let flow = two_turn_flow(dir.path(), "Hello there")?;
     let (stdout, batch) = run_ok(&[
         "--url",
         &url,
@@ -629,25 +638,7 @@ fn a_chat_page_on_the_vercel_ai_sdk_is_measured_unchanged() -> anyhow::Result<()
     // depend on the seed, which only varies the timing).
     let expected = ttfx_sim::text::answer(20);
     let dir = tempfile::tempdir()?;
-    let flow = dir.path().join("flow.toml");
-    std::fs::write(
-        &flow,
-        r##"
-[[step]]
-type = "What makes streaming feel fast?"
-into = "#prompt"
-[[step]]
-submit = "#send"
-[[step]]
-wait = "reply"
-[[step]]
-type = "And then?"
-[[step]]
-submit = "enter"
-[[step]]
-wait = "reply"
-"##,
-    )?;
+    let flow = two_turn_flow(dir.path(), "What makes streaming feel fast?")?;
     let flow = flow.to_string_lossy().into_owned();
     // (how it is measured, its own arguments, turns per pass, how the reply is chosen)
     let ways: [(&str, Vec<&str>, usize, &str); 4] = [
