@@ -54,6 +54,11 @@ impl Machine {
         Machine::take_at(prefix(), alone).await
     }
 
+    /// [`Machine::take`] for a plain `#[test]` (no runtime): blocks this thread.
+    pub fn take_now(alone: bool) -> anyhow::Result<Machine> {
+        Machine::take_blocking(&prefix(), alone)
+    }
+
     /// The same with the lock files at `prefix` (`.turnstile`, `.lock` appended).
     pub async fn take_at(prefix: PathBuf, alone: bool) -> anyhow::Result<Machine> {
         tokio::task::spawn_blocking(move || Machine::take_blocking(&prefix, alone))

@@ -14,7 +14,27 @@ use ttfx_e2e::{ServeProcess, paths};
 /// Injected: first token 400 ms after arrival, 30 answer tokens at 200 tok/s.
 const TARGET: &str = "sim/default?ttft_ms=400&tokens_per_second=200&output_tokens=30&seed=7";
 
+thread_local! {
+    /// This test holds the machine alone (its `ttfx run`s must not wait for it again).
+    static ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The machine for the whole of a test whose timing a busy machine would break (voice
+/// turns: the microphone is PulseAudio fed in real time): no other e2e test's browsers
+/// run meanwhile, in this binary or another.
+fn alone() -> anyhow::Result<ttfx_e2e::machine::Machine> {
+    let machine = ttfx_e2e::machine::Machine::take_now(true)?;
+    ALONE.with(|a| a.set(true));
+    Ok(machine)
+}
+
 fn ttfx_run(args: &[&str]) -> anyhow::Result<Output> {
+    // Shared with the other e2e tests, so that one running alone has the machine.
+    let _machine = if ALONE.with(std::cell::Cell::get) {
+        None
+    } else {
+        Some(ttfx_e2e::machine::Machine::take_now(false)?)
+    };
     let pkg = paths::probe_pkg()?;
     let mut command = Command::new(paths::ttfx_bin()?);
     command.arg("run").arg("--probe-pkg").arg(&pkg).args(args);
@@ -605,6 +625,7 @@ const DECISION_SLACK_MS: f64 = 37.0;
 /// device plays a tone) from a PulseAudio null sink the runner plays it into.
 #[test]
 fn voice_turns_are_measured_stage_by_stage_from_the_end_of_speech() -> anyhow::Result<()> {
+    let _machine = alone()?;
     for browser in ["chromium", "firefox"] {
         turns_in(browser)?;
     }
@@ -734,6 +755,7 @@ fn turns_in(browser: &str) -> anyhow::Result<()> {
 /// reply's last sample, and holds the detector's onset (60 ms) and the device.
 #[test]
 fn a_barge_in_stops_the_reply_and_reports_interrupt_ms() -> anyhow::Result<()> {
+    let _machine = alone()?;
     let (stdout, batch) = run_ok_with_batch(
         "barge.json",
         &[
