@@ -45,8 +45,6 @@ fn fetch_page() -> anyhow::Result<(ServeProcess, String)> {
 }
 
 fn ttfx_run(args: &[&str]) -> anyhow::Result<Output> {
-    // Shared with the other e2e tests, so that one running alone has the machine.
-    let _machine = ttfx_e2e::machine::Machine::take_now(false)?;
     let mut command = Command::new(paths::ttfx_bin()?);
     command
         .arg("run")

@@ -14,27 +14,16 @@ use ttfx_e2e::{ServeProcess, paths};
 /// Injected: first token 400 ms after arrival, 30 answer tokens at 200 tok/s.
 const TARGET: &str = "sim/default?ttft_ms=400&tokens_per_second=200&output_tokens=30&seed=7";
 
-thread_local! {
-    /// This test holds the machine alone (its `ttfx run`s must not wait for it again).
-    static ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// The machine for the whole of a test whose timing a busy machine would break (voice
-/// turns: the microphone is PulseAudio fed in real time): no other e2e test's browsers
-/// run meanwhile, in this binary or another.
+/// The machine alone for the whole of a test whose timing a busy machine would break
+/// (voice turns: the microphone is PulseAudio fed in real time): no test that holds the
+/// machine lock (the `engines!` tests of every binary) runs meanwhile. This file's
+/// `ttfx run`s take no lock of their own: a second lock on another descriptor would wait
+/// for the first (flock), as `page_streams` (alone) would wait for itself.
 fn alone() -> anyhow::Result<ttfx_e2e::machine::Machine> {
-    let machine = ttfx_e2e::machine::Machine::take_now(true)?;
-    ALONE.with(|a| a.set(true));
-    Ok(machine)
+    ttfx_e2e::machine::Machine::take_now(true)
 }
 
 fn ttfx_run(args: &[&str]) -> anyhow::Result<Output> {
-    // Shared with the other e2e tests, so that one running alone has the machine.
-    let _machine = if ALONE.with(std::cell::Cell::get) {
-        None
-    } else {
-        Some(ttfx_e2e::machine::Machine::take_now(false)?)
-    };
     let pkg = paths::probe_pkg()?;
     let mut command = Command::new(paths::ttfx_bin()?);
     command.arg("run").arg("--probe-pkg").arg(&pkg).args(args);
