@@ -2,8 +2,11 @@
 //! that drive a whole browser through `ttfx run` or a page. Two rules, each held where it
 //! is true:
 //!
-//! - the **median** of a set of runs holds the idle machine's physics
-//!   ([`BUSY_SLACK_MS`]);
+//! - the **lower median** of a set of runs holds the idle machine's physics
+//!   ([`BUSY_SLACK_MS`]): at least half the runs were not slowed by the machine. It is
+//!   the lower one of the middle two for an even count, because the mean of two runs
+//!   (the interpolated median) lets the one run a loaded machine slowed decide the pair
+//!   (CI: Firefox's submit delay 4.0 and 92.0 ms, "median" 48.0);
 //! - **every run** holds the loaded machine's bound ([`LOOPBACK_BOUND_MS`]), because one
 //!   run on a 2-core machine that also runs the server, the driver and the browser can
 //!   lose a scheduling slice to any of them (CI saw 445.6 ms against 400 + 45 once, the
@@ -12,7 +15,6 @@
 //! No run may be below the injected delay: that would be a clock error, not noise.
 
 use anyhow::ensure;
-use ttfx_core::stats::percentile;
 
 /// How late one loopback milestone may be behind the server's injected delay: the
 /// server's timer (~1 ms), loopback TCP and HTTP parsing (<1 ms), the browser's network
@@ -29,20 +31,20 @@ pub const LOOPBACK_BOUND_MS: f64 = 150.0;
 pub const BUSY_SLACK_MS: f64 = 45.0;
 
 /// `measured` (one value per run) against `injected`: none below it, each less than
-/// [`LOOPBACK_BOUND_MS`] above, their median less than [`BUSY_SLACK_MS`] above. `what`
+/// [`LOOPBACK_BOUND_MS`] above, their lower median less than [`BUSY_SLACK_MS`] above. `what`
 /// names them in the error, which lists every value.
 pub fn above_injected(what: &str, injected: f64, measured: &[f64]) -> anyhow::Result<()> {
     within(what, injected, injected + BUSY_SLACK_MS, measured)
 }
 
-/// `measured` (one value per run): none below `floor`, the median below `median_below`
+/// `measured` (one value per run): none below `floor`, the lower median below `median_below`
 /// (the idle machine's bound, the caller's to justify), each less than
 /// [`LOOPBACK_BOUND_MS`] above `floor` (a loaded machine's run).
 pub fn within(what: &str, floor: f64, median_below: f64, measured: &[f64]) -> anyhow::Result<()> {
-    let median = percentile(measured, 50.0);
-    let Some(median) = median.filter(|_| measured.iter().all(|m| m.is_finite())) else {
+    if measured.is_empty() || !measured.iter().all(|m| m.is_finite()) {
         anyhow::bail!("{what}: no finite values in {measured:?}");
-    };
+    }
+    let median = lower_median(measured);
     let each_below = floor + LOOPBACK_BOUND_MS;
     for &m in measured {
         ensure!(
@@ -52,9 +54,17 @@ pub fn within(what: &str, floor: f64, median_below: f64, measured: &[f64]) -> an
     }
     ensure!(
         median < median_below,
-        "{what}: median {median:.1} ms not below {median_below} (all runs: {measured:.1?})"
+        "{what}: lower median {median:.1} ms not below {median_below} (all runs: {measured:.1?})"
     );
     Ok(())
+}
+
+/// The middle value, the lower of the middle two for an even count: half the values or
+/// more are at or below it. Finite, non-empty input (the caller checks).
+fn lower_median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[(sorted.len() - 1) / 2]
 }
 
 #[cfg(test)]
@@ -68,6 +78,10 @@ mod tests {
         // Both runs slow: the median says so.
         let slow = above_injected("ttft", 400.0, &[446.0, 450.0, 420.0]).unwrap_err();
         assert!(slow.to_string().contains("median 446.0"), "{slow}");
+        // Two runs: one slowed by the machine leaves the other to hold the idle bound
+        // (CI's Firefox submit delays); two slow ones do not pass.
+        assert!(above_injected("submit", 0.0, &[92.0, 4.0]).is_ok());
+        assert!(above_injected("submit", 0.0, &[92.0, 46.0]).is_err());
         // One run past the loaded bound, one below the injected delay.
         assert!(above_injected("ttft", 400.0, &[550.0, 401.0, 402.0]).is_err());
         assert!(above_injected("ttft", 400.0, &[399.9, 401.0, 402.0]).is_err());

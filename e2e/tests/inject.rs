@@ -130,7 +130,7 @@ fn check_turns(runs: &[Value], what: &str) -> anyhow::Result<()> {
 
 /// What every measured turn must show, its stream read in `dialect`; its `ttft_visible`
 /// against the injected TTFT over all of them (bounds.rs: each run within the loaded
-/// machine's bound, their median within two busy frames).
+/// machine's bound, their lower median within two busy frames).
 fn check_turns_of(runs: &[Value], what: &str, dialect: &str) -> anyhow::Result<()> {
     let ttfts = runs
         .iter()
