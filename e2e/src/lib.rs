@@ -24,6 +24,7 @@ pub mod page;
 pub mod paint_truth;
 pub mod paths;
 pub mod process;
+pub mod qa_runners;
 pub mod screencast;
 pub mod serve;
 pub mod site;

@@ -38,3 +38,13 @@ pub const OPENAI_VERSION: &str = "6.30.1";
 pub const AI_SDK_VERSION: &str = "6.0.326";
 pub const AI_SDK_OPENAI_COMPATIBLE_VERSION: &str = "2.0.92";
 pub const ZOD_VERSION: &str = "4.6.7";
+
+/// The test runners of docs/qa.md (issue #34): the Playwright fixture of the probe
+/// package (`ttfx-probe/playwright`) runs under `@playwright/test`, and the Puppeteer
+/// recipe under `puppeteer-core`; their e2e test (e2e/tests/qa_runners.rs) drives
+/// Debian's Chromium through `executablePath`, so none of them downloads a browser (setup
+/// installs them with the download switched off). `playwright-core` is pinned beside
+/// `@playwright/test` so the two are one release. puppeteer-core 24.x: every 25.x asks
+/// for Node.js 22, these machines have 20.
+pub const PLAYWRIGHT_VERSION: &str = "1.65.2";
+pub const PUPPETEER_CORE_VERSION: &str = "24.43.1";

@@ -73,6 +73,17 @@ pub fn ai_sdk_chat_ui_deps() -> PathBuf {
     ))
 }
 
+/// The test runners of docs/qa.md (`@playwright/test`, `playwright-core`,
+/// `puppeteer-core`), installed by `cargo xtask setup` into one prefix of the per-user
+/// cache; the e2e helper finds it by the same name (e2e/src/qa_runners.rs).
+pub fn qa_runner_deps() -> PathBuf {
+    npm_cache().join(format!(
+        "qa-runners-playwright-{}-puppeteer-core-{}",
+        npm_versions::PLAYWRIGHT_VERSION,
+        npm_versions::PUPPETEER_CORE_VERSION
+    ))
+}
+
 /// Where `cargo xtask setup` installs npm tools: per user, shared by every checkout, so a
 /// warm machine does not install them again.
 fn npm_cache() -> PathBuf {

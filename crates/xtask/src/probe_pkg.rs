@@ -154,8 +154,9 @@ fn minify_front(to: &Path) -> anyhow::Result<()> {
 
 /// The inject bundle: the committed one (`cargo xtask probe-front` makes it, and the
 /// check keeps it current), which `ttfx run --inject` also carries compiled in; the
-/// package's copy is what `--probe-pkg DIR` reads. It stays out of the npm package's
-/// files (only the runner uses it).
+/// package's copy is what `--probe-pkg DIR` reads, and a documented file of the npm
+/// package (`ttfx-probe/inject.js`): any test runner adds it before a page's scripts
+/// (docs/qa.md), and `runner/` and `playwright/` read it.
 fn bundle_inject(to: &Path) -> anyhow::Result<()> {
     let from = probe_front::inject_bundle_path();
     std::fs::copy(&from, to)
@@ -213,8 +214,12 @@ fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
 /// - `analysis/`: the analysis (ttfx-analysis as wasm) and `worker.js`, loaded lazily;
 /// - `voice/`: the voice build (`ttfx-probe/voice`): the front plus the audio API, with
 ///   the analysis linked in (voice results need it);
-/// - `inject.js`: the front as one classic script for `ttfx run --inject` (not in the
-///   npm package's files).
+/// - `inject.js`: the front as one classic script for `ttfx run --inject` and any test
+///   runner (docs/qa.md);
+/// - `runner/`: Node.js, any runner: a chat turn measured through the inject bundle, its
+///   report made with the analysis wasm, budgets (`ttfx-probe/runner`);
+/// - `playwright/`: the Playwright Test fixture and matcher over `runner/`
+///   (`ttfx-probe/playwright`).
 pub fn build() -> anyhow::Result<PathBuf> {
     let out = out_dir();
     if out.exists() {
@@ -260,9 +265,34 @@ pub fn build() -> anyhow::Result<PathBuf> {
 
     let template = paths::root().join("crates/ttfx-probe/pkg-template");
     copy(&template.join("README.md"), &out.join("README.md"))?;
+    for (folder, files) in QA_ENTRIES {
+        std::fs::create_dir_all(out.join(folder))?;
+        for file in *files {
+            copy(
+                &template.join(folder).join(file),
+                &out.join(folder).join(file),
+            )?;
+        }
+    }
     std::fs::write(out.join("package.json"), package_json())?;
     Ok(out)
 }
+
+/// The test runners' entries (docs/qa.md), copied from the template as written: they are
+/// Node.js modules a test imports, not bytes a page downloads, so they are not minified.
+const QA_ENTRIES: &[(&str, &[&str])] = &[
+    (
+        "runner",
+        &[
+            "index.js",
+            "index.d.ts",
+            "turn.js",
+            "replay.js",
+            "budget.js",
+        ],
+    ),
+    ("playwright", &["index.js", "index.d.ts"]),
+];
 
 fn package_json() -> String {
     let version = env!("CARGO_PKG_VERSION");
@@ -279,9 +309,14 @@ fn package_json() -> String {
     ".": {{ "types": "./probe.d.ts", "default": "./probe.js" }},
     "./voice": {{ "types": "./voice/index.d.ts", "default": "./voice/index.js" }},
     "./analysis": {{ "types": "./analysis/ttfx_analysis.d.ts", "default": "./analysis/ttfx_analysis.js" }},
-    "./analysis/worker.js": "./analysis/worker.js"
+    "./analysis/worker.js": "./analysis/worker.js",
+    "./inject.js": "./inject.js",
+    "./runner": {{ "types": "./runner/index.d.ts", "default": "./runner/index.js" }},
+    "./playwright": {{ "types": "./playwright/index.d.ts", "default": "./playwright/index.js" }}
   }},
-  "files": ["probe.js", "probe.js.map", "probe.d.ts", "voice/", "analysis/"],
+  "files": ["probe.js", "probe.js.map", "probe.d.ts", "voice/", "analysis/", "inject.js", "runner/", "playwright/"],
+  "peerDependencies": {{ "@playwright/test": ">=1.40" }},
+  "peerDependenciesMeta": {{ "@playwright/test": {{ "optional": true }} }},
   "sideEffects": false,
   "license": "MIT OR Apache-2.0"
 }}

@@ -13,7 +13,8 @@ use clap::Args;
 use crate::cmd;
 use crate::npm_versions::{
     AI_SDK_OPENAI_COMPATIBLE_VERSION, AI_SDK_VERSION, BINARYEN_VERSION, ESBUILD_VERSION,
-    OPENAI_VERSION, REACT_VERSION, TYPESCRIPT_VERSION, VITE_VERSION, ZOD_VERSION,
+    OPENAI_VERSION, PLAYWRIGHT_VERSION, PUPPETEER_CORE_VERSION, REACT_VERSION, TYPESCRIPT_VERSION,
+    VITE_VERSION, ZOD_VERSION,
 };
 use crate::paths;
 use crate::webdriver_json;
@@ -77,6 +78,11 @@ pub enum Tool {
     /// `@ai-sdk/openai-compatible` and `zod` (e2e/chat-uis/react-ai-sdk). No JSX plugin:
     /// the apps call `React.createElement`, so Vite alone builds them.
     ChatUiDeps,
+    /// The test runners of docs/qa.md, in one prefix: `@playwright/test` and
+    /// `playwright-core` (the probe package's Playwright fixture) and `puppeteer-core` (the
+    /// Puppeteer recipe), installed with their browser downloads switched off: their e2e
+    /// test launches Debian's Chromium through `executablePath`.
+    QaRunners,
     /// Debian's `pulseaudio` and `pulseaudio-utils` (root to install): the sound server
     /// the first-audio truth plays into (a null sink) and records (`parec`, `pacat`,
     /// `pactl`); its e2e test and bench start and stop the server themselves.
@@ -139,6 +145,7 @@ pub const TEST_TOOLS: &[Tool] = &[
     Tool::TypeScript,
     Tool::Vite,
     Tool::ChatUiDeps,
+    Tool::QaRunners,
     Tool::Esbuild,
     Tool::Binaryen,
     Tool::CargoFuzz,
@@ -186,6 +193,7 @@ pub fn ensure(tools: &[Tool]) -> anyhow::Result<()> {
                     ensure_npm_libraries(&prefix, &packages)?;
                 }
             }
+            Tool::QaRunners => ensure_qa_runners()?,
             Tool::SoundServer => ensure_sound_server()?,
             Tool::Speech => ensure_speech()?,
             Tool::OtherBrowsers => ensure_firefox_and_webkit()?,
@@ -445,9 +453,42 @@ fn chat_ui_deps() -> [(std::path::PathBuf, Vec<(&'static str, &'static str)>); 2
     ]
 }
 
+/// The test runners of docs/qa.md (npm name, pinned version).
+fn qa_runners() -> [(&'static str, &'static str); 3] {
+    [
+        ("@playwright/test", PLAYWRIGHT_VERSION),
+        ("playwright-core", PLAYWRIGHT_VERSION),
+        ("puppeteer-core", PUPPETEER_CORE_VERSION),
+    ]
+}
+
+/// The test runners, without a browser: both packages would fetch one of their own at
+/// install time unless told not to, and the tests must use Debian's Chromium (nothing
+/// downloads but from a package registry).
+fn ensure_qa_runners() -> anyhow::Result<()> {
+    ensure_npm_libraries_with(
+        &paths::qa_runner_deps(),
+        &qa_runners(),
+        &[
+            ("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"),
+            ("PUPPETEER_SKIP_DOWNLOAD", "1"),
+        ],
+    )
+}
+
 /// `npm install` of `packages` (name, version) into `prefix` in one go, unless each is
 /// there already (the prefix's name carries the versions).
 fn ensure_npm_libraries(prefix: &Path, packages: &[(&str, &str)]) -> anyhow::Result<()> {
+    ensure_npm_libraries_with(prefix, packages, &[])
+}
+
+/// [`ensure_npm_libraries`] with `env` set for `npm install` (and its packages' install
+/// scripts).
+fn ensure_npm_libraries_with(
+    prefix: &Path,
+    packages: &[(&str, &str)],
+    env: &[(&str, &str)],
+) -> anyhow::Result<()> {
     let specs: Vec<String> = packages
         .iter()
         .map(|(name, version)| format!("{name}@{version}"))
@@ -475,7 +516,8 @@ fn ensure_npm_libraries(prefix: &Path, packages: &[(&str, &str)]) -> anyhow::Res
         Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(prefix)
-            .args(&specs),
+            .args(&specs)
+            .envs(env.iter().copied()),
     )
 }
 
@@ -549,6 +591,7 @@ mod tests {
                         | Tool::TypeScript
                         | Tool::Vite
                         | Tool::ChatUiDeps
+                        | Tool::QaRunners
                         | Tool::Esbuild
                         | Tool::Binaryen
                         | Tool::OtherBrowsers
@@ -593,6 +636,32 @@ mod tests {
             }
         }
         assert!(TEST_TOOLS.contains(&Tool::ChatUiDeps));
+    }
+
+    /// The test runners' prefix is named by the versions it holds (a new pin installs
+    /// anew), `cargo xtask test` installs it, and e2e/playwright/package.json pins the same.
+    #[test]
+    fn the_qa_runners_prefix_and_the_e2e_project_name_the_pins() {
+        let name = crate::paths::qa_runner_deps()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        for (_, version) in qa_runners() {
+            assert!(name.contains(version), "{name}");
+        }
+        assert!(TEST_TOOLS.contains(&Tool::QaRunners));
+        // The e2e project lists the same pins (its helper finds the prefix by them).
+        let path = crate::paths::root().join("e2e/playwright/package.json");
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let listed: std::collections::BTreeMap<&str, &str> = manifest["devDependencies"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(name, version)| (name.as_str(), version.as_str().unwrap()))
+            .collect();
+        assert_eq!(listed, qa_runners().into_iter().collect());
     }
 
     /// The e2e tests run in all three engines, so `test` and plain `setup` install them.
