@@ -238,6 +238,14 @@ fn the_playwright_fixture_measures_the_react_chat_page() -> anyhow::Result<()> {
 #[test]
 fn the_puppeteer_recipe_measures_the_react_chat_page() -> anyhow::Result<()> {
     let _alone = alone();
+    // The package's inject.js is the bundle `ttfx run --inject` compiles in, byte for byte.
+    let bundle = std::fs::read(paths::probe_pkg()?.join("inject.js"))?;
+    let built_in =
+        std::fs::read(paths::workspace_root().join("crates/ttfx-run/src/inject_bundle.js"))?;
+    anyhow::ensure!(
+        bundle == built_in,
+        "the package's inject.js is not ttfx run's bundle"
+    );
     let _machine = Machine::take_now(false)?;
     let ui = ChatUi::serve(Kind::ReactOpenAi)?;
     let url = ui.page_url("default", DELAYS);

@@ -57,6 +57,17 @@ export interface TurnOptions {
 /** One chat turn: arm the probe, `action()` submits as a user does, resolve to the run. */
 export function measureTurn(evaluate: Evaluate, action: () => unknown, options?: TurnOptions): Promise<Run>;
 
+/** What the page's `window[Symbol.for("ttfx.inject")].take()` returns. */
+export interface Recording {
+  calls: unknown[][];
+  runs: [number, number, string, string][];
+  submitAt: number | null;
+  now?: number;
+}
+
+/** The turn's stream from one recording taken after the reply ended (no reply element: no first_dom, first_paint). */
+export function streamOf(taken: Recording, options?: { match?: Match; probe?: string | null }): Promise<Run>;
+
 /** The script to add before the page's own scripts: the configuration, then the bundle. */
 export function injectSource(options?: { match?: Match }): string;
 

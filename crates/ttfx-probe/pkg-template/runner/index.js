@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { summarize, metricOf } from "./budget.js";
 import { schemaOf } from "./replay.js";
 
-export { measureTurn } from "./turn.js";
+export { measureTurn, streamOf } from "./turn.js";
 export { judge, describe, summarize, percentile, metricOf } from "./budget.js";
 
 const PACKAGE = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));

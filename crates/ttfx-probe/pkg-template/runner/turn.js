@@ -94,6 +94,32 @@ function describeOpen(replay, started, submitAt) {
 }
 
 /**
+ * The stream of a turn from one recording `take()` returned after the reply ended (a
+ * runner that cannot await the page from Node.js, e.g. Cypress through `cy.task`): the
+ * same choice as `measureTurn`, without the reply's element (no first_dom, first_paint).
+ */
+export async function streamOf(taken, options = {}) {
+  const { match = null, probe = null } = options;
+  await loadAnalysis();
+  const replay = new Replay();
+  const started = (taken.runs || []).map(([key, start, transport, url]) => ({ key, start, transport, url }));
+  for (const call of taken.calls || []) replay.apply(call);
+  if (taken.submitAt === null || taken.submitAt === undefined) {
+    throw new Error("the recording holds no submit: arm() before the click or Enter, take() after the reply");
+  }
+  const chosen = choose(replay, started, taken.submitAt, match !== null);
+  if (!chosen) throw new Error(`no stream ended after the submit; ${describeOpen(replay, started, taken.submitAt)}`);
+  const run = chosen[1];
+  run.timeline.selection = {
+    stream: match !== null ? "match" : "first_streaming_after_submit",
+    requests_seen: chosen[2],
+    reply: "growth",
+    ...(probe ? { probe } : {}),
+  };
+  return run;
+}
+
+/**
  * Measures one turn: `action` submits the prompt (a click or an Enter key press, as a
  * user does); resolves to the run (docs/report.md's run: id, target, timeline, metrics).
  */
