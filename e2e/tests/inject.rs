@@ -740,12 +740,16 @@ fn a_chat_page_on_the_vercel_ai_sdk_is_measured_unchanged() -> anyhow::Result<()
 /// Ground truth and gaps for a page's own request (#36): the page's request carries no id
 /// of the runner's. Its response from `ttfx serve` names the server's record
 /// (`Server-Timing: ttfx-record`), which the runner joins, so the report has the gap
-/// rows, and the id itself stays out of the report. In Chromium the DevTools record of
-/// the request is found by its URL, method and start: `ground_truth` holds each run.
+/// rows, and the id itself stays out of the report. The browser's own record of the
+/// request (Chromium's DevTools, Firefox's WebDriver BiDi) is found by its URL, method and
+/// start: `ground_truth` holds each run. The server holds its headers until the first
+/// token (`queue_ms` = the injected `ttft_ms`), so BiDi's `responseStart`, the headers'
+/// arrival, is the first byte's too (BiDi has no event per body chunk).
 #[test]
 fn a_pages_own_request_gets_its_server_record_and_ground_truth() -> anyhow::Result<()> {
     let _alone = alone();
-    let (_server, url) = fetch_page()?;
+    let (_server, page) = fetch_page()?;
+    let url = format!("{page}&queue_ms={TTFT_MS}");
     for browser in ["chromium", "firefox"] {
         let dir = tempfile::tempdir()?;
         let json = dir.path().join("batch.json");
@@ -789,11 +793,67 @@ fn a_pages_own_request_gets_its_server_record_and_ground_truth() -> anyhow::Resu
             let gap = visible["gap_ms"].as_f64().context("gap_ms")?;
             assert!((0.0..150.0).contains(&gap), "{browser}: {visible}");
         }
-        let truth = batch["ground_truth"].as_array().map_or(0, Vec::len);
-        match browser {
-            "chromium" => assert_eq!(truth, 2, "{browser}: {}", batch["ground_truth"]),
-            _ => assert_eq!(truth, 0, "{browser}: DevTools is Chromium's"),
+        let truth = batch["ground_truth"].as_array().context("ground_truth")?;
+        assert_eq!(truth.len(), 2, "{browser}: {truth:?}\n{stdout}");
+        for (g, run) in truth.iter().zip(runs) {
+            eprintln!("{browser} ground truth: {g}");
+            match browser {
+                "chromium" => {
+                    // As run_cmd's check of the runner's page: both from the request's
+                    // creation, the probe a task after the network stack's delivery.
+                    assert_eq!(g["source"], "devtools", "{g}");
+                    let d = g["probe_minus_devtools_ms"].as_f64().context("devtools")?;
+                    assert!((-5.0..50.0).contains(&d), "{browser}: {g}");
+                }
+                _ => check_bidi_truth(g, run)?,
+            }
         }
     }
+    Ok(())
+}
+
+/// Firefox's entry against docs/fidelity.md's error bars. The probe's `first_byte`
+/// came 3.2–22 ms after BiDi's `responseStart` there (median 5.4; once 113 ms on a loaded
+/// machine): the bytes cross from the parent process's socket to the page's main thread.
+/// It may read earlier only by what the clocks resolve: the probe's step (coarsened), and
+/// the page clock through `timeOrigin`, on which BiDi's system-clock times are placed
+/// (±2 ms on a plain Firefox page; BiDi's own µs stamps 0.05 ms). Later than 150 ms is
+/// beyond the loopback bound of the probe tests. The page's own Resource Timing
+/// `responseStart`, the same moment as BiDi's, lies within the same clock error of it
+/// plus its hop (p99 2.1 ms there).
+fn check_bidi_truth(g: &Value, run: &Value) -> anyhow::Result<()> {
+    const MAPPING_MS: f64 = 2.0;
+    const BIDI_STAMP_MS: f64 = 0.05;
+    const LATE_BOUND_MS: f64 = 150.0;
+    anyhow::ensure!(g["source"] == "bidi", "{g}");
+    let step = run["timeline"]["environment"]["timer_resolution_ms"]
+        .as_f64()
+        .unwrap_or(1.0);
+    let early = step + MAPPING_MS + BIDI_STAMP_MS;
+    let probe = milestone(run, "first_byte").context("first_byte")?;
+    anyhow::ensure!(g["probe_first_byte_ms"].as_f64() == Some(probe), "{g}");
+    let d = g["probe_minus_bidi_ms"]
+        .as_f64()
+        .context("probe_minus_bidi_ms")?;
+    anyhow::ensure!(
+        (-early..LATE_BOUND_MS).contains(&d),
+        "first_byte − BiDi responseStart {d:.3} ms outside −{early:.2}…{LATE_BOUND_MS}: {g}"
+    );
+    let bidi_start = g["bidi_response_start_ms"]
+        .as_f64()
+        .context("responseStart")?;
+    let rt_start = milestone(run, "response_start").context("response_start")?;
+    let hop = rt_start - bidi_start;
+    anyhow::ensure!(
+        (-early..early + 5.0).contains(&hop),
+        "Resource Timing responseStart − BiDi's {hop:.3} ms: {g}"
+    );
+    // The request was made after the probe's clock read (within the mapping's error),
+    // and before its response began.
+    let made = g["bidi_request_ms"].as_f64().context("bidi_request_ms")?;
+    anyhow::ensure!(
+        made >= -early && made <= bidi_start,
+        "BiDi requestTime at {made:.3} ms: {g}"
+    );
     Ok(())
 }

@@ -121,12 +121,14 @@ pub struct Injected {
 }
 
 /// Registers `source` to run before the page's scripts in every document the session
-/// loads from now on.
+/// loads from now on; over `shared`, the session's BiDi connection when it has one open
+/// already (Firefox's, for its network events), else over one of its own.
 pub async fn install(
     client: &Client,
     browser: Browser,
     via: InjectVia,
     source: &str,
+    shared: Option<&Bidi>,
 ) -> anyhow::Result<Injected> {
     let caps = client.capabilities();
     let has_bidi = caps
@@ -142,7 +144,11 @@ pub async fn install(
         bail!("--inject-via devtools needs Chromium: only it speaks the DevTools protocol");
     }
     if has_bidi && via != InjectVia::Devtools {
-        let (bidi, _events) = Bidi::attach(caps, &[]).await?;
+        let mut own = None;
+        let bidi = match shared {
+            Some(bidi) => bidi,
+            None => &*own.insert(Bidi::attach(caps, &[]).await?.0),
+        };
         bidi.call(
             "script.addPreloadScript",
             json!({ "functionDeclaration": format!("() => {{\n{source}\n}}") }),
@@ -150,7 +156,7 @@ pub async fn install(
         .await
         .context("BiDi script.addPreloadScript")?;
         return Ok(Injected {
-            _bidi: Some(bidi),
+            _bidi: own,
             _cdp: None,
         });
     }

@@ -14,7 +14,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
-use ttfx_core::Milestone;
 use ttfx_core::ServerRecord;
 use ttfx_core::printable::cut;
 use ttfx_core::report::{ReportFile, Run};
@@ -23,25 +22,15 @@ use ttfx_hostaudio::pulse::PulseMicrophone;
 use ttfx_webdriver::sandbox::Sandbox;
 
 use super::driver::{self, Endpoint, EndpointError};
+pub use super::ground_truth::GroundTruth;
+use super::ground_truth::{self as truth_entry, Job as TruthJob};
 use super::inject::REASON_SHOWN_CHARS;
 use super::scenario::{RunTarget, Scenario, TurnScenario};
+use super::session_truth::SessionTruth;
 use super::site;
 use crate::RunArgs;
 use crate::error::RunError;
 use crate::setup_error::SetupError;
-
-/// Probe `first_byte` beside the browser's own first data for the same request.
-#[derive(Debug, Clone, Serialize)]
-pub struct GroundTruth {
-    pub run_id: String,
-    pub target: String,
-    pub probe_first_byte_ms: f64,
-    /// DevTools `Network.dataReceived` − `Network.requestWillBeSent`.
-    pub devtools_first_data_ms: f64,
-    /// DevTools `Network.responseReceived` − `Network.requestWillBeSent`.
-    pub devtools_response_ms: Option<f64>,
-    pub probe_minus_devtools_ms: f64,
-}
 
 pub struct MeasuredRuns {
     /// Per target, in the scenario's order, the measured runs in job order.
@@ -306,12 +295,14 @@ impl RequestIds {
 /// A browser session, bounded: a driver whose browser cannot start (no display for
 /// WebKitGTK, a grid without free nodes) may otherwise never answer.
 async fn open_session(endpoint: &Endpoint, ctx: &Context_) -> Result<Client, EndpointError> {
-    // A BiDi socket unless the DevTools protocol is asked for.
-    let bidi = ctx.preload.is_some()
+    // A BiDi socket for inject mode's preload script unless the DevTools protocol is
+    // asked for, and for Firefox's ground truth (its network events).
+    let bidi = (ctx.preload.is_some()
         && ctx
             .inject
             .as_ref()
-            .is_some_and(|i| i.via != super::inject::InjectVia::Devtools);
+            .is_some_and(|i| i.via != super::inject::InjectVia::Devtools))
+        || ctx.browser == driver::Browser::Firefox;
     tokio::time::timeout(
         SESSION_LIMIT,
         endpoint.session(&ctx.browser_args, &ctx.firefox_prefs, bidi, ctx.timeout),
@@ -334,6 +325,8 @@ fn spawn_session(
     progress: ProgressBar,
 ) -> JoinHandle<anyhow::Result<Vec<Done>>> {
     tokio::spawn(async move {
+        // Before the preload script: it shares the session's one BiDi connection.
+        let truth = SessionTruth::open(&client, ctx.browser).await;
         let result = match &ctx.preload {
             Some(source) => match super::inject::install(
                 &client,
@@ -342,15 +335,18 @@ fn spawn_session(
                     .as_ref()
                     .map_or(super::inject::InjectVia::Auto, |i| i.via),
                 source,
+                truth.bidi(),
             )
             .await
             {
                 // Held while the session works: the preload script may go with it.
-                Ok(_injected) => worker(w, &client, &ctx, &queue, &progress).await,
+                Ok(_injected) => worker(w, &client, &ctx, &truth, &queue, &progress).await,
                 Err(e) => Err(e.context("--inject")),
             },
-            None => worker(w, &client, &ctx, &queue, &progress).await,
+            None => worker(w, &client, &ctx, &truth, &queue, &progress).await,
         };
+        // The BiDi connection before the session it belongs to.
+        drop(truth);
         let _ = client.close().await;
         result
     })
@@ -417,7 +413,6 @@ struct Context_ {
     warmup: usize,
     /// Streams the runner page opens at once (`--page-streams`).
     page_streams: usize,
-    ground_truth: bool,
     prompt: String,
     voice: bool,
     turn: Option<TurnScenario>,
@@ -450,9 +445,6 @@ impl Context_ {
             timeout: scenario.timeout,
             warmup: scenario.warmup,
             page_streams: scenario.page_streams.max(1),
-            // Only chromedriver has the performance log of DevTools Network events. A
-            // page's own request is found by its URL, method and start (#36).
-            ground_truth: browser == driver::Browser::Chromium,
             prompt: scenario.prompts[0].clone(),
             voice: scenario.voice,
             turn: scenario.turn.clone(),
@@ -480,6 +472,7 @@ async fn worker(
     w: usize,
     client: &Client,
     ctx: &Context_,
+    truth: &SessionTruth,
     queue: &Queue,
     progress: &ProgressBar,
 ) -> anyhow::Result<Vec<Done>> {
@@ -499,10 +492,8 @@ async fn worker(
                 .with_context(|| format!("warm-up run against {}", target.label()))?;
         }
     }
-    if ctx.ground_truth {
-        // Drop the warm-ups' events: the log returns what gathered since the last read.
-        let _ = driver::network_events(client).await;
-    }
+    // Drop the warm-ups' network events.
+    truth.forget(client).await;
     let mut done = Vec::new();
     loop {
         // `--page-streams N`: the next N jobs go out from the page at once.
@@ -533,25 +524,26 @@ async fn worker(
                     )
                 })?
         };
-        // The log returns the events gathered since its last read: once per page's
-        // streams, each run found in them by its request id.
-        let events = if ctx.ground_truth {
-            driver::network_events(client).await
-        } else {
-            Vec::new()
-        };
+        // The DevTools log returns the events gathered since its last read: once per
+        // page's streams, each run found in them by its request id (or its URL, method
+        // and start, #36); BiDi's are looked up per run, then dropped.
+        let events = truth.devtools_events(client).await;
         for (job, run) in runs {
             let run = match (&ctx.inject, &ctx.records) {
                 (Some(_), Some(client)) => super::record_join::join(run, client).await,
                 _ => run,
             };
-            let truth = if ctx.ground_truth {
-                ground_truth(&run, &job, &ctx.scenario_targets[job.target], &events)
-            } else {
-                None
+            let of = TruthJob {
+                request_id: &job.request_id,
+                label: ctx.scenario_targets[job.target].label(),
             };
-            done.push((job, run, truth));
+            let (run, entry) = match truth.entry(&run, of, &events).await {
+                Ok(entry) => (run, Some(entry)),
+                Err(why) => (truth_entry::noted(run, why), None),
+            };
+            done.push((job, run, entry));
         }
+        truth.forget(client).await;
         progress.inc(group.len() as u64);
     }
     Ok(done)
@@ -745,37 +737,6 @@ pub(crate) fn to_run(
         .map_err(|e| anyhow::anyhow!("the server's record: {}", cut(&e, REASON_SHOWN_CHARS)))?;
     run.with_server(&record.server)
         .map_err(|e| anyhow::anyhow!("run {id} with the server's record: {e}"))
-}
-
-/// The clock mapping: DevTools' `requestWillBeSent` is taken as the probe's
-/// `request_start` (the probe reads `performance.now()` just before calling `fetch`, and
-/// the browser creates the request during that call), so the DevTools first data in ms
-/// after `requestWillBeSent` is comparable with the probe's `first_byte`.
-fn ground_truth(
-    run: &Run,
-    job: &Job,
-    target: &RunTarget,
-    events: &[ttfx_webdriver::devtools::Event],
-) -> Option<GroundTruth> {
-    let probe = run.timeline.milestones.get(Milestone::FirstByte)?;
-    let request = &run.timeline.request;
-    let page_request = match (
-        &request.url,
-        &request.method,
-        run.timeline.request_start_unix_ms,
-    ) {
-        (Some(url), Some(method), Some(at)) => Some((url.as_str(), method.as_str(), at)),
-        _ => None,
-    };
-    let net = driver::network_times(events, &job.request_id, page_request)?;
-    Some(GroundTruth {
-        run_id: job.request_id.clone(),
-        target: target.label().to_owned(),
-        probe_first_byte_ms: probe,
-        devtools_first_data_ms: net.first_data_ms,
-        devtools_response_ms: net.response_ms,
-        probe_minus_devtools_ms: probe - net.first_data_ms,
-    })
 }
 
 /// Opens the runner page; `voice` makes it load the probe's voice build, `turn` (voice

@@ -12,6 +12,7 @@ use ttfx_core::stats::Summary;
 
 use super::budget::{Verdict, fail_marks, verdict_lines};
 use super::error::OutputError;
+use super::ground_truth::NO_GROUND_TRUTH;
 use super::measure::{GroundTruth, SpeechTruth};
 use ttfx_report::report_cmd;
 use ttfx_webdriver::sandbox::Sandbox;
@@ -38,7 +39,7 @@ pub fn render(
             fail_marks(marks, metric)
         }));
         let rows: Vec<&GroundTruth> = truth.iter().filter(|g| &g.target == label).collect();
-        out.push_str(&ground_truth(&rows));
+        out.push_str(&ground_truth(&rows, &batch.runs));
         if let Some(speech) = speech {
             out.push_str(&detector(batch, speech));
         }
@@ -189,18 +190,70 @@ fn detector(batch: &BatchReport, speech: &SpeechTruth) -> String {
     )
 }
 
-/// The probe's `first_byte` against DevTools' first `dataReceived` for the same request.
-fn ground_truth(rows: &[&GroundTruth]) -> String {
-    let diffs: Vec<f64> = rows.iter().map(|g| g.probe_minus_devtools_ms).collect();
-    let Some(s) = Summary::of(&diffs) else {
-        return String::new();
-    };
-    format!(
-        "ground truth: probe first_byte - DevTools first dataReceived (both from \
-         requestWillBeSent = request_start), {} run(s): p50 {:.2} ms, p90 {:.2} ms, \
-         min {:.2} ms, max {:.2} ms\n",
-        s.count, s.p50, s.p90, s.min, s.max
-    )
+/// What each source's line says the probe's `first_byte` is held against.
+const WITNESSES: [(&str, &str); 2] = [
+    (
+        "devtools",
+        "DevTools first dataReceived (both from requestWillBeSent = request_start)",
+    ),
+    (
+        "bidi",
+        "BiDi responseStart (the headers' arrival, on the page clock through timeOrigin, \
+         ±2 ms)",
+    ),
+];
+
+/// Distinct reasons for runs without ground truth printed; the rest are counted.
+const REASONS_SHOWN: usize = 3;
+
+/// The probe's `first_byte` against the browser's own record of the same request, a line
+/// per source; then the runs without one, counted by why.
+fn ground_truth(rows: &[&GroundTruth], runs: &[Run]) -> String {
+    let mut out = String::new();
+    for (source, witness) in WITNESSES {
+        let diffs: Vec<f64> = rows
+            .iter()
+            .filter(|g| g.source() == source)
+            .map(|g| g.probe_minus_witness_ms())
+            .collect();
+        if let Some(s) = Summary::of(&diffs) {
+            let _ = writeln!(
+                out,
+                "ground truth: probe first_byte - {witness}, {} run(s): p50 {:.2} ms, \
+                 p90 {:.2} ms, min {:.2} ms, max {:.2} ms",
+                s.count, s.p50, s.p90, s.min, s.max
+            );
+        }
+    }
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for why in runs.iter().flat_map(|r| &r.timeline.anomalies) {
+        if why.class != NO_GROUND_TRUTH {
+            continue;
+        }
+        let why = why.detail.trim_start_matches("no ground truth: ");
+        match reasons.iter_mut().find(|(r, _)| *r == why) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    for (why, n) in reasons.iter().take(REASONS_SHOWN) {
+        // A reason may quote the page's request URL.
+        let _ = writeln!(
+            out,
+            "ground truth: none for {n} of {} run(s): {}",
+            runs.len(),
+            escape_line(why)
+        );
+    }
+    if reasons.len() > REASONS_SHOWN {
+        let more: usize = reasons[REASONS_SHOWN..].iter().map(|(_, n)| n).sum();
+        let _ = writeln!(
+            out,
+            "ground truth: none for {more} more run(s), for {} other reason(s)",
+            reasons.len() - REASONS_SHOWN
+        );
+    }
+    out
 }
 
 fn crossover_block(a_label: &str, a: &BatchReport, b_label: &str, b: &BatchReport) -> String {
@@ -268,7 +321,8 @@ fn crossover_block(a_label: &str, a: &BatchReport, b_label: &str, b: &BatchRepor
 /// The first target's batch goes to `path`; with `--against`, the second target's goes
 /// beside it as `STEM.against.json`. Each is a plain ttfx-core batch (so `ttfx report`
 /// reads it), plus optional top-level fields that readers of the schema ignore:
-/// `ground_truth` (per run: the probe's `first_byte` beside DevTools' first data) and
+/// `ground_truth` (per run: the probe's `first_byte` beside the browser's own record of
+/// the request, DevTools' or BiDi's; `source` says which) and
 /// `speech` (voice turns: what the fake microphone said and its true length) and
 /// `sandbox` (Chromium: `{"state": "on"/"off"/"remote", "user"?, "why"?}`).
 pub fn write_json(

@@ -3,11 +3,15 @@
 //! events. BiDi's envelope is the DevTools protocol's (a command `{id, method, params}`,
 //! its answer carries the `id` with `result` or `error`, an event has `method` and
 //! `params` and no `id`), so the socket is [`Cdp`](crate::devtools::Cdp)'s.
+//! [`network`] finds one request in the `network` module's events (Firefox's ground
+//! truth).
 
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::devtools::{Cdp, DevToolsError, Event};
+
+pub mod network;
 
 /// Why a BiDi connection or command failed.
 #[derive(Debug, thiserror::Error)]

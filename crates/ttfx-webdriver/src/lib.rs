@@ -15,7 +15,8 @@
 //! - [`devtools::Cdp`] and [`bidi::Bidi`] (feature `devtools`): the DevTools protocol
 //!   and WebDriver BiDi over a session's WebSocket, for what classic WebDriver cannot
 //!   do (preload scripts, network events); [`devtools::network`] finds one request in
-//!   the DevTools `Network` events, for the runner's ground truth and the e2e harness.
+//!   the DevTools `Network` events, for the runner's ground truth and the e2e harness,
+//!   and [`bidi::network`] in WebDriver BiDi's `network` events (Firefox's).
 //!
 //! Native and Unix only (process groups, `/proc`). It opens no sessions itself: callers
 //! pass [`Engine::capabilities`] to their WebDriver client. It must not depend on the

@@ -12,6 +12,7 @@ use ttfx_core::report::{BatchReport, ReportFile, Run};
 use ttfx_core::selection::{ReplyChoice, Selection, StreamChoice};
 
 use super::super::budget::{RunBudget, Verdict};
+use super::super::ground_truth::{Witness, noted};
 use super::super::junit;
 use super::super::measure::{GroundTruth, SpeechTruth};
 
@@ -78,10 +79,27 @@ fn fixed() -> Fixed {
         .iter()
         .filter_map(RunBudget::goodput_budget)
         .collect();
-    let mut runs = replayed_runs();
-    for (i, run) in runs.iter_mut().enumerate() {
-        select(run, i);
-    }
+    let mut runs: Vec<Run> = replayed_runs()
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut run)| {
+            select(&mut run, i);
+            // A run of each target without ground truth, each saying why.
+            match i {
+                2 => noted(
+                    run,
+                    "no ground truth: the probe saw no first byte".to_owned(),
+                ),
+                5 => noted(
+                    run,
+                    "no ground truth: WebDriver BiDi saw the request POST \
+                     http://127.0.0.1:9/v1/chat/completions but no responseStart (waited 1 s)"
+                        .to_owned(),
+                ),
+                _ => run,
+            }
+        })
+        .collect();
     let second = runs.split_off(3);
     let batches: Vec<(String, BatchReport)> = [runs, second]
         .into_iter()
@@ -102,10 +120,23 @@ fn fixed() -> Fixed {
         run_id: id.to_owned(),
         target: TARGETS[t].to_owned(),
         probe_first_byte_ms: probe,
-        devtools_first_data_ms: devtools,
-        devtools_response_ms: (t == 0).then_some(devtools - 30.0),
-        probe_minus_devtools_ms: probe - devtools,
+        witness: Witness::Devtools {
+            devtools_first_data_ms: devtools,
+            devtools_response_ms: (t == 0).then_some(devtools - 30.0),
+            probe_minus_devtools_ms: probe - devtools,
+        },
     })
+    .chain([GroundTruth {
+        run_id: "b-5".to_owned(),
+        target: TARGETS[1].to_owned(),
+        probe_first_byte_ms: 911.0,
+        witness: Witness::Bidi {
+            bidi_request_ms: Some(1.25),
+            bidi_response_start_ms: 905.5,
+            bidi_response_end_ms: None,
+            probe_minus_bidi_ms: 5.5,
+        },
+    }])
     .collect();
     let speech = SpeechTruth {
         text: "How long do the first words take?".to_owned(),
