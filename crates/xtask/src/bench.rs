@@ -49,6 +49,19 @@ enum Section {
         #[arg(long)]
         quick: bool,
     },
+    /// The probe's analysis against npm eventsource-parser + JSON.parse (a TextDecoder +
+    /// split + JSON.parse loop for NDJSON) on the main thread of one page per engine
+    /// (#35): OpenAI chat, Anthropic and Ollama bodies of 2,000 and 50,000 events in 1 KiB
+    /// chunks; MB/s of each, their ratio, a reply's first-call and warm cost; a Chromium
+    /// CPU profile of the analysis. About five minutes.
+    DecodeBrowser {
+        /// Alternating rounds per body (three times as many at 2,000 events).
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        /// Comma-separated engines: chromium, firefox, webkit (default all).
+        #[arg(long)]
+        engines: Option<String>,
+    },
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
@@ -57,6 +70,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Some(Section::Import) => import(),
         Some(Section::Collect { quick }) => collect_load(quick),
         Some(Section::Load { quick }) => load_generator(quick),
+        Some(Section::DecodeBrowser {
+            rounds,
+            ref engines,
+        }) => crate::bench_decode_browser::run(rounds, engines.as_deref()),
         None => all(),
     }
 }
@@ -129,7 +146,8 @@ fn all() -> anyhow::Result<()> {
         &[],
     )?;
     probe_size_breakdown()?;
-    probe_cost(&pkg)
+    probe_cost(&pkg)?;
+    crate::bench_decode_browser::run(7, None)
 }
 
 /// Where the analysis wasm's bytes go, by area, from twiggy on a wasm-bindgen build that

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 #[cfg(test)]
 mod architecture_doc;
 mod bench;
+mod bench_decode_browser;
 mod bench_sweep;
 mod cmd;
 mod e2e_lanes;

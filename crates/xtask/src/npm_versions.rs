@@ -48,3 +48,9 @@ pub const ZOD_VERSION: &str = "4.6.7";
 /// for Node.js 22, these machines have 20.
 pub const PLAYWRIGHT_VERSION: &str = "1.65.2";
 pub const PUPPETEER_CORE_VERSION: &str = "24.43.1";
+
+/// The JavaScript peer of `cargo xtask bench decode-browser` (#35): the SSE parser a team
+/// streaming from an LLM API in its own JavaScript reaches for, fed to `JSON.parse`. 3.x:
+/// `createParser({ onEvent })`; its ES module has no dependencies, so the bench page
+/// loads it as installed.
+pub const EVENTSOURCE_PARSER_VERSION: &str = "3.1.1";

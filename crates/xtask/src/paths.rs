@@ -113,3 +113,14 @@ pub fn tsc() -> PathBuf {
         .join(format!("typescript-{}", npm_versions::TYPESCRIPT_VERSION))
         .join("node_modules/typescript/bin/tsc")
 }
+
+/// eventsource-parser's package folder (`dist/index.js`, `package.json`), installed by
+/// `cargo xtask bench decode-browser` into the per-user cache.
+pub fn eventsource_parser() -> PathBuf {
+    npm_cache()
+        .join(format!(
+            "eventsource-parser-{}",
+            npm_versions::EVENTSOURCE_PARSER_VERSION
+        ))
+        .join("node_modules/eventsource-parser")
+}

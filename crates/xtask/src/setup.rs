@@ -478,7 +478,7 @@ fn ensure_qa_runners() -> anyhow::Result<()> {
 
 /// `npm install` of `packages` (name, version) into `prefix` in one go, unless each is
 /// there already (the prefix's name carries the versions).
-fn ensure_npm_libraries(prefix: &Path, packages: &[(&str, &str)]) -> anyhow::Result<()> {
+pub fn ensure_npm_libraries(prefix: &Path, packages: &[(&str, &str)]) -> anyhow::Result<()> {
     ensure_npm_libraries_with(prefix, packages, &[])
 }
 
