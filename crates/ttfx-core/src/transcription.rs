@@ -106,8 +106,8 @@ impl TranscriptionWatch {
             let SseItem::Event(event) = item else {
                 continue;
             };
-            let named = match event.event_type.as_str() {
-                DELTA | DONE => Some(event.event_type.as_str()),
+            let named = match &*event.event_type {
+                DELTA | DONE => Some(&*event.event_type),
                 _ => None,
             };
             let parsed = json::parse(&event.data);

@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn dialects_from_first_events() {
         let ev = |t: &str, d: &str| SseEvent {
-            event_type: t.into(),
+            event_type: t.to_owned().into(),
             data: d.into(),
             last_event_id: String::new(),
         };
@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn realtime_is_told_from_responses_by_event_id_and_its_own_names() {
         let ev = |t: &str, d: &str| SseEvent {
-            event_type: t.into(),
+            event_type: t.to_owned().into(),
             data: d.into(),
             last_event_id: String::new(),
         };

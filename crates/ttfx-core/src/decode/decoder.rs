@@ -58,7 +58,10 @@ impl Decoder {
         use std::mem::size_of;
         let event_bytes = |e: &SseEvent| {
             size_of::<SseEvent>()
-                + e.event_type.capacity()
+                + match &e.event_type {
+                    std::borrow::Cow::Owned(s) => s.capacity(),
+                    std::borrow::Cow::Borrowed(_) => 0,
+                }
                 + e.data.capacity()
                 + e.last_event_id.capacity()
         };

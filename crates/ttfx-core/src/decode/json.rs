@@ -8,16 +8,20 @@
 //! largest single item in the browser probe's wasm, and the frames only need a handful
 //! of lookups. Reports, whose types derive serde, keep serde_json.
 
+use std::borrow::Cow;
 use std::fmt;
 
-/// A JSON value. Dropping one does not recurse, so deeply nested input is safe.
-pub enum Value {
+/// A JSON value, borrowing from the text it was parsed from: a string or key without
+/// escapes is a slice of the frame, not a copy. A chat chunk has a dozen keys and
+/// strings; allocating each was most of the analysis's decode time (#35's profile).
+/// Dropping one does not recurse, so deeply nested input is safe.
+pub enum Value<'a> {
     Null,
     Bool(bool),
     Number(Number),
-    String(String),
-    Array(Vec<Value>),
-    Object(Object),
+    String(Cow<'a, str>),
+    Array(Vec<Value<'a>>),
+    Object(Object<'a>),
 }
 
 /// A JSON number as it was written: a non-negative integer, a negative integer, or a
@@ -32,13 +36,13 @@ pub enum Number {
 /// A JSON object: its members in the text's order. A key written twice counts with its
 /// last value, as in a map.
 #[derive(Default)]
-pub struct Object {
-    members: Vec<(String, Value)>,
+pub struct Object<'a> {
+    members: Vec<(Cow<'a, str>, Value<'a>)>,
 }
 
-impl Object {
+impl<'a> Object<'a> {
     /// The member's value (the last one, for a repeated key).
-    pub fn get(&self, key: &str) -> Option<&Value> {
+    pub fn get(&self, key: &str) -> Option<&Value<'a>> {
         self.members
             .iter()
             .rev()
@@ -47,10 +51,10 @@ impl Object {
     }
 
     /// The members a map would hold, in key order: for a repeated key, its last value.
-    fn sorted(&self) -> Vec<&(String, Value)> {
+    fn sorted(&self) -> Vec<&(Cow<'a, str>, Value<'a>)> {
         let m = &self.members;
         let order = crate::order::stable_order(m.len(), &|a, b| m[a].0 <= m[b].0);
-        let mut out: Vec<&(String, Value)> = Vec::with_capacity(m.len());
+        let mut out: Vec<&(Cow<'a, str>, Value<'a>)> = Vec::with_capacity(m.len());
         for i in order {
             match out.last_mut() {
                 // Equal keys are adjacent and in text order: the later one replaces.
@@ -62,7 +66,7 @@ impl Object {
     }
 }
 
-impl Drop for Value {
+impl Drop for Value<'_> {
     fn drop(&mut self) {
         // Children move to a list and are dropped from there, emptied first: no recursion.
         let mut stack = Vec::new();
@@ -73,7 +77,7 @@ impl Drop for Value {
     }
 }
 
-fn take_children(value: &mut Value, stack: &mut Vec<Value>) {
+fn take_children<'a>(value: &mut Value<'a>, stack: &mut Vec<Value<'a>>) {
     match value {
         Value::Array(items) => stack.append(items),
         Value::Object(object) => stack.extend(object.members.drain(..).map(|(_, v)| v)),
@@ -93,12 +97,13 @@ impl fmt::Display for Number {
 
 /// `null`, to stand in for a missing member. A static because `Value` has a `Drop` impl,
 /// so `&Value::Null` is not promoted to a `'static` borrow.
-pub static NULL: Value = Value::Null;
+pub static NULL: Value<'static> = Value::Null;
 
 /// Parses one frame; `None` when it is not JSON. The parser keeps no error position, so
 /// callers report the frame's text instead.
-pub fn parse(text: &str) -> Option<Value> {
+pub fn parse(text: &str) -> Option<Value<'_>> {
     let mut p = Parser {
+        text,
         input: text.as_bytes(),
         pos: 0,
         buffer: Vec::new(),
@@ -112,7 +117,7 @@ pub fn parse(text: &str) -> Option<Value> {
                 false
             }
             Event::ObjectStart => {
-                open.push(Open::Object(Vec::new(), String::new()));
+                open.push(Open::Object(Vec::new(), Cow::Borrowed("")));
                 false
             }
             Event::Scalar(value) => match open.last_mut() {
@@ -153,7 +158,7 @@ pub fn parse(text: &str) -> Option<Value> {
                 return None;
             }
             p.bump();
-            *key = p.parse_str()?.to_owned();
+            *key = p.parse_str()?;
             if p.parse_whitespace() != Some(b':') {
                 return None;
             }
@@ -168,13 +173,13 @@ pub fn parse(text: &str) -> Option<Value> {
 
 /// Compact JSON text of a value, object keys sorted (a repeated key once, with its last
 /// value), numbers as they were read.
-pub fn to_string(value: &Value) -> String {
-    enum Frame<'a> {
-        Array(std::slice::Iter<'a, Value>),
-        Object(std::vec::IntoIter<&'a (String, Value)>),
+pub fn to_string(value: &Value<'_>) -> String {
+    enum Frame<'v, 'a> {
+        Array(std::slice::Iter<'v, Value<'a>>),
+        Object(std::vec::IntoIter<&'v (Cow<'a, str>, Value<'a>)>),
     }
     let mut out = String::new();
-    let mut stack: Vec<(Frame<'_>, bool)> = Vec::new();
+    let mut stack: Vec<(Frame<'_, '_>, bool)> = Vec::new();
     let mut next = Some(value);
     loop {
         match next.take() {
@@ -253,14 +258,14 @@ pub fn write_string(value: &str, out: &mut String) {
     out.push('"');
 }
 
-enum Open {
-    Array(Vec<Value>),
+enum Open<'a> {
+    Array(Vec<Value<'a>>),
     /// The members so far and the key of the one being read.
-    Object(Vec<(String, Value)>, String),
+    Object(Vec<(Cow<'a, str>, Value<'a>)>, Cow<'a, str>),
 }
 
-impl Open {
-    fn add(&mut self, value: Value) {
+impl<'a> Open<'a> {
+    fn add(&mut self, value: Value<'a>) {
         match self {
             Open::Array(items) => items.push(value),
             Open::Object(members, key) => members.push((std::mem::take(key), value)),
@@ -268,13 +273,15 @@ impl Open {
     }
 }
 
-enum Event {
-    Scalar(Value),
+enum Event<'a> {
+    Scalar(Value<'a>),
     ArrayStart,
     ObjectStart,
 }
 
 struct Parser<'a> {
+    /// The frame, for slices of it (`input` is its bytes).
+    text: &'a str,
     input: &'a [u8],
     pos: usize,
     /// A string with escapes, unescaped.
@@ -286,7 +293,7 @@ fn overflows(a: u64, b: u64, max: u64) -> bool {
     a >= max / 10 && (a > max / 10 || b > max % 10)
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn next(&mut self) -> Option<u8> {
         let ch = self.peek()?;
         self.pos += 1;
@@ -318,11 +325,11 @@ impl Parser<'_> {
         }
     }
 
-    fn event(&mut self) -> Option<Event> {
+    fn event(&mut self) -> Option<Event<'a>> {
         let peek = self.parse_whitespace()?;
         self.bump();
         let value = match peek {
-            b'"' => Value::String(self.parse_str()?.to_owned()),
+            b'"' => Value::String(self.parse_str()?),
             digit @ b'0'..=b'9' => Value::Number(self.parse_integer(true, digit)?),
             b'-' => {
                 let first_digit = self.next_or_nul();
@@ -356,8 +363,9 @@ impl Parser<'_> {
         Some(())
     }
 
-    /// The string after an opening quote, up to and without its closing quote.
-    fn parse_str(&mut self) -> Option<&str> {
+    /// The string after an opening quote, up to and without its closing quote: a slice
+    /// of the frame when it has no escapes.
+    fn parse_str(&mut self) -> Option<Cow<'a, str>> {
         // Index of the first byte not yet copied into the buffer.
         let mut start = self.pos;
         self.buffer.clear();
@@ -370,15 +378,17 @@ impl Parser<'_> {
             }
             match self.next()? {
                 b'"' => {
-                    let text = if self.buffer.is_empty() {
-                        &self.input[start..self.pos - 1]
-                    } else {
-                        self.buffer
-                            .extend_from_slice(&self.input[start..self.pos - 1]);
-                        &self.buffer
-                    };
+                    let end = self.pos - 1;
+                    if self.buffer.is_empty() {
+                        // Quotes are ASCII, so both ends are char boundaries of the frame:
+                        // no UTF-8 check (it was a tenth of the decode time).
+                        return self.text.get(start..end).map(Cow::Borrowed);
+                    }
+                    self.buffer.extend_from_slice(&self.input[start..end]);
                     // The input is a str and escapes decode to whole chars.
-                    return std::str::from_utf8(text).ok();
+                    return std::str::from_utf8(&self.buffer)
+                        .ok()
+                        .map(|s| Cow::Owned(s.to_owned()));
                 }
                 b'\\' => {
                     self.buffer
@@ -651,22 +661,22 @@ static POW10: [f64; 309] = [
 ];
 
 /// The lookups the dialects make, named as serde_json names them.
-pub trait JsonExt {
+pub trait JsonExt<'a> {
     /// An object's member.
-    fn get(&self, key: &str) -> Option<&Value>;
+    fn get(&self, key: &str) -> Option<&Value<'a>>;
     fn as_str(&self) -> Option<&str>;
     /// A non-negative integer (a float is not one).
     fn as_u64(&self) -> Option<u64>;
     /// Any number.
     fn as_f64(&self) -> Option<f64>;
     fn as_bool(&self) -> Option<bool>;
-    fn as_array(&self) -> Option<&[Value]>;
+    fn as_array(&self) -> Option<&[Value<'a>]>;
     fn is_null(&self) -> bool;
     fn is_object(&self) -> bool;
 }
 
-impl JsonExt for Value {
-    fn get(&self, key: &str) -> Option<&Value> {
+impl<'a> JsonExt<'a> for Value<'a> {
+    fn get(&self, key: &str) -> Option<&Value<'a>> {
         match self {
             Value::Object(object) => object.get(key),
             _ => None,
@@ -704,7 +714,7 @@ impl JsonExt for Value {
         }
     }
 
-    fn as_array(&self) -> Option<&[Value]> {
+    fn as_array(&self) -> Option<&[Value<'a>]> {
         match self {
             Value::Array(array) => Some(array),
             _ => None,

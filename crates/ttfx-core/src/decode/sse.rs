@@ -7,6 +7,8 @@
 //! space after the colon is dropped; `data` lines join with LF; a block without `data` is
 //! not dispatched; an event still open when the stream ends is discarded.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use crate::decode::framing::{FramingAnomaly, Limits};
@@ -16,8 +18,9 @@ use crate::decode::utf8::decode_lossy;
 /// One dispatched event, as the `MessageEvent` a browser's `EventSource` would fire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SseEvent {
-    /// The `event` field, or `message` when the block had none.
-    pub event_type: String,
+    /// The `event` field, or `message` when the block had none (not allocated: most
+    /// streams never name their events).
+    pub event_type: Cow<'static, str>,
     /// The `data` lines joined with LF.
     pub data: String,
     /// The last event ID seen so far in the stream (it carries over between events).
@@ -202,15 +205,19 @@ impl Block {
             self.data.pop();
         }
         let event_type = if self.event_type.is_empty() {
-            "message".to_owned()
+            Cow::Borrowed("message")
         } else {
-            std::mem::take(&mut self.event_type)
+            Cow::Owned(std::mem::take(&mut self.event_type))
         };
+        // A copy of exactly the event's size, and the block keeps its buffer for the
+        // next event: taking the buffer made the next event grow a new one (two
+        // allocations per event instead of one).
         out.push(SseItem::Event(SseEvent {
             event_type,
-            data: std::mem::take(&mut self.data),
+            data: self.data.clone(),
             last_event_id: self.last_event_id.clone(),
         }));
+        self.reset();
     }
 
     /// Clears the event being gathered; the last event ID survives, as the spec says.
@@ -237,7 +244,7 @@ mod tests {
 
     fn event(event_type: &str, data: &str, id: &str) -> SseItem {
         SseItem::Event(SseEvent {
-            event_type: event_type.into(),
+            event_type: event_type.to_owned().into(),
             data: data.into(),
             last_event_id: id.into(),
         })

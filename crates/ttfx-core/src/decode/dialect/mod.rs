@@ -206,7 +206,7 @@ impl Progress {
 }
 
 /// Parses a frame's JSON; malformed JSON becomes an error event.
-pub(crate) fn parse_json(text: &str, out: &mut Vec<Event>) -> Option<Value> {
+pub(crate) fn parse_json<'a>(text: &'a str, out: &mut Vec<Event>) -> Option<Value<'a>> {
     let value = json::parse(text);
     if value.is_none() {
         out.push(Event::error(
@@ -226,7 +226,7 @@ pub(crate) fn snippet(text: &str) -> String {
     }
 }
 
-pub(crate) fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+pub(crate) fn str_field<'v>(value: &'v Value<'_>, key: &str) -> Option<&'v str> {
     value.get(key).and_then(Value::as_str)
 }
 
@@ -244,11 +244,11 @@ pub(crate) fn f64_field(value: &Value, key: &str) -> Option<f64> {
 /// For dialects whose events name their type in the JSON's `type` (the SSE `event`
 /// field says the same, and is the fallback): the payload and its type, unless the
 /// stream is already over or the JSON is malformed (reported).
-pub(crate) fn typed_payload(
+pub(crate) fn typed_payload<'e>(
     progress: Progress,
-    event: &SseEvent,
+    event: &'e SseEvent,
     out: &mut Vec<Event>,
-) -> Option<(Value, String)> {
+) -> Option<(Value<'e>, String)> {
     if progress.is_over() {
         return None;
     }
@@ -321,7 +321,7 @@ pub(crate) fn push_reasoning(text: Option<&str>, out: &mut Vec<Event>) -> bool {
 /// `type` or `code`.
 pub(crate) fn server_error(error: &Value) -> Event {
     let message = match error {
-        Value::String(s) => s.clone(),
+        Value::String(s) => s.to_string(),
         _ => str_field(error, "message")
             .map(str::to_owned)
             .unwrap_or_else(|| json::to_string(error)),
@@ -329,7 +329,7 @@ pub(crate) fn server_error(error: &Value) -> Event {
     let code = ["code", "type"]
         .iter()
         .find_map(|key| match error.get(key) {
-            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::String(s)) => Some(s.to_string()),
             Some(Value::Number(n)) => Some(n.to_string()),
             _ => None,
         });
@@ -377,7 +377,7 @@ pub(crate) mod test_support {
         let mut out = Vec::new();
         for (event_type, data) in frames {
             let event = SseEvent {
-                event_type: (*event_type).to_owned(),
+                event_type: (*event_type).to_owned().into(),
                 data: (*data).to_owned(),
                 last_event_id: String::new(),
             };

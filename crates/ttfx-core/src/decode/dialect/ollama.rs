@@ -66,7 +66,7 @@ impl LineDialect for Ollama {
                 // Ollama sends arguments as a JSON object, whole; the normalized event
                 // carries JSON text like every other dialect.
                 let arguments = match function.get("arguments") {
-                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::String(s)) => s.to_string(),
                     Some(v) => crate::decode::json::to_string(v),
                     None => String::new(),
                 };

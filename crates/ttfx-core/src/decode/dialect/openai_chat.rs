@@ -98,7 +98,7 @@ impl SseDialect for OpenAiChat {
 }
 
 /// Choice 0 of a chunk (a choice without `index` is choice 0).
-fn first_choice(chunk: &Value) -> Option<&Value> {
+fn first_choice<'v, 'a>(chunk: &'v Value<'a>) -> Option<&'v Value<'a>> {
     chunk
         .get("choices")
         .and_then(Value::as_array)?

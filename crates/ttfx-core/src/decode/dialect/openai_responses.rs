@@ -132,7 +132,7 @@ impl OpenAiResponses {
 
 /// An event's text delta. The summary event's delta is an object with `text`; the
 /// others a string.
-fn delta(payload: &Value) -> Option<&str> {
+fn delta<'v>(payload: &'v Value<'_>) -> Option<&'v str> {
     let delta = payload.get("delta");
     delta
         .and_then(Value::as_str)
