@@ -5,8 +5,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Largest `POST /collect` body: a whole run report of 8,192 kept chunks is about
-/// 0.75 MB, and a beacon (64 KiB in Chromium) is far below it.
+/// Largest `POST /collect` body: a whole run report of 2,048 kept chunks is at most
+/// about 0.25 MB (docs/report.md), and a beacon (64 KiB in Chromium) is far below it.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Slowest `--collect-rate` besides 0: one request an hour. A slower rate is a typo (its

@@ -20,11 +20,11 @@
 //! chunk is timed when it is handed over). A later chunk timed before an earlier one is
 //! counted as arriving with it, and the recorder notes a `chunk_out_of_order` anomaly.
 //!
-//! Memory per recorder with the default bound: 8,192 kept chunks × 32 B = 256 KiB, at
-//! most 1,024 bins × 56 B = 56 KiB, a digest of at most 3,329 buckets × 16 B (64 KiB of
+//! Memory per recorder with the default bound: 2,048 kept chunks × 32 B = 64 KiB, at
+//! most 256 bins × 56 B = 14 KiB, a digest of at most 3,329 buckets × 16 B (64 KiB of
 //! capacity; a real stream fills a few hundred), and the burst window of at most
 //! [`BURST_TIMES_MAX`] × 16 B = 64 KiB (the visible-token chunks of the last 100 ms):
-//! at most 440 KiB however long the stream, about 320 KiB for a typical long one.
+//! at most 206 KiB however long the stream, about 90 KiB for a typical long one.
 
 use std::collections::VecDeque;
 
@@ -35,9 +35,13 @@ use crate::timeline::Chunk;
 // they are made.
 pub use crate::chunk_summary::{ChunkBin, ChunkSummary, GAP_RELATIVE_ERROR, GapDigest};
 
-/// Chunks a recorder keeps one by one before it summarizes the rest: 8,192 × 32 B =
-/// 256 KiB, far more chunks than a chat reply has (a few hundred to a few thousand).
-pub const KEPT_CHUNKS: usize = 8_192;
+/// Chunks a recorder keeps one by one before it summarizes the rest: 2,048 × 32 B =
+/// 64 KiB, more chunks than a chat reply of a few thousand tokens has (the page hands
+/// over a network read at a time, often several tokens). It also bounds the report,
+/// which lists each kept chunk (about 80 B of JSON) and its gap: with 8,192 a
+/// 50,000-event stream wrote a 0.7 MB report (#35), now at most about 0.25 MB
+/// (crates/ttfx-analysis/tests/report_size.rs).
+pub const KEPT_CHUNKS: usize = 2_048;
 
 /// Bins per kept chunk: a recorder keeping `k` chunks holds at most `k / 8` bins.
 const KEPT_PER_BIN: usize = 8;

@@ -354,7 +354,7 @@ fn two_hours_at_50_chunks_per_second_keep_every_metric() {
     assert!(
         m.notes
             .iter()
-            .any(|n| n.starts_with("chunk series summarized after 8192"))
+            .any(|n| n.starts_with(&format!("chunk series summarized after {KEPT_CHUNKS}")))
     );
 
     // The report says so, reads back, and its metrics recompute from its timeline.
