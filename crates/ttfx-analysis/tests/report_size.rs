@@ -2,6 +2,9 @@
 //! the first chunks one by one and summarizes the rest (docs/report.md, "Summarized chunk
 //! series"), so a stream four times longer writes a report no larger.
 
+// The helpers below run only inside tests; a failed call should stop the run loudly.
+#![allow(clippy::expect_used)]
+
 use ttfx_analysis::Runs;
 
 /// An OpenAI chat stream of `events` one-token events, as the page hands it over: 1 KiB
@@ -46,7 +49,9 @@ fn check_counts(report: &str, events: usize) {
         .iter()
         .map(|c| c["visible_tokens"].as_u64().unwrap_or(0))
         .sum::<u64>()
-        + timeline["chunk_summary"]["visible_tokens"].as_u64().unwrap_or(0);
+        + timeline["chunk_summary"]["visible_tokens"]
+            .as_u64()
+            .unwrap_or(0);
     assert_eq!(visible, events as u64, "visible tokens of {events} events");
     assert!(kept + summarized > 0);
 }
