@@ -85,7 +85,7 @@ pub fn parse(text: &str) -> Option<f64> {
     // The exponent is checked by the JSON reader: `e`, an optional sign, digits.
     json.push_str(exponent);
     json::parse(&json)
-        .and_then(|v| JsonExt::as_f64(&v))
+        .and_then(|v| JsonExt::as_f64(&*v))
         .filter(|v| v.is_finite())
 }
 

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::decode::json::{self, JsonExt, Value};
+use crate::decode::json::{self, Document, JsonExt, Value};
 
 use crate::decode::event::{ErrorClass, Event};
 use crate::decode::sse::SseEvent;
@@ -206,7 +206,7 @@ impl Progress {
 }
 
 /// Parses a frame's JSON; malformed JSON becomes an error event.
-pub(crate) fn parse_json<'a>(text: &'a str, out: &mut Vec<Event>) -> Option<Value<'a>> {
+pub(crate) fn parse_json<'a>(text: &'a str, out: &mut Vec<Event>) -> Option<Document<'a>> {
     let value = json::parse(text);
     if value.is_none() {
         out.push(Event::error(
@@ -248,7 +248,7 @@ pub(crate) fn typed_payload<'e>(
     progress: Progress,
     event: &'e SseEvent,
     out: &mut Vec<Event>,
-) -> Option<(Value<'e>, String)> {
+) -> Option<(Document<'e>, String)> {
     if progress.is_over() {
         return None;
     }

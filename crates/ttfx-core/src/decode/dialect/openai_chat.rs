@@ -60,7 +60,7 @@ impl SseDialect for OpenAiChat {
         let error = match chunk.get("error").filter(|e| !e.is_null()) {
             Some(error) => Some(error),
             None if event.event_type == "error" || str_field(&chunk, "object") == Some("error") => {
-                Some(&chunk)
+                Some(&*chunk)
             }
             None => None,
         };
