@@ -433,12 +433,13 @@ impl<'a> Parser<'a> {
         let mut start = self.pos;
         self.buffer.clear();
         loop {
-            while self
-                .peek()
-                .is_some_and(|b| b >= 0x20 && b != b'"' && b != b'\\')
-            {
-                self.pos += 1;
-            }
+            // One pass over the slice (no bounds check per byte): the plain run of the
+            // string up to its quote, escape or control character.
+            let rest = self.input.get(self.pos..).unwrap_or_default();
+            self.pos += rest
+                .iter()
+                .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+                .unwrap_or(rest.len());
             match self.next()? {
                 b'"' => {
                     let end = self.pos - 1;
