@@ -37,6 +37,7 @@ pub mod replay;
 mod report_json;
 #[cfg(feature = "voice")]
 mod voice;
+mod warm_up;
 
 pub use fault::last_panic;
 
@@ -723,6 +724,15 @@ impl Analysis {
     #[wasm_bindgen(getter, js_name = inProgress)]
     pub fn in_progress(&self) -> usize {
         self.runs.runs.len()
+    }
+
+    /// Runs a few synthetic replies through a private set of runs, so the engine's
+    /// optimizing tier compiles the decoders before the page's first reply reaches them
+    /// (warm_up.rs). The Worker calls it once after loading; it takes tens of ms there.
+    /// Static: it touches no `Analysis`, so even a trap inside leaves none borrowed.
+    #[wasm_bindgen(js_name = warmUp)]
+    pub fn warm_up() {
+        warm_up::warm_up(warm_up::TOKENS);
     }
 }
 
