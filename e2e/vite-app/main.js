@@ -3,6 +3,9 @@
 import init, { Probe } from "ttfx-probe";
 
 async function main() {
+  // The probe's main-thread cost per piece of work (probe.js's cost.js), for e2e
+  // bundler.rs: in the main-thread fallback, how long each analysis task ran.
+  globalThis.__ttfxCostSamples = [];
   await init();
   const probe = new Probe({ label: "vite-app" });
   const run = probe.start();
@@ -33,7 +36,7 @@ async function main() {
     .getEntriesByType("resource")
     .map((e) => new URL(e.name).pathname)
     .filter((p) => p.endsWith(".wasm"));
-  window.appResult = { report, wasm, text: reply.textContent };
+  window.appResult = { report, wasm, text: reply.textContent, cost: globalThis.__ttfxCostSamples };
 }
 
 main().catch((e) => {

@@ -32,9 +32,11 @@ use ttfx_core::voice_result::VoiceResult;
 use wasm_bindgen::prelude::*;
 
 mod fault;
+mod prime;
 #[cfg(not(target_family = "wasm"))]
 pub mod replay;
 mod report_json;
+mod staged;
 #[cfg(feature = "voice")]
 mod voice;
 mod warm_up;
@@ -127,6 +129,8 @@ struct RunInProgress {
 #[derive(Default)]
 pub struct Runs {
     runs: Vec<(u32, RunInProgress)>,
+    /// Runs ended by [`Runs::finish_begin`] whose JSON is not written yet.
+    ended: Vec<(u32, staged::Ended)>,
 }
 
 /// Why a call on [`Runs`] failed; [`Analysis`] hands JS the same text.
@@ -134,6 +138,8 @@ pub struct Runs {
 pub enum AnalysisError {
     #[error("ttfx analysis: no run {0} in progress (begin it first)")]
     NoRun(u32),
+    #[error("ttfx analysis: run {0} was not ended (call finishBegin first)")]
+    NotEnded(u32),
     #[error(transparent)]
     UnknownDialect(#[from] UnknownDialect),
     #[error("unknown fault `{0}` (known: decoder-panic)")]
@@ -430,18 +436,8 @@ impl Runs {
         page_path: Option<String>,
         sample_rate: Option<f64>,
     ) -> Result<String, AnalysisError> {
-        if let Some(sample_rate) = sample_rate {
-            self.page(run)?.field = Some(FieldContext {
-                page_path,
-                sample_rate,
-            });
-        }
-        let Finished { mut report, field } = self.finish(run)?;
-        if let Some(field) = field {
-            report.push('\n');
-            report.push_str(&field);
-        }
-        Ok(report)
+        self.finish_begin(run, page_path, sample_rate)?;
+        self.finish_write(run)
     }
 
     /// The only run in progress, when there is exactly one.
@@ -455,6 +451,13 @@ impl Runs {
     /// Ends the run: its report's JSON and, when the page set [`PageObservations::field`],
     /// its field report's. The run is forgotten either way.
     pub fn finish(&mut self, run: u32) -> Result<Finished, AnalysisError> {
+        let (report, field) = self.end_run(run)?;
+        write_finished(&report, field.as_ref())
+    }
+
+    /// The run's report (its metrics computed), taken out of the runs in progress, and
+    /// the page's field context when it will beacon the run.
+    fn end_run(&mut self, run: u32) -> Result<(RunReport, Option<FieldContext>), AnalysisError> {
         let index = self
             .runs
             .iter()
@@ -470,15 +473,23 @@ impl Runs {
         let mut timeline = recorder.finish();
         page.apply_to(&mut timeline);
         let report = RunReport::of_timeline(id, label, timeline).map_err(AnalysisError::Report)?;
-        let field = match field {
-            Some(context) => Some(json(&FieldReport::of_run(&report.run, &context))?),
-            None => None,
-        };
-        Ok(Finished {
-            report: json(&report)?,
-            field,
-        })
+        Ok((report, field))
     }
+}
+
+/// A finished run's JSON texts, from its report.
+fn write_finished(
+    report: &RunReport,
+    field: Option<&FieldContext>,
+) -> Result<Finished, AnalysisError> {
+    let field = match field {
+        Some(context) => Some(json(&FieldReport::of_run(&report.run, context))?),
+        None => None,
+    };
+    Ok(Finished {
+        report: json(report)?,
+        field,
+    })
 }
 
 /// Writing derived Serialize types to a String does not fail (string keys, no custom
