@@ -239,11 +239,14 @@ impl Decoder {
     }
 
     fn sse_event(&mut self, event: SseEvent, out: &mut Vec<Event>) {
-        let DecoderState::Sse(_, slot) = &mut self.state else {
+        let DecoderState::Sse(framer, slot) = &mut self.state else {
             return;
         };
         match slot {
-            SseSlot::Ready(dialect) => dialect.event(&event, out),
+            SseSlot::Ready(dialect) => {
+                dialect.event(&event, out);
+                framer.recycle(event.data);
+            }
             SseSlot::Detecting(pending) => {
                 let detected = auto::dialect_of_sse(&event);
                 pending.push(event);

@@ -66,9 +66,9 @@ impl LineSplitter {
         }
         while !chunk.is_empty() {
             let end = if self.cr_ends_line {
-                chunk.iter().position(|&b| b == b'\n' || b == b'\r')
+                memchr::memchr2(b'\n', b'\r', chunk)
             } else {
-                chunk.iter().position(|&b| b == b'\n')
+                memchr::memchr(b'\n', chunk)
             };
             let Some(end) = end else {
                 self.keep(chunk);

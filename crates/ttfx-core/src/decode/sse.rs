@@ -68,8 +68,14 @@ struct Block {
     max_event_bytes: usize,
     max_line_bytes: usize,
     event_type: String,
+    /// The `data` lines so far, joined with LF.
     data: String,
+    /// Whether a `data` line came (an empty one counts: its event is dispatched).
+    has_data: bool,
     last_event_id: String,
+    /// A dispatched event's data buffer the caller handed back ([`SseFramer::recycle`]):
+    /// the next event is copied into it, so a stream of events allocates none.
+    spare: String,
     /// The block lost a line or passed the data limit: it is dropped at dispatch.
     dropped: bool,
 }
@@ -83,6 +89,7 @@ impl SseFramer {
             + b.event_type.capacity()
             + b.data.capacity()
             + b.last_event_id.capacity()
+            + b.spare.capacity()
     }
 
     pub fn new(limits: Limits) -> Self {
@@ -93,9 +100,19 @@ impl SseFramer {
                 max_line_bytes: limits.max_line_bytes,
                 event_type: String::new(),
                 data: String::new(),
+                has_data: false,
                 last_event_id: String::new(),
+                spare: String::new(),
                 dropped: false,
             },
+        }
+    }
+
+    /// Hands back a dispatched event's data once read, for the next event to reuse. A
+    /// buffer larger than the event limit is dropped: the framer's memory stays bounded.
+    pub fn recycle(&mut self, data: String) {
+        if data.capacity() <= self.block.max_event_bytes {
+            self.block.spare = data;
         }
     }
 
@@ -118,7 +135,8 @@ impl SseFramer {
                 0
             }
         };
-        let pending = pending + self.block.data.len();
+        // The data's bytes with one LF per line, as the limit counts them.
+        let pending = pending + self.block.data.len() + usize::from(self.block.has_data);
         if pending > 0 && !self.block.dropped {
             out.push(SseItem::Anomaly(FramingAnomaly::Unterminated {
                 bytes: pending,
@@ -184,7 +202,8 @@ impl Block {
         if self.dropped {
             return;
         }
-        if self.data.len() + value.len() + 1 > self.max_event_bytes {
+        // One LF per line so far and for this one, as if each line kept its own.
+        if self.data.len() + usize::from(self.has_data) + value.len() + 1 > self.max_event_bytes {
             out.push(SseItem::Anomaly(FramingAnomaly::EventTooLong {
                 limit: self.max_event_bytes,
             }));
@@ -192,29 +211,32 @@ impl Block {
             self.data = String::new();
             return;
         }
+        // Lines join with LF (the spec appends one after each and drops the last).
+        if self.has_data {
+            self.data.push('\n');
+        }
+        self.has_data = true;
         self.data.push_str(value);
-        self.data.push('\n');
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseItem>) {
-        if self.dropped || self.data.is_empty() {
+        if self.dropped || !self.has_data {
             self.reset();
             return;
-        }
-        if self.data.ends_with('\n') {
-            self.data.pop();
         }
         let event_type = if self.event_type.is_empty() {
             Cow::Borrowed("message")
         } else {
             Cow::Owned(std::mem::take(&mut self.event_type))
         };
-        // A copy of exactly the event's size, and the block keeps its buffer for the
-        // next event: taking the buffer made the next event grow a new one (two
-        // allocations per event instead of one).
+        // A copy into the buffer the caller handed back (else a new one of the event's
+        // size), and the block keeps its own for the next event.
+        let mut data = std::mem::take(&mut self.spare);
+        data.clear();
+        data.push_str(&self.data);
         out.push(SseItem::Event(SseEvent {
             event_type,
-            data: self.data.clone(),
+            data,
             last_event_id: self.last_event_id.clone(),
         }));
         self.reset();
@@ -224,6 +246,7 @@ impl Block {
     fn reset(&mut self) {
         self.event_type.clear();
         self.data.clear();
+        self.has_data = false;
         self.dropped = false;
     }
 }
@@ -257,6 +280,33 @@ mod tests {
             Limits::DEFAULT,
         );
         assert_eq!(items, [event("add", "a\n\n b", "7")]);
+    }
+
+    #[test]
+    fn a_recycled_buffer_carries_the_next_event_and_an_oversized_one_is_not_kept() {
+        let mut framer = SseFramer::new(Limits::DEFAULT);
+        let mut out = Vec::new();
+        framer.push(b"data: first event\n\n", &mut out);
+        let Some(SseItem::Event(first)) = out.pop() else {
+            panic!("no event");
+        };
+        let mut buffer = first.data;
+        buffer.reserve(4096);
+        let (pointer, capacity) = (buffer.as_ptr(), buffer.capacity());
+        framer.recycle(buffer);
+        framer.push(b"data: a\ndata: b\n\n", &mut out);
+        let Some(SseItem::Event(second)) = out.pop() else {
+            panic!("no event");
+        };
+        assert_eq!(second.data, "a\nb");
+        assert_eq!(
+            (second.data.as_ptr(), second.data.capacity()),
+            (pointer, capacity)
+        );
+        // A buffer past the event limit would hold memory the limit does not allow.
+        let held = framer.held_bytes();
+        framer.recycle(String::with_capacity(Limits::DEFAULT.max_event_bytes + 1));
+        assert_eq!(framer.held_bytes(), held);
     }
 
     #[test]
