@@ -211,7 +211,8 @@ fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
 /// Builds the package and returns its folder:
 /// - the root: the front (`probe.js` and its types), what a page loads before it
 ///   measures;
-/// - `analysis/`: the analysis (ttfx-analysis as wasm) and `worker.js`, loaded lazily;
+/// - `analysis/`: the analysis (ttfx-analysis as wasm), `worker.js` and the main-thread
+///   fallback's `main_thread.js`, loaded lazily;
 /// - `voice/`: the voice build (`ttfx-probe/voice`): the front plus the audio API, with
 ///   the analysis linked in (voice results need it);
 /// - `inject.js`: the front as one classic script for `ttfx run --inject` and any test
@@ -252,10 +253,13 @@ pub fn build() -> anyhow::Result<PathBuf> {
         &generated.join("ttfx_analysis.js"),
         &analysis.join("ttfx_analysis.js"),
     )?;
-    minify(
-        &paths::root().join("crates/ttfx-analysis/src/worker.js"),
-        &analysis.join("worker.js"),
-    )?;
+    // The Worker, and the main-thread fallback's scheduler (loaded only there).
+    for file in ["worker.js", "main_thread.js"] {
+        minify(
+            &paths::root().join("crates/ttfx-analysis/src/").join(file),
+            &analysis.join(file),
+        )?;
+    }
 
     let voice = out.join("voice");
     bindgen(&compile_voice()?, &voice)?;

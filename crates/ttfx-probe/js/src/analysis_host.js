@@ -5,7 +5,6 @@
 // (js/probe.js, the package's root probe.js), not to this file: the bundle keeps them
 // as written.
 
-import { costEnd, costStart } from "./cost.js";
 import { describe } from "./fault.js";
 import { idle } from "./idle.js";
 
@@ -19,11 +18,9 @@ const LOAD_NOW_BYTES = 4 * 1024 * 1024;
 // to the worker and not yet analysed (a body that arrives faster than it decodes). Past
 // this, batches are not analysed; the run's report counts them (`analysis_skipped`).
 export const MAX_HELD_BYTES = 16 * 1024 * 1024;
-// The main-thread fallback works in slices of about this many ms (#35: no analysis task
-// on the main thread longer than 4 ms) ...
+// The main-thread fallback works in slices of about this many ms (analysis/main_thread.js
+// uses the same).
 const SLICE_MS = 4;
-// ... and decodes a batch this many bytes at a time, a call each.
-const PIECE_BYTES = 4096;
 
 export class AnalysisHost {
   // `module`: a function resolving to an `Analysis` object to run on the main thread;
@@ -42,8 +39,6 @@ export class AnalysisHost {
     // The first error of each run whose calls failed: its finish answers with it.
     this.errors = new Map();
     this.busy = false;
-    // The last cost of each kind of call on the main thread: see `estimate`.
-    this.costs = {};
   }
 
   // Whether a batch of `n` bytes may be held; else it is counted as skipped.
@@ -163,11 +158,9 @@ export class AnalysisHost {
 
   fallBack() {
     this.site = "main_thread";
-    this.loadMain(async () => {
-      const m = await import("./analysis/ttfx_analysis.js");
-      await m.default();
-      return new m.Analysis();
-    });
+    // The analysis and the main thread's scheduler (analysis/main_thread.js), lazily:
+    // the up-front probe carries neither (#35: the scheduler holds each task to 4 ms).
+    this.loadMain(() => import("./analysis/main_thread.js").then((m) => m.load(this)));
   }
 
   loadMain(module) {
@@ -178,9 +171,6 @@ export class AnalysisHost {
         (analysis) => {
           this.analysis = analysis;
           this.state = "main";
-          // First, a synthetic run a step per call (ttfx-analysis's prime.rs): the engine
-          // compiles each wasm function on its first call, in pieces here.
-          if (analysis.primeStep) for (let k = 5; k--; ) this.queue.unshift([0, "primeStep", [k]]);
           this.drainSoon();
         },
         (e) => {
@@ -198,35 +188,18 @@ export class AnalysisHost {
     idle((deadline) => this.drain(deadline), 100);
   }
 
-  // What the next call will likely take: its kind's last cost (per byte for chunk
-  // batches). A kind not run yet is assumed to fill a slice: its wasm is compiled on
-  // first use, so it runs first in a slice of its own.
-  estimate(op, args) {
-    const ms = this.costs[op];
-    return ms === undefined ? SLICE_MS : op === "chunks" ? ms * args[1].byteLength : ms;
-  }
-
-  // Main-thread mode: runs queued calls in idle time, a slice at a time. A slice runs at
-  // least one call, then stops before a call it estimates would end past SLICE_MS.
+  // Main-thread mode: runs queued calls in idle time, a slice at a time. The fallback's
+  // own loader (analysis/main_thread.js) replaces this with its scheduler, which holds
+  // each call to the slice; this one serves an `analysis` module a page passes itself.
   drain() {
     this.busy = false;
-    const slice = costStart();
-    const from = performance.now();
-    for (let ran = false; this.queue.length > 0; ran = true) {
-      const [run, queued, whole] = this.queue[0];
-      // Ending the run and writing its report are a few ms each on a cold page: each is
-      // a call of its own (ttfx-analysis's staged.rs).
-      const op = queued === "finish" && this.analysis.finishBegin ? "finishBegin" : queued;
-      const [args, rest] = op === "chunks" ? piece(whole) : [whole, null];
-      if (ran && performance.now() - from + this.estimate(op, args) > SLICE_MS) break;
-      this.queue.shift();
-      if (rest) this.queue.unshift([run, "chunks", rest]);
-      if (op === "finishBegin") this.queue.unshift([run, "finishWrite", []]);
+    const until = performance.now() + SLICE_MS;
+    while (this.queue.length > 0 && performance.now() < until) {
+      const [run, op, args] = this.queue.shift();
       if (op === "chunks") this.heldBytes -= args[1].byteLength;
-      const started = performance.now();
       try {
         const result = this.analysis[op](run, ...this.withSite(op, args));
-        if (op === "finish" || op === "finishWrite") this.settle(run, { report: result });
+        if (op === "finish") this.settle(run, { report: result });
       } catch (e) {
         // Same as the worker (analysis/worker.js): a trap carries the panic's message and
         // leaves the Analysis object unusable, so later runs get a fresh one.
@@ -234,36 +207,13 @@ export class AnalysisHost {
         const trap = typeof WebAssembly !== "undefined" && e instanceof WebAssembly.RuntimeError;
         const panic = trap && typeof Analysis.lastPanic === "function" ? Analysis.lastPanic() : null;
         const error = describe(e) + (panic ? " (" + panic + ")" : "");
-        if (op === "finish" || op === "finishWrite") this.settle(run, { error });
+        if (op === "finish") this.settle(run, { error });
         else this.failed(run, error);
         if (trap) this.analysis = new Analysis();
       }
-      const took = performance.now() - started;
-      // Each priming step compiles new code: none predicts the next.
-      this.costs[op] = op === "primeStep" ? undefined : op === "chunks" ? took / Math.max(1, args[1].byteLength) : took;
-      // Each call's time, for e2e bundler.rs, which holds the slices to SLICE_MS.
-      costEnd("analysis " + op, started);
     }
-    costEnd("slice", slice);
     if (this.queue.length > 0) this.drainSoon();
   }
-}
-
-// A chunk batch as the chunks up to PIECE_BYTES (at least one) and the rest, or null.
-// A 16 KiB batch decoded in one call ran past the slice on a cold page; a chunk is never
-// split (the report counts chunks).
-function piece([meta, bytes]) {
-  let n = 0;
-  let used = 0;
-  while (n < meta.length && (n === 0 || used + meta[n + 1] <= PIECE_BYTES)) {
-    used += meta[n + 1];
-    n += 2;
-  }
-  if (n >= meta.length) return [[meta, bytes], null];
-  return [
-    [meta.subarray(0, n), bytes.subarray(0, used)],
-    [meta.subarray(n), bytes.subarray(used)],
-  ];
 }
 
 // The page's host, shared by every probe without an `analysis` option of its own (run
