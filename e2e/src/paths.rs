@@ -160,13 +160,20 @@ pub fn chat_ui_node_modules(fixture: &str) -> anyhow::Result<PathBuf> {
             pin("zod")
         ),
     };
+    installed_node_modules(&prefix, deps.keys().map(String::as_str))
+}
+
+/// `~/.cache/ttfx/PREFIX/node_modules`, where `cargo xtask setup` installs a pinned set
+/// of npm packages, once each of `names` is there; else an error naming the missing.
+pub fn installed_node_modules<'a>(
+    prefix: &str,
+    names: impl Iterator<Item = &'a str>,
+) -> anyhow::Result<PathBuf> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
     let path = home.join(".cache/ttfx").join(prefix).join("node_modules");
-    let missing: Vec<&str> = deps
-        .keys()
-        .map(String::as_str)
+    let missing: Vec<&str> = names
         .filter(|name| !path.join(name).join("package.json").is_file())
         .collect();
     if !missing.is_empty() {

@@ -34,30 +34,12 @@ pub fn node_modules() -> anyhow::Result<PathBuf> {
     }
     let pins = pins()?;
     let pin = |name: &str| pins.get(name).and_then(|v| v.as_str()).unwrap_or("?");
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let path = home
-        .join(".cache/ttfx")
-        .join(format!(
-            "qa-runners-playwright-{}-puppeteer-core-{}",
-            pin("@playwright/test"),
-            pin("puppeteer-core")
-        ))
-        .join("node_modules");
-    let missing: Vec<&str> = pins
-        .keys()
-        .map(String::as_str)
-        .filter(|name| !path.join(name).join("package.json").is_file())
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "no {} at {} (run `cargo xtask setup`, which installs them)",
-            missing.join(", "),
-            path.display()
-        );
-    }
-    Ok(path)
+    let prefix = format!(
+        "qa-runners-playwright-{}-puppeteer-core-{}",
+        pin("@playwright/test"),
+        pin("puppeteer-core")
+    );
+    crate::paths::installed_node_modules(&prefix, pins.keys().map(String::as_str))
 }
 
 /// A project folder in the temp dir, removed when dropped.
