@@ -218,7 +218,10 @@ async fn the_probe_measures_under_a_strict_content_security_policy() -> anyhow::
         ),
     ] {
         let page = csp_server(app.dist(), policy).await?;
-        let result = app_result(&page, &endpoint).await?;
+        let mut result = app_result(&page, &endpoint).await?;
+        if site == "main_thread" {
+            result = main_thread_tasks_hold_the_slice(result, &page, &endpoint).await?;
+        }
         assert!(result["error"].is_null(), "{policy}: {result}");
         let timeline = &result["report"]["run"]["timeline"];
         assert!(
@@ -232,9 +235,6 @@ async fn the_probe_measures_under_a_strict_content_security_policy() -> anyhow::
             timeline["environment"]["analysis"], site,
             "{policy}: {result}"
         );
-        if site == "main_thread" {
-            main_thread_tasks_hold_the_slice(&result)?;
-        }
         texts.push(result["text"].clone());
     }
 
@@ -259,19 +259,48 @@ async fn the_probe_measures_under_a_strict_content_security_policy() -> anyhow::
 /// The main-thread fallback runs the analysis in idle slices of 4 ms (analysis_host.js,
 /// #35). `result["cost"]` is the front's cost samples (cost.js) as name, ms, name, ms, …:
 /// "analysis OP" per call, then "slice" closing the idle task that ran them (the first
-/// calls are the priming steps, ttfx-analysis's prime.rs).
+/// calls are the priming steps, ttfx-analysis's prime.rs, "analysis primeStep K").
 ///
-/// What is asserted holds on any machine: the report was built in more than one task
-/// (`finishBegin` and `finishWrite` in different slices), and no slice is a long task
-/// (50 ms, the threshold at which browsers report one and a user can feel it). The 4 ms
-/// target is a speed goal: it is printed, with every slice over it. Measured alone, the
-/// slowest slice was 1.4–3.1 ms; beside a Vite build on the other core the priming
-/// steps, which compile wasm functions on their first call, took up to 8.1 ms while
-/// the page's own calls stayed at 1.4 ms or less (docs/probe.md).
-fn main_thread_tasks_hold_the_slice(result: &Value) -> anyhow::Result<()> {
-    // This page is not cross-origin isolated, so Chromium's clock steps 0.1 ms: a task
-    // of 4 ms can read as 4.1. (Only Chromium runs this test.)
-    const SLICE_MS: f64 = 4.0 + 0.1;
+/// Asserted: the report was built in more than one task (`finishBegin` and
+/// `finishWrite` in different slices), no slice is a long task (50 ms, where browsers
+/// report one and a user can feel it), and no slice is over 4 ms. A slice's time is
+/// wall time, so on a loaded machine the kernel can take the core from a 1 ms slice for
+/// a few ms (CFS's scheduling latency); such a preemption strikes one page, not the
+/// next, while a step that does too much work is over in every fresh browser. So a page
+/// with a slice over 4 ms is measured again in a fresh browser (the wasm compiled anew),
+/// three pages at most, and the bound must hold on one of them; every page's figures are
+/// printed. Measured with the 11 priming steps: slowest slice 1.6–2.7 ms idle, 0.9–2.0
+/// ms beside a release build on both cores (6 pages each); with the 5 steps before, up to
+/// 8.1 ms beside a build (docs/probe.md).
+async fn main_thread_tasks_hold_the_slice(
+    mut result: Value,
+    page: &str,
+    endpoint: &str,
+) -> anyhow::Result<Value> {
+    const PAGES: usize = 3;
+    let mut seen = Vec::new();
+    loop {
+        let slowest = slowest_main_thread_slice(&result)?;
+        if slowest.0 <= SLICE_MS {
+            return Ok(result);
+        }
+        seen.push(slowest);
+        anyhow::ensure!(
+            seen.len() < PAGES,
+            "a main-thread analysis task over {SLICE_MS} ms on {PAGES} fresh pages: {seen:?}"
+        );
+        result = app_result(page, endpoint).await?;
+    }
+}
+
+/// The 4 ms slice read on this page's clock: it is not cross-origin isolated, so
+/// Chromium's clock steps 0.1 ms and a task of 4 ms can read as 4.1. (Only Chromium runs
+/// this test.)
+const SLICE_MS: f64 = 4.0 + 0.1;
+
+/// One page's main-thread analysis tasks: checks the report was built in more than one
+/// and none is a long task, prints them, and gives the slowest with its calls.
+fn slowest_main_thread_slice(result: &Value) -> anyhow::Result<(f64, Vec<(String, f64)>)> {
     const LONG_TASK_MS: f64 = 50.0;
     let samples = result["cost"].as_array().cloned().unwrap_or_default();
     let named: Vec<(String, f64)> = samples
@@ -300,21 +329,23 @@ fn main_thread_tasks_hold_the_slice(result: &Value) -> anyhow::Result<()> {
         begin < write,
         "the report was built in one task: {slices:?}"
     );
-    let mut ms: Vec<f64> = slices.iter().map(|(ms, _)| *ms).collect();
-    ms.sort_by(f64::total_cmp);
-    let over: Vec<&(f64, Vec<(String, f64)>)> =
-        slices.iter().filter(|(ms, _)| *ms > SLICE_MS).collect();
+    slices.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let Some(slowest) = slices.first().cloned() else {
+        anyhow::bail!("no main-thread slice was sampled: {result}");
+    };
     println!(
-        "main-thread analysis tasks: {} slices, median {:.1} ms, max {:.1} ms; over {SLICE_MS} \
-         ms: {over:?}",
-        ms.len(),
-        ms[ms.len() / 2],
-        ms[ms.len() - 1]
+        "main-thread analysis tasks: {} slices, median {:.1} ms, max {:.1} ms, {} over \
+         {SLICE_MS} ms; the slowest, with their calls: {:?}",
+        slices.len(),
+        slices[slices.len() / 2].0,
+        slowest.0,
+        slices.iter().filter(|(ms, _)| *ms > SLICE_MS).count(),
+        &slices[..slices.len().min(4)]
     );
     anyhow::ensure!(
-        ms[ms.len() - 1] < LONG_TASK_MS,
+        slowest.0 < LONG_TASK_MS,
         "an analysis task of {:.1} ms (a long task): {slices:?}",
-        ms[ms.len() - 1]
+        slowest.0
     );
-    Ok(())
+    Ok(slowest)
 }

@@ -5,7 +5,8 @@
 // would end past the slice; a chunk batch is decoded PIECE_BYTES at a time, a call
 // each; a run's finish is two calls (`finishBegin`, then `finishWrite`: staged.rs);
 // and right after loading, a synthetic run primes the wasm a step per call (prime.rs),
-// since the engine compiles each function on its first call.
+// since the engine compiles each function on its first call; each step says whether
+// another follows.
 
 // The host's slice (analysis_host.js's SLICE_MS): #35, no analysis task on the main
 // thread longer than 4 ms.
@@ -13,9 +14,6 @@ const SLICE_MS = 4;
 // A batch decoded this many bytes at a time: a 16 KiB batch in one call ran past the
 // slice on a cold page.
 const PIECE_BYTES = 4096;
-// How many steps prime.rs's synthetic run has.
-const PRIME_STEPS = 5;
-
 // The last cost of each kind of call (per byte for chunk batches): see `estimate`.
 const costs = {};
 
@@ -54,8 +52,8 @@ function estimate(op, args, sliceMs) {
 // One idle task: the host's queued calls, as many as fit in `sliceMs`.
 function drain(host, sliceMs) {
   if (!primed && host.analysis.primeStep) {
-    // Ahead of everything the page queued.
-    for (let k = PRIME_STEPS; k--; ) host.queue.unshift([0, "primeStep", [k]]);
+    // Ahead of everything the page queued; each step queues the next (below).
+    host.queue.unshift([0, "primeStep", [0]]);
   }
   primed = true;
   const slice = costStart();
@@ -70,23 +68,26 @@ function drain(host, sliceMs) {
     if (op === "finishBegin") host.queue.unshift([run, "finishWrite", []]);
     if (op === "chunks") host.heldBytes -= args[1].byteLength;
     const started = performance.now();
-    call(host, run, op, args);
+    const result = call(host, run, op, args);
     const took = performance.now() - started;
+    if (op === "primeStep" && result === true) host.queue.unshift([0, "primeStep", [args[0] + 1]]);
     // Each priming step compiles new code: none predicts the next.
     costs[op] = op === "primeStep" ? undefined : op === "chunks" ? took / Math.max(1, args[1].byteLength) : took;
-    costEnd("analysis " + op, started);
+    costEnd("analysis " + op + (op === "primeStep" ? " " + args[0] : ""), started);
   }
   costEnd("slice", slice);
 }
 
 // One call, as the Worker makes it (worker.js): a finishing call settles its run, a
 // failing one records its error, and a trap (its panic's message kept) leaves the
-// Analysis object unusable, so later runs get a fresh one.
+// Analysis object unusable, so later runs get a fresh one. The call's result, or
+// undefined when it failed.
 function call(host, run, op, args) {
   const ends = op === "finish" || op === "finishWrite";
   try {
     const result = host.analysis[op](run, ...host.withSite(op, args));
     if (ends) host.settle(run, { report: result });
+    return result;
   } catch (e) {
     const Analysis = host.analysis.constructor;
     const trap = e instanceof WebAssembly.RuntimeError;
