@@ -62,6 +62,18 @@ enum Section {
         #[arg(long)]
         engines: Option<String>,
     },
+    /// The lazy analysis's size budget, its options (#35 point 5): the analysis built
+    /// with ttfx-core at each `opt-level` (the rest of it at the probe profile's `"z"`),
+    /// each one's gzip size and `decode-browser`'s figures in Chromium, then one table.
+    /// Opt-in (not part of plain `bench`): five builds and five runs, about 25 minutes.
+    AnalysisOptions {
+        /// Alternating rounds per body (three times as many at 2,000 events).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Comma-separated ttfx-core opt-levels (0, 1, 2, 3, s, z).
+        #[arg(long, default_value = crate::bench_decode_browser::DEFAULT_LEVELS)]
+        levels: String,
+    },
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
@@ -74,6 +86,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             rounds,
             ref engines,
         }) => crate::bench_decode_browser::run(rounds, engines.as_deref()),
+        Some(Section::AnalysisOptions { rounds, ref levels }) => {
+            crate::bench_decode_browser::options(rounds, levels)
+        }
         None => all(),
     }
 }
@@ -437,7 +452,7 @@ fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> anyhow::Result<()> 
     Ok(())
 }
 
-fn gzip_size(path: &Path) -> anyhow::Result<u64> {
+pub fn gzip_size(path: &Path) -> anyhow::Result<u64> {
     let bytes = Command::new("gzip")
         .arg("-9c")
         .arg(path)

@@ -76,7 +76,14 @@ pub fn compile_voice() -> anyhow::Result<PathBuf> {
 /// Compiles the analysis worker's wasm (`ttfx-analysis`) with the same profile; returns
 /// its wasm.
 pub fn compile_analysis() -> anyhow::Result<PathBuf> {
-    cmd::run(Command::new("cargo").current_dir(paths::root()).args([
+    compile_analysis_with(&[])
+}
+
+/// [`compile_analysis`] with cargo `--config` overrides (`KEY=VALUE`, e.g. another
+/// `opt-level` for one package: `cargo xtask bench analysis-options`).
+pub fn compile_analysis_with(config: &[String]) -> anyhow::Result<PathBuf> {
+    let mut build = Command::new("cargo");
+    build.current_dir(paths::root()).args([
         "build",
         "--locked",
         "--profile",
@@ -88,7 +95,11 @@ pub fn compile_analysis() -> anyhow::Result<PathBuf> {
         "worker",
         "--target",
         "wasm32-unknown-unknown",
-    ]))?;
+    ]);
+    for value in config {
+        build.args(["--config", value]);
+    }
+    cmd::run(&mut build)?;
     Ok(cargo_out().join("ttfx_analysis.wasm"))
 }
 
@@ -232,34 +243,7 @@ pub fn build() -> anyhow::Result<PathBuf> {
     copy(&front.join("probe.d.ts"), &out.join("probe.d.ts"))?;
     bundle_inject(&out.join("inject.js"))?;
 
-    // The analysis: its wasm and .d.ts as wasm-bindgen writes them, its JS module and
-    // worker.js minified like the front (the docs stay in the .d.ts).
-    let analysis = out.join("analysis");
-    let generated = paths::target().join("probe-analysis-bindgen");
-    if generated.exists() {
-        std::fs::remove_dir_all(&generated)
-            .with_context(|| format!("cannot clear {}", generated.display()))?;
-    }
-    bindgen(&compile_analysis()?, &generated)?;
-    std::fs::create_dir_all(&analysis)?;
-    for file in ["ttfx_analysis.d.ts", "ttfx_analysis_bg.wasm.d.ts"] {
-        copy(&generated.join(file), &analysis.join(file))?;
-    }
-    wasm_opt(
-        &generated.join("ttfx_analysis_bg.wasm"),
-        &analysis.join("ttfx_analysis_bg.wasm"),
-    )?;
-    minify(
-        &generated.join("ttfx_analysis.js"),
-        &analysis.join("ttfx_analysis.js"),
-    )?;
-    // The Worker, and the main-thread fallback's scheduler (loaded only there).
-    for file in ["worker.js", "main_thread.js"] {
-        minify(
-            &paths::root().join("crates/ttfx-analysis/src/").join(file),
-            &analysis.join(file),
-        )?;
-    }
+    build_analysis(&out.join("analysis"), &[])?;
 
     let voice = out.join("voice");
     bindgen(&compile_voice()?, &voice)?;
@@ -280,6 +264,39 @@ pub fn build() -> anyhow::Result<PathBuf> {
     }
     std::fs::write(out.join("package.json"), package_json())?;
     Ok(out)
+}
+
+/// The package's `analysis/` folder, written to `analysis` (created): its wasm and .d.ts as
+/// wasm-bindgen writes them, its JS module, worker.js and the main-thread fallback's
+/// main_thread.js minified like the front (the docs stay in the .d.ts). `config`: cargo
+/// `--config` overrides for the wasm's build (none for the package).
+pub fn build_analysis(analysis: &Path, config: &[String]) -> anyhow::Result<()> {
+    let generated = paths::target().join("probe-analysis-bindgen");
+    if generated.exists() {
+        std::fs::remove_dir_all(&generated)
+            .with_context(|| format!("cannot clear {}", generated.display()))?;
+    }
+    bindgen(&compile_analysis_with(config)?, &generated)?;
+    std::fs::create_dir_all(analysis)?;
+    for file in ["ttfx_analysis.d.ts", "ttfx_analysis_bg.wasm.d.ts"] {
+        copy(&generated.join(file), &analysis.join(file))?;
+    }
+    wasm_opt(
+        &generated.join("ttfx_analysis_bg.wasm"),
+        &analysis.join("ttfx_analysis_bg.wasm"),
+    )?;
+    minify(
+        &generated.join("ttfx_analysis.js"),
+        &analysis.join("ttfx_analysis.js"),
+    )?;
+    // The Worker, and the main-thread fallback's scheduler (loaded only there).
+    for file in ["worker.js", "main_thread.js"] {
+        minify(
+            &paths::root().join("crates/ttfx-analysis/src/").join(file),
+            &analysis.join(file),
+        )?;
+    }
+    Ok(())
 }
 
 /// The test runners' entries (docs/qa.md), copied from the template as written: they are

@@ -85,6 +85,34 @@ pub fn print_first(rows: &[First]) {
     }
 }
 
+/// The tables' medians as JSON: `warm` rows (engine, body, events, MB/s of each side, the
+/// ratio, ms per reply) and `first` rows (load and run medians, ms).
+pub fn summary(warm: &[Warm], first: &[First]) -> serde_json::Value {
+    let warm: Vec<_> = warm
+        .iter()
+        .map(|w| {
+            let (a, p) = (median(&w.analysis), median(&w.peer));
+            serde_json::json!({
+                "engine": w.engine, "body": w.dialect, "events": w.events,
+                "analysisMBps": rate(w.bytes, a), "peerMBps": rate(w.bytes, p),
+                "ratio": p / a, "analysisMs": a, "peerMs": p,
+            })
+        })
+        .collect();
+    let first: Vec<_> = first
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "engine": f.engine, "body": f.dialect,
+                "analysisLoadMs": median(&f.analysis_load),
+                "analysisRunMs": median(&f.analysis_run),
+                "peerLoadMs": median(&f.peer_load), "peerRunMs": median(&f.peer_run),
+            })
+        })
+        .collect();
+    serde_json::json!({ "warm": warm, "first": first })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +122,31 @@ mod tests {
         assert!((rate(8_400_000.0, 180.0) - 46.666).abs() < 0.01);
         assert_eq!(sums(&[1.0, 2.0], &[3.0, 4.0]), vec![4.0, 6.0]);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn summary_holds_the_printed_medians() {
+        let warm = [Warm {
+            engine: "chromium",
+            dialect: "openai-chat",
+            events: 2_000,
+            bytes: 2_000_000.0,
+            analysis: vec![10.0, 20.0, 30.0],
+            peer: vec![40.0, 50.0, 60.0],
+        }];
+        let first = [First {
+            engine: "chromium",
+            dialect: "openai-chat",
+            analysis_load: vec![30.0],
+            analysis_run: vec![5.0],
+            peer_load: vec![7.0],
+            peer_run: vec![3.0],
+        }];
+        let s = summary(&warm, &first);
+        assert_eq!(s["warm"][0]["ratio"], 2.5);
+        assert_eq!(s["warm"][0]["analysisMBps"], 100.0);
+        assert_eq!(s["warm"][0]["peerMBps"], 40.0);
+        assert_eq!(s["first"][0]["analysisRunMs"], 5.0);
+        assert_eq!(s["first"][0]["peerLoadMs"], 7.0);
     }
 }

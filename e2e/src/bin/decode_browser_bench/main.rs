@@ -9,7 +9,9 @@
 //!
 //! `--peer DIR`: eventsource-parser's package folder (xtask installs it); `--names DIR`:
 //! the analysis built with its function names kept, for a Chromium CPU profile;
-//! `--engines a,b`: chromium, firefox, webkit (default all); `--rounds N` (default 7).
+//! `--engines a,b`: chromium, firefox, webkit (default all); `--rounds N` (default 7);
+//! `--summary FILE`: the medians also written as JSON (`figures::summary`), for a caller
+//! that sets runs side by side (`cargo xtask bench analysis-options`).
 //! The probe package: `$TTFX_PROBE_PKG`, else the target folder's.
 
 mod figures;
@@ -42,11 +44,13 @@ struct Args {
     names: Option<PathBuf>,
     engines: Vec<Engine>,
     rounds: usize,
+    summary: Option<PathBuf>,
 }
 
 fn args() -> anyhow::Result<Args> {
     let mut peer = None;
     let mut names = None;
+    let mut summary = None;
     let mut engines = Engine::ALL.to_vec();
     let mut rounds = 7;
     let mut it = std::env::args().skip(1);
@@ -55,6 +59,7 @@ fn args() -> anyhow::Result<Args> {
         match arg.as_str() {
             "--peer" => peer = Some(PathBuf::from(value()?)),
             "--names" => names = Some(PathBuf::from(value()?)),
+            "--summary" => summary = Some(PathBuf::from(value()?)),
             "--rounds" => {
                 rounds = value()?
                     .parse()
@@ -75,7 +80,7 @@ fn args() -> anyhow::Result<Args> {
             }
             other => bail!(
                 "unknown argument {other} (expected --peer DIR, --names DIR, --engines LIST, \
-                 --rounds N)"
+                 --rounds N, --summary FILE)"
             ),
         }
     }
@@ -88,6 +93,7 @@ fn args() -> anyhow::Result<Args> {
         names,
         engines,
         rounds,
+        summary,
     })
 }
 
@@ -142,6 +148,10 @@ async fn main() -> anyhow::Result<()> {
          ms/reply at {REPLY_EVENTS} events"
     );
     figures::print_first(&first);
+    if let Some(path) = &args.summary {
+        let text = serde_json::to_string_pretty(&figures::summary(&warm, &first))?;
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(())
 }
 
