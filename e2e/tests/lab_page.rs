@@ -17,6 +17,9 @@ struct Lab {
     client: Client,
     _server: ServeProcess,
     _driver: Chromedriver,
+    /// The machine, shared with other binaries' tests (`ttfx_e2e::machine`); released
+    /// last, after the browser and the server.
+    _machine: ttfx_e2e::machine::Machine,
 }
 
 impl Lab {
@@ -31,6 +34,7 @@ impl Lab {
 
     /// As `open_with`, with more Chromium flags (a fake microphone).
     async fn open_in(extra: &[&str], browser_args: &[String]) -> anyhow::Result<Lab> {
+        let machine = ttfx_e2e::machine::Machine::take(false).await?;
         let dist = paths::lab_dist()?;
         let dist = dist.to_str().unwrap_or_default();
         let mut args = vec!["--dist", dist];
@@ -49,6 +53,7 @@ impl Lab {
             client,
             _server: server,
             _driver: driver,
+            _machine: machine,
         })
     }
 
