@@ -380,8 +380,7 @@ fn chat_uis_on_every_transport_are_measured_with_inject() -> anyhow::Result<()> 
         // Vercel AI SDK page's Firefox turns 444, 489, 454 ms for 400 injected (the
         // official client's 422, 441, 430). The other UIs, lighter, run beside other
         // binaries (their medians 402–430 ms there).
-        let _machine =
-            Machine::take_now(matches!(kind, Kind::ReactOpenAi | Kind::ReactAiSdk))?;
+        let _machine = Machine::take_now(matches!(kind, Kind::ReactOpenAi | Kind::ReactAiSdk))?;
         let ui = ChatUi::serve(kind)?;
         let url = ui.page_url("default", DELAYS);
         let (transport, dialect) = match kind {

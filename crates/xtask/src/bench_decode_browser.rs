@@ -103,6 +103,9 @@ struct LevelFigures {
 /// table of the options.
 pub fn options(rounds: usize, levels: &str) -> anyhow::Result<()> {
     let peer = install_peer()?;
+    // Each level's folder is a package the bench takes: the front as shipped (from the
+    // package, built once), and that level's `analysis/` (what the page runs).
+    let front = probe_pkg::build()?.join("probe.js");
     let mut rows = Vec::new();
     for level in levels.split(',').map(str::trim).filter(|l| !l.is_empty()) {
         anyhow::ensure!(
@@ -120,6 +123,9 @@ pub fn options(rounds: usize, levels: &str) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot clear {}", pkg.display()))?;
         }
         let analysis = pkg.join("analysis");
+        std::fs::create_dir_all(&pkg)?;
+        std::fs::copy(&front, pkg.join("probe.js"))
+            .with_context(|| format!("cannot copy {} into {}", front.display(), pkg.display()))?;
         probe_pkg::build_analysis(
             &analysis,
             &[format!("profile.probe.package.ttfx-core.opt-level={value}")],
