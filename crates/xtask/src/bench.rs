@@ -147,7 +147,7 @@ fn all() -> anyhow::Result<()> {
         "{:<52} {:>10} {:>10}",
         "inject.js",
         std::fs::metadata(&inject)?.len(),
-        gzip_size(&inject)?
+        crate::gzip_size::of(&inject)?
     );
     size_table(
         "probe package, the analysis loaded lazily into a Worker (`analysis/`; #15: at \
@@ -423,7 +423,7 @@ fn size_table(title: &str, dir: &Path, skip: &[&str]) -> anyhow::Result<()> {
     let (mut raw_total, mut gz_total) = (0, 0);
     for path in files {
         let raw = std::fs::metadata(&path)?.len();
-        let gz = gzip_size(&path)?;
+        let gz = crate::gzip_size::of(&path)?;
         raw_total += raw;
         gz_total += gz;
         let name = path
@@ -450,14 +450,4 @@ fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> anyhow::Result<()> 
         }
     }
     Ok(())
-}
-
-pub fn gzip_size(path: &Path) -> anyhow::Result<u64> {
-    let bytes = Command::new("gzip")
-        .arg("-9c")
-        .arg(path)
-        .output()
-        .with_context(|| format!("cannot run gzip on {}", path.display()))?
-        .stdout;
-    Ok(bytes.len() as u64)
 }

@@ -141,10 +141,10 @@ pub fn options(rounds: usize, levels: &str) -> anyhow::Result<()> {
             .with_context(|| format!("the bench wrote no {}", summary_file.display()))?;
         rows.push(LevelFigures {
             level: value,
-            wasm_gzip: crate::bench::gzip_size(&analysis.join("ttfx_analysis_bg.wasm"))?,
+            wasm_gzip: crate::gzip_size::of(&analysis.join("ttfx_analysis_bg.wasm"))?,
             analysis_gzip: ["ttfx_analysis_bg.wasm", "ttfx_analysis.js", "worker.js"]
                 .iter()
-                .map(|f| crate::bench::gzip_size(&analysis.join(f)))
+                .map(|f| crate::gzip_size::of(&analysis.join(f)))
                 .sum::<anyhow::Result<u64>>()?,
             summary: serde_json::from_str(&text)
                 .with_context(|| format!("{} is not JSON", summary_file.display()))?,

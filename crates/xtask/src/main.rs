@@ -16,6 +16,7 @@ mod bench_sweep;
 mod cmd;
 mod e2e_lanes;
 mod fuzz;
+mod gzip_size;
 mod lab;
 #[cfg(test)]
 mod module_graph;
