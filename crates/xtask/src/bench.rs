@@ -65,7 +65,8 @@ enum Section {
     /// The lazy analysis's size budget, its options (#35 point 5): the analysis built
     /// with ttfx-core at each `opt-level` (the rest of it at the probe profile's `"z"`),
     /// each one's gzip size and `decode-browser`'s figures in Chromium, then one table.
-    /// Opt-in (not part of plain `bench`): five builds and five runs, about 25 minutes.
+    /// Opt-in (not part of plain `bench`): five builds and five Chromium runs, about five
+    /// minutes (measured: 189 s with the first build done).
     AnalysisOptions {
         /// Alternating rounds per body (three times as many at 2,000 events).
         #[arg(long, default_value_t = 5)]
