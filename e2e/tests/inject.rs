@@ -19,32 +19,14 @@ use ttfx_e2e::{ServeProcess, paths};
 const DELAYS: &str = "ttft_ms=400&tokens_per_second=50&output_tokens=20&seed=5";
 const TTFT_MS: f64 = 400.0;
 
-/// One test at a time: each drives a browser at full speed on a 2-core machine, and the
-/// timing bounds are for a browser that does not share the machine with another test's.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// This binary's turn: no other test of it runs meanwhile.
-fn binary_turn() -> std::sync::MutexGuard<'static, ()> {
-    // A test that failed while holding it leaves it poisoned; the next still runs alone.
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// This binary's turn, and the machine (the lock every e2e process shares,
-/// `ttfx_e2e::machine`) held shared with other binaries' tests or `machine_alone`.
-/// `ttfx run` takes no lock, so a test cannot wait on itself.
-struct Turn {
-    _machine: Machine,
-    _test: std::sync::MutexGuard<'static, ()>,
-}
-
-fn turn(machine_alone: bool) -> anyhow::Result<Turn> {
-    let test = binary_turn();
-    Ok(Turn {
-        _machine: Machine::take_now(machine_alone)?,
-        _test: test,
-    })
+/// The machine alone (the lock every e2e process shares, `ttfx_e2e::machine`), so also
+/// one test of this binary at a time: each drives a browser at full speed on a 2-core
+/// machine, and the injected delay's bound (`BUSY_SLACK_MS`) is an idle machine's. In
+/// fresh-clone runs beside other binaries' browsers, Firefox turns ran late on any chat
+/// UI: the Vercel AI SDK page's 444, 489, 454 ms and the XMLHttpRequest page's 468, 426,
+/// 475 ms for 400 injected. `ttfx run` takes no lock, so a test cannot wait on itself.
+fn alone() -> anyhow::Result<Machine> {
+    Machine::take_now(true)
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -203,7 +185,7 @@ fn check_turn_of(run: &Value, browser: &str, dialect: &str) -> anyhow::Result<f6
 /// the element whose text grew.
 #[test]
 fn a_page_without_the_probe_is_measured_as_shipped_under_a_strict_csp() -> anyhow::Result<()> {
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let (_server, url) = fetch_page()?;
     for browser in ["chromium", "firefox"] {
         let (stdout, batch) = run_ok(&[
@@ -244,7 +226,7 @@ fn a_page_without_the_probe_is_measured_as_shipped_under_a_strict_csp() -> anyho
 /// measures the same; Firefox has no DevTools protocol, which is one line and exit 2.
 #[test]
 fn chromium_without_bidi_gets_the_probe_through_the_devtools_protocol() -> anyhow::Result<()> {
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let (_server, url) = fetch_page()?;
     let (stdout, batch) = run_ok(&[
         "--url",
@@ -277,7 +259,7 @@ fn chromium_without_bidi_gets_the_probe_through_the_devtools_protocol() -> anyho
 /// named by --reply: both turns of both passes are measured, in order.
 #[test]
 fn every_turn_of_a_flow_is_measured() -> anyhow::Result<()> {
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let (_server, url) = fetch_page()?;
     let dir = tempfile::tempdir()?;
     let flow = two_turn_flow(dir.path(), "Hello there")?;
@@ -325,7 +307,7 @@ fn every_turn_of_a_flow_is_measured() -> anyhow::Result<()> {
 /// DevTools), and a stream that never comes (--match naming nothing the page requests).
 #[test]
 fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let stderr = refused(
         &[
             "--url",
@@ -370,16 +352,8 @@ fn what_inject_mode_cannot_measure_is_one_clear_line() -> anyhow::Result<()> {
 /// delay's bound.
 #[test]
 fn chat_uis_on_every_transport_are_measured_with_inject() -> anyhow::Result<()> {
-    // The machine is taken per UI, below.
-    let _turn = binary_turn();
+    let _alone = alone()?;
     for kind in Kind::ALL {
-        // The React pages alone on the machine too: their bundles' work per token
-        // stretches when another binary's browsers share the 2 cores, and the delay's
-        // bound (BUSY_SLACK_MS) is an idle machine's. Fresh-clone run, 2026-12-06: the
-        // Vercel AI SDK page's Firefox turns 444, 489, 454 ms for 400 injected (the
-        // official client's 422, 441, 430). The other UIs, lighter, run beside other
-        // binaries (their medians 402–430 ms there).
-        let _machine = Machine::take_now(matches!(kind, Kind::ReactOpenAi | Kind::ReactAiSdk))?;
         let ui = ChatUi::serve(kind)?;
         let url = ui.page_url("default", DELAYS);
         let (transport, dialect) = match kind {
@@ -427,7 +401,7 @@ fn chat_uis_on_every_transport_are_measured_with_inject() -> anyhow::Result<()> 
 /// follows.
 #[test]
 fn two_chat_uis_are_compared_as_shipped_with_against() -> anyhow::Result<()> {
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let (xhr, ws) = (ChatUi::serve(Kind::Xhr)?, ChatUi::serve(Kind::WebSocket)?);
     let (a, b) = (
         xhr.page_url("default", DELAYS),
@@ -487,7 +461,7 @@ fn two_chat_uis_are_compared_as_shipped_with_against() -> anyhow::Result<()> {
 /// before any browser starts (the driver named here does not exist and is never reached).
 #[test]
 fn match_takes_a_path_as_typed_and_a_pattern_only_with_re() -> anyhow::Result<()> {
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let (_server, url) = fetch_page()?;
     for m in ["/v1/chat/completions", r"re:/chat\/COMPLETIONS/i"] {
         let (stdout, batch) = run_ok(&[
@@ -544,7 +518,7 @@ fn an_install_error_in_the_page_is_kept_for_the_runner() -> anyhow::Result<()> {
     use hyper_util::client::legacy::connect::HttpConnector;
     use ttfx_webdriver::{Driver, Engine, bidi::Bidi};
 
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let (_server, url) = fetch_page()?;
     let bundle = std::fs::read_to_string(paths::probe_pkg()?.join("inject.js"))?;
     let preload = format!(
@@ -601,7 +575,7 @@ fn an_install_error_in_the_page_is_kept_for_the_runner() -> anyhow::Result<()> {
 /// report names that package's file.
 #[test]
 fn inject_works_from_any_folder_with_the_probe_built_in() -> anyhow::Result<()> {
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let (_server, url) = fetch_page()?;
     let empty = tempfile::tempdir()?;
     let json = empty.path().join("batch.json");
@@ -657,9 +631,7 @@ fn a_chat_page_on_the_vercel_ai_sdk_is_measured_unchanged() -> anyhow::Result<()
     use ttfx_e2e::driver_tap::DriverTap;
     use ttfx_webdriver::Engine;
 
-    // Alone on the machine too: its Firefox turns ran 55 ms late beside another binary's
-    // browsers (CI-like run: 455 and 457 ms for 400 injected).
-    let _turn = turn(true)?;
+    let _alone = alone()?;
     let ui = ChatUi::serve(Kind::ReactAiSdk)?;
     let url = ui.page_url("default", DELAYS);
     // The simulator's own words for the 20 tokens DELAYS asks for (the text does not
@@ -775,7 +747,7 @@ fn a_chat_page_on_the_vercel_ai_sdk_is_measured_unchanged() -> anyhow::Result<()
 /// arrival, is the first byte's too (BiDi has no event per body chunk).
 #[test]
 fn a_pages_own_request_gets_its_server_record_and_ground_truth() -> anyhow::Result<()> {
-    let _turn = turn(false)?;
+    let _alone = alone()?;
     let (_server, page) = fetch_page()?;
     let url = format!("{page}&queue_ms={TTFT_MS}");
     for browser in ["chromium", "firefox"] {

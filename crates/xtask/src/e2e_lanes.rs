@@ -8,7 +8,7 @@
 //! - Every e2e test that starts a browser holds the machine lock (`ttfx_e2e::machine`),
 //!   a file lock every process shares (the `engines!` tests, the lab page's, inject's,
 //!   bundler's, the QA runners', run_cmd's): a test or step written `alone` (timing
-//!   bounds an idle machine's: the CSP test's 4 ms slices, the React chat UIs' turns)
+//!   bounds an idle machine's: the CSP test's 4 ms slices, every inject test's turns)
 //!   still runs with no other binary's browsers beside it. Only `package_types` (tsc, no
 //!   browser) takes none.
 //! - The binaries that measure the probe against independent witnesses with tight error
